@@ -1,0 +1,1 @@
+"""The controller: runs, manifests, the state machine, agents, flows and the CLI."""

@@ -1,0 +1,5 @@
+"""Placeholder for the `register` subcommands until its issue lands."""
+
+
+def add_parser(subparsers) -> None:
+    return None

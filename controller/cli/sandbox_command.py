@@ -1,0 +1,5 @@
+"""Placeholder for the `sandbox` subcommands until its issue lands."""
+
+
+def add_parser(subparsers) -> None:
+    return None

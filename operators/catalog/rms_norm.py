@@ -1,0 +1,66 @@
+"""RMSNorm over the last axis with a learned scale, as in the pi0.5 prefix encoder."""
+
+import torch
+import triton
+import triton.language as tl
+
+from operators.catalog.shapes import PI05, row_workloads
+from operators.contract import Contract
+from operators.declaration import Axis, OperatorDeclaration, TensorSpec
+
+
+def rms_norm_reference(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """y = x / sqrt(mean(x^2) + eps) * weight, computed in float32, rounded once."""
+    x32 = x.float()
+    inverse_rms = torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + eps)
+    return (x32 * inverse_rms * weight.float()).to(x.dtype)
+
+
+@triton.jit
+def _rms_norm_kernel(x_ptr, weight_ptr, out_ptr, row_stride, hidden, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    columns = tl.arange(0, BLOCK)
+    mask = columns < hidden
+    x = tl.load(x_ptr + row * row_stride + columns, mask=mask, other=0.0).to(tl.float32)
+    weight = tl.load(weight_ptr + columns, mask=mask, other=0.0).to(tl.float32)
+    inverse_rms = tl.rsqrt(tl.sum(x * x, axis=0) / hidden + eps)
+    tl.store(out_ptr + row * hidden + columns, (x * inverse_rms * weight), mask=mask)
+
+
+def rms_norm_triton(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """Production kernel: one program per row, the whole row in one block."""
+    hidden = x.shape[-1]
+    rows = x.reshape(-1, hidden)
+    if rows.stride(-1) != 1:
+        rows = rows.contiguous()
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if rows.shape[0]:
+        _rms_norm_kernel[(rows.shape[0],)](
+            rows, weight, out, rows.stride(0), hidden, eps, BLOCK=triton.next_power_of_2(hidden)
+        )
+    return out
+
+
+DECLARATION = OperatorDeclaration(
+    name="rms_norm",
+    summary="Root-mean-square normalisation of each row, times a learned per-channel scale.",
+    axes=(
+        Axis(name="tokens", kind="var", description="batch x sequence rows"),
+        Axis(name="hidden", kind="const", value=PI05.width),
+    ),
+    inputs=(
+        TensorSpec(name="x", shape=("tokens", "hidden")),
+        TensorSpec(name="weight", shape=("hidden",)),
+    ),
+    outputs=(TensorSpec(name="y", shape=("tokens", "hidden")),),
+    params={"eps": 1e-6},
+    constraints=("x is contiguous in its last axis",),
+    reference=rms_norm_reference,
+    preferred=rms_norm_triton,
+    contract=Contract(
+        mode="tolerance",
+        roundings=3,
+        reason="row sum order, rsqrt approximation and the fused scale differ from eager",
+    ),
+    workloads=row_workloads(),
+)

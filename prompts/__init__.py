@@ -1,0 +1,1 @@
+"""Prompt templates for each agent role (data files beside this module)."""
