@@ -1,0 +1,144 @@
+"""The `anthropic:<model>` backend: Messages API with tool use; the key stays in the controller."""
+
+from __future__ import annotations
+
+import os
+
+import anthropic
+
+from controller.agents.base import AgentSession, SessionResult
+from controller.agents.chat_loop import (
+    ChatLoop,
+    MalformedReply,
+    ModelReply,
+    ProviderError,
+    RetryPolicy,
+    ToolCall,
+    TransientError,
+    TurnTimeout,
+)
+from controller.agents.pricing import price_for
+from controller.agents.tools import TOOL_SPECS, ToolOutcome
+from controller.errors import ControllerError
+
+MAX_OUTPUT_TOKENS = 8192
+TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+
+class AnthropicProvider:
+    """Speaks the Messages API through the official SDK, one call at a time."""
+
+    def __init__(self, client: anthropic.Anthropic, model: str, system: str = ""):
+        self.client = client
+        self.model = model
+        self.system = system
+        self.tools = [
+            {"name": s["name"], "description": s["description"], "input_schema": s["parameters"]}
+            for s in TOOL_SPECS
+        ]
+
+    def opening_messages(self, system: str, prompt: str) -> list[dict]:
+        self.system = system
+        return [{"role": "user", "content": prompt}]
+
+    def send(self, messages: list[dict], timeout_s: float) -> ModelReply:
+        try:
+            response = self.client.messages.create(
+                model=self.model,
+                max_tokens=MAX_OUTPUT_TOKENS,
+                system=self.system,
+                messages=messages,
+                tools=self.tools,
+                timeout=timeout_s,
+            )
+        except anthropic.APITimeoutError as error:
+            raise TurnTimeout(f"no answer within {timeout_s:.0f}s") from error
+        except anthropic.APIConnectionError as error:
+            raise TransientError(f"connection failed: {error}") from error
+        except anthropic.APIStatusError as error:
+            if error.status_code in TRANSIENT_STATUS or error.status_code >= 500:
+                raise TransientError(f"HTTP {error.status_code}: {error.message}") from error
+            raise ProviderError(f"HTTP {error.status_code}: {error.message}") from error
+        except (anthropic.APIResponseValidationError, ValueError) as error:
+            raise MalformedReply(str(error)) from error
+        return self._reply(response)
+
+    def _reply(self, response) -> ModelReply:
+        try:
+            blocks = [block.model_dump(exclude_none=True) for block in response.content]
+            usage = response.usage
+            input_tokens = (
+                usage.input_tokens
+                + (usage.cache_creation_input_tokens or 0)
+                + (usage.cache_read_input_tokens or 0)
+            )
+            output_tokens = usage.output_tokens
+        except (AttributeError, TypeError) as error:
+            raise MalformedReply(f"reply lacks content or usage: {error}") from error
+        calls = []
+        for block in blocks:
+            if block.get("type") != "tool_use":
+                continue
+            arguments = block.get("input")
+            problem = None
+            if not isinstance(arguments, dict):
+                arguments, problem = {}, "tool input must be a JSON object"
+            calls.append(
+                ToolCall(id=block["id"], name=block["name"], arguments=arguments, problem=problem)
+            )
+        return ModelReply(
+            message={"role": "assistant", "content": blocks},
+            tool_calls=calls,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+        )
+
+    def tool_result_messages(self, results: list[tuple[ToolCall, ToolOutcome]]) -> list[dict]:
+        content = [
+            {
+                "type": "tool_result",
+                "tool_use_id": call.id,
+                "content": outcome.output,
+                "is_error": not outcome.ok,
+            }
+            for call, outcome in results
+        ]
+        return [{"role": "user", "content": content}]
+
+
+class AnthropicAgent:
+    """Runs a session against an Anthropic model; tool calls go through the session's fence."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        retry: RetryPolicy | None = None,
+    ):
+        if not model:
+            raise ControllerError("agent spec 'anthropic:' needs a model, e.g. anthropic:<model>")
+        self.model = model
+        self.spec = f"anthropic:{model}"
+        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        self.api_key = api_key
+        self.retry = retry
+
+    def _key(self) -> str | None:
+        return self.api_key or os.environ.get("ANTHROPIC_API_KEY") or None
+
+    def check_available(self) -> None:
+        """Refuse before the run starts when no API key is set."""
+        if not self._key():
+            raise ControllerError(
+                f"agent {self.spec} needs ANTHROPIC_API_KEY in the controller's environment"
+            )
+
+    def run(self, session: AgentSession) -> SessionResult:
+        """Hold the conversation here; only tool calls cross into the fence."""
+        self.check_available()
+        client = anthropic.Anthropic(api_key=self._key(), base_url=self.base_url, max_retries=0)
+        price, note = price_for(self.model)
+        provider = AnthropicProvider(client, self.model)
+        return ChatLoop(provider, price, note, self.retry).run(session)

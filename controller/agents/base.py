@@ -1,0 +1,97 @@
+"""The agent protocol and its records, shared by every backend and by the run engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ExitReason = Literal["finished", "turn_limit", "token_limit", "dollar_limit", "timeout", "error"]
+
+
+class AgentLimits(BaseModel):
+    """Budgets one agent session may spend before the controller stops it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_turns: int = 60
+    """Model calls (API backends) or assistant turns (CLI backends) allowed."""
+    max_tokens: int | None = None
+    """Input plus output tokens allowed; None means unlimited."""
+    max_dollars: float | None = None
+    """Estimated spend allowed; None means unlimited."""
+    turn_timeout_s: float = 300
+    """Seconds one model call or one tool call may take."""
+    wall_s: float = 1800
+    """Seconds the whole session may take."""
+
+
+class AgentSession(BaseModel):
+    """Everything one attempt hands to an agent: where it works, what it is told, its fence."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    workspace: Path
+    """The single-commit copy of BASE the agent edits."""
+    prompt: str
+    """The task text, including feedback from earlier attempts."""
+    context: tuple[Path, ...] = ()
+    """Read-only paths the agent may consult."""
+    fence: Any
+    """A `sandbox` fence; every command the agent causes runs through `fence.run`."""
+    policy: Any
+    """The `sandbox.policy.FencePolicy` those commands run under."""
+    limits: AgentLimits = AgentLimits()
+    """Budgets for this session."""
+    attempt: int = 1
+    """1-based attempt number within the run."""
+
+
+class Usage(BaseModel):
+    """What a session spent, including calls that failed or could not be parsed."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    dollars: float = 0.0
+    calls: int = 0
+    failed_calls: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens, the figure token limits are checked against."""
+        return self.input_tokens + self.output_tokens
+
+
+class TraceEvent(BaseModel):
+    """One span on the run's Chrome trace timeline: a model turn or a tool call."""
+
+    name: str
+    category: Literal["agent_turn", "tool_call"]
+    start_s: float
+    """Wall-clock start, `time.time()` seconds."""
+    duration_s: float
+    args: dict = Field(default_factory=dict)
+
+
+class SessionResult(BaseModel):
+    """What a session produced: the full transcript, what it cost, and why it stopped."""
+
+    transcript: list[dict]
+    usage: Usage
+    exit_reason: ExitReason
+    error: str | None = None
+    events: list[TraceEvent] = Field(default_factory=list)
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """A coding agent the controller can run for one attempt."""
+
+    spec: str
+
+    def check_available(self) -> None:
+        """Raise ControllerError (one line) when this backend cannot run here."""
+
+    def run(self, session: AgentSession) -> SessionResult:
+        """Run one session to completion or to a limit; never raise for agent misbehaviour."""

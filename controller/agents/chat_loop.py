@@ -1,0 +1,216 @@
+"""The conversation loop the controller runs for API backends: call, count, check limits, tools."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from pydantic import BaseModel
+
+from controller.agents.base import AgentSession, SessionResult, TraceEvent, Usage
+from controller.agents.pricing import Price
+from controller.agents.tools import FencedTools, ToolOutcome
+
+
+class TransientError(Exception):
+    """The provider failed in a way worth retrying: 429, 529, 5xx, a dropped connection."""
+
+
+class MalformedReply(Exception):
+    """The provider answered, but the answer could not be understood."""
+
+
+class TurnTimeout(Exception):
+    """One model call ran past the per-turn timeout."""
+
+
+class ProviderError(Exception):
+    """The provider refused the call in a way retrying cannot fix (bad key, bad request)."""
+
+
+class ToolCall(BaseModel):
+    """One tool call the model asked for; `problem` is set when its arguments were unusable."""
+
+    id: str
+    name: str
+    arguments: dict
+    problem: str | None = None
+
+
+class ModelReply(BaseModel):
+    """One model call's answer, reduced to what the loop needs."""
+
+    message: dict
+    """The assistant message, in the provider's own format, as it goes back into the chat."""
+    tool_calls: list[ToolCall]
+    input_tokens: int
+    output_tokens: int
+
+
+class ChatProvider(Protocol):
+    """The provider-specific half of an API backend: message formats and one call."""
+
+    model: str
+
+    def opening_messages(self, system: str, prompt: str) -> list[dict]: ...
+
+    def send(self, messages: list[dict], timeout_s: float) -> ModelReply: ...
+
+    def tool_result_messages(self, results: list[tuple[ToolCall, ToolOutcome]]) -> list[dict]: ...
+
+
+class RetryPolicy(BaseModel, frozen=True):
+    """Exponential backoff for transient provider errors and malformed replies."""
+
+    attempts: int = 6
+    base_s: float = 1.0
+    max_s: float = 30.0
+
+    def delay_s(self, failure_number: int) -> float:
+        """Seconds to wait after the n-th consecutive failure (1-based)."""
+        return min(self.max_s, self.base_s * 2 ** (failure_number - 1))
+
+
+class LimitReached(Exception):
+    """Stops the loop; the exit reason and message travel with it."""
+
+    def __init__(self, reason: str, message: str | None = None):
+        super().__init__(message or reason)
+        self.reason = reason
+        self.message = message
+
+
+SYSTEM_PROMPT = (
+    "You are a coding agent working in a git repository that is your current directory. "
+    "Use the tools to inspect and change files and to run commands; paths are relative to "
+    "the repository. Every command runs in a sandbox without network access. "
+    "When the task is complete, answer with a short summary and no tool call."
+)
+
+
+def system_prompt(session: AgentSession) -> str:
+    """The fixed instructions plus the read-only context paths, if any."""
+    if not session.context:
+        return SYSTEM_PROMPT
+    listed = "\n".join(f"- {path}" for path in session.context)
+    return f"{SYSTEM_PROMPT}\nRead-only reference material:\n{listed}"
+
+
+class ChatLoop:
+    """Runs one session against a provider, enforcing every limit after every call."""
+
+    def __init__(
+        self,
+        provider: ChatProvider,
+        price: Price,
+        price_note: str | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.provider = provider
+        self.price = price
+        self.price_note = price_note
+        self.retry = retry or RetryPolicy()
+        self.sleep = sleep
+
+    def run(self, session: AgentSession) -> SessionResult:
+        """Converse until the model stops calling tools or a limit is reached."""
+        system = system_prompt(session)
+        messages = self.provider.opening_messages(system, session.prompt)
+        usage = Usage()
+        tools = FencedTools(session)
+        turn_events: list[TraceEvent] = []
+        deadline = time.monotonic() + session.limits.wall_s
+        reason, error = "turn_limit", None
+        try:
+            for turn in range(1, session.limits.max_turns + 1):
+                started = time.time()
+                reply = self._call(messages, session, usage, deadline)
+                turn_events.append(self._turn_event(turn, started, reply))
+                messages.append(reply.message)
+                self._check_budget(session, usage)
+                if not reply.tool_calls:
+                    reason = "finished"
+                    break
+                results = [(call, self._execute(call, tools, usage)) for call in reply.tool_calls]
+                messages.extend(self.provider.tool_result_messages(results))
+                if time.monotonic() > deadline:
+                    wall = session.limits.wall_s
+                    raise LimitReached("timeout", f"session ran past wall_s={wall}")
+        except LimitReached as stop:
+            reason, error = stop.reason, stop.message
+        if messages and messages[0].get("role") == "system":
+            transcript = messages
+        else:
+            transcript = [{"role": "system", "content": system}, *messages]
+        if reason == "turn_limit":
+            error = f"stopped after max_turns={session.limits.max_turns} model calls"
+        events = sorted(turn_events + tools.events, key=lambda event: event.start_s)
+        return SessionResult(
+            transcript=transcript, usage=usage, exit_reason=reason, error=error, events=events
+        )
+
+    def _call(self, messages, session, usage: Usage, deadline: float) -> ModelReply:
+        """One model call with retries; every attempt, failed or not, is counted."""
+        last_problem = ""
+        for failure_number in range(1, self.retry.attempts + 1):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise LimitReached("timeout", f"session ran past wall_s={session.limits.wall_s}")
+            usage.calls += 1
+            try:
+                reply = self.provider.send(messages, min(session.limits.turn_timeout_s, remaining))
+            except TurnTimeout as timeout:
+                usage.failed_calls += 1
+                raise LimitReached("timeout", f"model call timed out: {timeout}") from None
+            except ProviderError as refusal:
+                usage.failed_calls += 1
+                raise LimitReached("error", f"model call refused: {refusal}") from None
+            except (TransientError, MalformedReply) as problem:
+                usage.failed_calls += 1
+                last_problem = f"{type(problem).__name__}: {problem}"
+                if failure_number < self.retry.attempts:
+                    self.sleep(self.retry.delay_s(failure_number))
+                continue
+            usage.input_tokens += reply.input_tokens
+            usage.output_tokens += reply.output_tokens
+            usage.dollars += self.price.dollars(reply.input_tokens, reply.output_tokens)
+            return reply
+        raise LimitReached(
+            "error", f"model call failed {self.retry.attempts} times; last: {last_problem}"
+        )
+
+    def _execute(self, call: ToolCall, tools: FencedTools, usage: Usage) -> ToolOutcome:
+        if call.problem:
+            usage.failed_calls += 1
+            return ToolOutcome(ok=False, output=call.problem)
+        return tools.call(call.name, call.arguments)
+
+    def _check_budget(self, session: AgentSession, usage: Usage) -> None:
+        limits = session.limits
+        if limits.max_tokens is not None and usage.total_tokens >= limits.max_tokens:
+            raise LimitReached(
+                "token_limit", f"used {usage.total_tokens} tokens of max_tokens={limits.max_tokens}"
+            )
+        if limits.max_dollars is not None and usage.dollars >= limits.max_dollars:
+            raise LimitReached(
+                "dollar_limit", f"spent ${usage.dollars:.4f} of max_dollars={limits.max_dollars}"
+            )
+
+    def _turn_event(self, turn: int, started: float, reply: ModelReply) -> TraceEvent:
+        args = {
+            "model": self.provider.model,
+            "input_tokens": reply.input_tokens,
+            "output_tokens": reply.output_tokens,
+            "tool_calls": [call.name for call in reply.tool_calls],
+        }
+        if self.price_note:
+            args["price_note"] = self.price_note
+        return TraceEvent(
+            name=f"turn {turn}",
+            category="agent_turn",
+            start_s=started,
+            duration_s=time.time() - started,
+            args=args,
+        )

@@ -1,0 +1,138 @@
+"""The `openai:<model>` backend: Chat Completions with tool calls, for any compatible server."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import openai
+
+from controller.agents.base import AgentSession, SessionResult
+from controller.agents.chat_loop import (
+    ChatLoop,
+    MalformedReply,
+    ModelReply,
+    ProviderError,
+    RetryPolicy,
+    ToolCall,
+    TransientError,
+    TurnTimeout,
+)
+from controller.agents.pricing import price_for
+from controller.agents.tools import TOOL_SPECS, ToolOutcome
+from controller.errors import ControllerError
+
+TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+
+class OpenAIProvider:
+    """Speaks Chat Completions through the official SDK, one call at a time."""
+
+    def __init__(self, client: openai.OpenAI, model: str):
+        self.client = client
+        self.model = model
+        self.tools = [{"type": "function", "function": spec} for spec in TOOL_SPECS]
+
+    def opening_messages(self, system: str, prompt: str) -> list[dict]:
+        return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+
+    def send(self, messages: list[dict], timeout_s: float) -> ModelReply:
+        try:
+            response = self.client.chat.completions.create(
+                model=self.model, messages=messages, tools=self.tools, timeout=timeout_s
+            )
+        except openai.APITimeoutError as error:
+            raise TurnTimeout(f"no answer within {timeout_s:.0f}s") from error
+        except openai.APIConnectionError as error:
+            raise TransientError(f"connection failed: {error}") from error
+        except openai.APIStatusError as error:
+            if error.status_code in TRANSIENT_STATUS or error.status_code >= 500:
+                raise TransientError(f"HTTP {error.status_code}: {error.message}") from error
+            raise ProviderError(f"HTTP {error.status_code}: {error.message}") from error
+        except (openai.APIResponseValidationError, ValueError) as error:
+            raise MalformedReply(str(error)) from error
+        return self._reply(response)
+
+    def _reply(self, response) -> ModelReply:
+        try:
+            message = response.choices[0].message
+            usage = response.usage
+            input_tokens, output_tokens = usage.prompt_tokens, usage.completion_tokens
+        except (AttributeError, IndexError, TypeError) as error:
+            raise MalformedReply(f"reply lacks a choice or usage: {error}") from error
+        calls = [self._tool_call(call) for call in message.tool_calls or []]
+        assistant = {"role": "assistant", "content": message.content or ""}
+        if message.tool_calls:
+            assistant["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.function.name, "arguments": call.function.arguments},
+                }
+                for call in message.tool_calls
+            ]
+        return ModelReply(
+            message=assistant,
+            tool_calls=calls,
+            input_tokens=input_tokens or 0,
+            output_tokens=output_tokens or 0,
+        )
+
+    def _tool_call(self, call) -> ToolCall:
+        name = call.function.name
+        try:
+            arguments = json.loads(call.function.arguments or "{}")
+        except json.JSONDecodeError as error:
+            problem = f"arguments for {name} were not valid JSON ({error}); send a JSON object"
+            return ToolCall(id=call.id, name=name, arguments={}, problem=problem)
+        if not isinstance(arguments, dict):
+            return ToolCall(id=call.id, name=name, arguments={}, problem="arguments not an object")
+        return ToolCall(id=call.id, name=name, arguments=arguments)
+
+    def tool_result_messages(self, results: list[tuple[ToolCall, ToolOutcome]]) -> list[dict]:
+        return [
+            {
+                "role": "tool",
+                "tool_call_id": call.id,
+                "content": outcome.output if outcome.ok else f"ERROR: {outcome.output}",
+            }
+            for call, outcome in results
+        ]
+
+
+class OpenAIAgent:
+    """Runs a session against an OpenAI-compatible model; tool calls go through the fence."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        retry: RetryPolicy | None = None,
+    ):
+        if not model:
+            raise ControllerError("agent spec 'openai:' needs a model, e.g. openai:<model>")
+        self.model = model
+        self.spec = f"openai:{model}"
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.api_key = api_key
+        self.retry = retry
+
+    def _key(self) -> str | None:
+        return self.api_key or os.environ.get("OPENAI_API_KEY") or None
+
+    def check_available(self) -> None:
+        """Refuse before the run starts when no API key is set."""
+        if not self._key():
+            raise ControllerError(
+                f"agent {self.spec} needs OPENAI_API_KEY in the controller's environment "
+                "(any non-empty value for a local server that ignores it)"
+            )
+
+    def run(self, session: AgentSession) -> SessionResult:
+        """Hold the conversation here; only tool calls cross into the fence."""
+        self.check_available()
+        client = openai.OpenAI(api_key=self._key(), base_url=self.base_url, max_retries=0)
+        price, note = price_for(self.model)
+        return ChatLoop(OpenAIProvider(client, self.model), price, note, self.retry).run(session)
