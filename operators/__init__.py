@@ -4,8 +4,8 @@ Call sites use `from operators import ops` and call `ops.<name>(...)`; importing
 registers the catalog.
 """
 
+from operators import triton_runtime  # noqa: F401,I001  (selects the interpreter before any kernel)
 import operators.catalog  # noqa: E402,F401,I001  (registers the pre-registered operators)
-from operators import triton_runtime  # noqa: F401  (selects the Triton interpreter on CPU)
 from operators.contract import Contract, ContractViolation
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec, Workload
 from operators.errors import OperatorError, ProfileError

@@ -3,10 +3,25 @@
 A registration adds its module here and its declaration to `CATALOG`.
 """
 
-from operators.catalog import rms_norm
+from operators import triton_runtime  # noqa: F401,I001  (must precede every kernel definition)
+from operators.catalog import (
+    ada_rms_norm,
+    gated_gelu,
+    gated_residual,
+    rms_norm,
+    rotate_qk,
+    split_kv_attention,
+)
 from operators.registry import REGISTRY
 
-CATALOG = (rms_norm.DECLARATION,)
+CATALOG = (
+    rms_norm.DECLARATION,
+    ada_rms_norm.DECLARATION,
+    gated_residual.DECLARATION,
+    gated_gelu.DECLARATION,
+    rotate_qk.DECLARATION,
+    split_kv_attention.DECLARATION,
+)
 
 for _declaration in CATALOG:
     if _declaration.name not in REGISTRY:

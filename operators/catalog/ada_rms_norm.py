@@ -1,0 +1,109 @@
+"""Adaptive RMSNorm of the pi0.5 action expert: normalise, then modulate by the time step.
+
+The time-step conditioning yields three chunks per batch row: scale and shift are applied
+here; the third, the gate, is consumed by `gated_residual`.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from operators import triton_runtime  # noqa: F401  (selects the interpreter before any kernel)
+from operators.catalog.rounding import round_to_bfloat16
+from operators.catalog.shapes import PI05, action_workloads
+from operators.contract import Contract
+from operators.declaration import Axis, OperatorDeclaration, TensorSpec
+
+
+def ada_rms_norm_reference(
+    x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6
+) -> torch.Tensor:
+    """y = x / sqrt(mean(x^2) + eps) * (1 + scale) + shift, in float32, rounded once."""
+    x32 = x.float()
+    inverse_rms = torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + eps)
+    modulated = x32 * inverse_rms * (1.0 + scale.float()[:, None, :]) + shift.float()[:, None, :]
+    return modulated.to(x.dtype)
+
+
+@triton.jit
+def _ada_rms_norm_kernel(
+    x_ptr,
+    scale_ptr,
+    shift_ptr,
+    out_ptr,
+    tokens,
+    hidden,
+    x_batch_stride,
+    x_token_stride,
+    scale_batch_stride,
+    shift_batch_stride,
+    eps,
+    BLOCK: tl.constexpr,
+):
+    row = tl.program_id(0)
+    batch = row // tokens
+    token = row % tokens
+    columns = tl.arange(0, BLOCK)
+    mask = columns < hidden
+    x_row = x_ptr + batch * x_batch_stride + token * x_token_stride
+    x = tl.load(x_row + columns, mask=mask, other=0.0).to(tl.float32)
+    scale = tl.load(scale_ptr + batch * scale_batch_stride + columns, mask=mask, other=0.0)
+    shift = tl.load(shift_ptr + batch * shift_batch_stride + columns, mask=mask, other=0.0)
+    inverse_rms = tl.rsqrt(tl.sum(x * x, axis=0) / hidden + eps)
+    y = x * inverse_rms * (1.0 + scale.to(tl.float32)) + shift.to(tl.float32)
+    tl.store(out_ptr + row * hidden + columns, round_to_bfloat16(y), mask=mask)
+
+
+def ada_rms_norm_triton(
+    x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6
+) -> torch.Tensor:
+    """Production kernel: one program per (batch, token) row, the whole row in one block."""
+    batch, tokens, hidden = x.shape
+    x, scale, shift = (t if t.stride(-1) == 1 else t.contiguous() for t in (x, scale, shift))
+    out = torch.empty((batch, tokens, hidden), dtype=x.dtype, device=x.device)
+    if out.numel():
+        _ada_rms_norm_kernel[(batch * tokens,)](
+            x,
+            scale,
+            shift,
+            out,
+            tokens,
+            hidden,
+            x.stride(0),
+            x.stride(1),
+            scale.stride(0),
+            shift.stride(0),
+            eps,
+            BLOCK=triton.next_power_of_2(hidden),
+        )
+    return out
+
+
+DECLARATION = OperatorDeclaration(
+    name="ada_rms_norm",
+    summary="RMSNorm without a learned weight, modulated per batch row: y * (1 + scale) + shift.",
+    axes=(
+        Axis(name="batch", kind="var"),
+        Axis(name="tokens", kind="var", description="action tokens per batch row"),
+        Axis(name="hidden", kind="const", value=PI05.width),
+    ),
+    inputs=(
+        TensorSpec(name="x", shape=("batch", "tokens", "hidden")),
+        TensorSpec(name="scale", shape=("batch", "hidden"), description="broadcast over tokens"),
+        TensorSpec(name="shift", shape=("batch", "hidden"), description="broadcast over tokens"),
+    ),
+    outputs=(TensorSpec(name="y", shape=("batch", "tokens", "hidden")),),
+    params={"eps": 1e-6},
+    constraints=(
+        "x, scale and shift are contiguous in their last axis",
+        "the gate chunk of the modulation is consumed by gated_residual",
+    ),
+    reference=ada_rms_norm_reference,
+    preferred=ada_rms_norm_triton,
+    contract=Contract(
+        mode="tolerance",
+        roundings=2,
+        reason="row sum order and the rsqrt approximation differ from eager",
+    ),
+    workloads=action_workloads(),
+)

@@ -1,0 +1,75 @@
+"""The gated GELU of the Gemma-style MLP: tanh GELU of the gate projection times the up one."""
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from operators import triton_runtime  # noqa: F401  (selects the interpreter before any kernel)
+from operators.catalog.rounding import round_to_bfloat16
+from operators.catalog.shapes import PI05, row_workloads
+from operators.contract import Contract
+from operators.declaration import Axis, OperatorDeclaration, TensorSpec
+
+BLOCK_COLUMNS = 1024
+SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
+
+
+def gated_gelu_reference(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    """out = gelu_tanh(gate) * up in eager BF16 (the GELU rounded, then the product)."""
+    return F.gelu(gate, approximate="tanh") * up
+
+
+@triton.jit
+def _gated_gelu_kernel(
+    gate_ptr, up_ptr, out_ptr, columns, gate_row_stride, up_row_stride, BLOCK: tl.constexpr
+):
+    row = tl.program_id(0)
+    offsets = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < columns
+    gate = tl.load(gate_ptr + row * gate_row_stride + offsets, mask=mask, other=0.0)
+    up = tl.load(up_ptr + row * up_row_stride + offsets, mask=mask, other=0.0)
+    gate = gate.to(tl.float32)
+    inner = SQRT_2_OVER_PI * (gate + 0.044715 * gate * gate * gate)
+    # 0.5 * (1 + tanh(z)) == sigmoid(2z): no cancellation for negative gates.
+    activated = round_to_bfloat16(gate / (1.0 + tl.exp(-2.0 * inner)))
+    out = round_to_bfloat16(activated * up.to(tl.float32))
+    tl.store(out_ptr + row * columns + offsets, out, mask=mask)
+
+
+def gated_gelu_triton(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    """Production kernel: one program per (row, 1024 columns), GELU rounded like eager."""
+    tokens, columns = gate.shape
+    gate, up = (t if t.stride(-1) == 1 else t.contiguous() for t in (gate, up))
+    out = torch.empty((tokens, columns), dtype=gate.dtype, device=gate.device)
+    if out.numel():
+        block = min(BLOCK_COLUMNS, triton.next_power_of_2(columns))
+        _gated_gelu_kernel[(tokens, triton.cdiv(columns, block))](
+            gate, up, out, columns, gate.stride(0), up.stride(0), BLOCK=block
+        )
+    return out
+
+
+DECLARATION = OperatorDeclaration(
+    name="gated_gelu",
+    summary="tanh-approximated GELU of the gate projection, times the up projection.",
+    axes=(
+        Axis(name="tokens", kind="var", description="batch x sequence rows"),
+        Axis(name="mlp", kind="const", value=PI05.mlp_width),
+    ),
+    inputs=(
+        TensorSpec(name="gate", shape=("tokens", "mlp")),
+        TensorSpec(name="up", shape=("tokens", "mlp")),
+    ),
+    outputs=(TensorSpec(name="out", shape=("tokens", "mlp")),),
+    constraints=("gate and up are contiguous in their last axis",),
+    reference=gated_gelu_reference,
+    preferred=gated_gelu_triton,
+    contract=Contract(
+        mode="tolerance",
+        roundings=4,
+        reason="tanh is computed through exp (sigmoid form), which can move the rounded GELU "
+        "by one BF16 step before the product",
+    ),
+    workloads=row_workloads(),
+)

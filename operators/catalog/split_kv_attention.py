@@ -1,0 +1,242 @@
+"""Attention of the current tokens over a cached prefix plus themselves (pi0.5 action expert).
+
+Non-causal grouped-query attention: each key/value head serves `query_heads / kv_heads` query
+heads. The prefix may be empty, which is how the prefix encoder attends to itself.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from operators import triton_runtime  # noqa: F401  (selects the interpreter before any kernel)
+from operators.catalog.rounding import round_to_bfloat16
+from operators.catalog.shapes import PI05, attention_workloads
+from operators.contract import Contract
+from operators.declaration import Axis, OperatorDeclaration, TensorSpec
+
+LOG2_E = 1.4426950408889634
+
+
+def split_kv_attention_reference(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    scale: float = PI05.head_dim**-0.5,
+) -> torch.Tensor:
+    """softmax(q . [k_cache; k]^T * scale) . [v_cache; v], all in float32, rounded once."""
+    group = q.shape[1] // k.shape[1]
+    keys = torch.cat((k_cache, k), dim=2).float().repeat_interleave(group, dim=1)
+    values = torch.cat((v_cache, v), dim=2).float().repeat_interleave(group, dim=1)
+    scores = torch.matmul(q.float(), keys.transpose(-1, -2)) * scale
+    return torch.matmul(torch.softmax(scores, dim=-1), values).to(q.dtype)
+
+
+@triton.jit
+def _attend_to_keys(
+    q,
+    acc,
+    row_max,
+    row_sum,
+    k_ptr,
+    v_ptr,
+    length,
+    token_stride,
+    head_dim,
+    score_scale,
+    BLOCK_KEYS: tl.constexpr,
+    BLOCK_DIM: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
+    """Online-softmax accumulation of one query block over `length` keys (base-2 scores)."""
+    dims = tl.arange(0, BLOCK_DIM)
+    for start in range(0, length, BLOCK_KEYS):
+        keys = start + tl.arange(0, BLOCK_KEYS)
+        valid = keys < length
+        offsets = keys[:, None] * token_stride + dims[None, :]
+        mask = valid[:, None] & (dims[None, :] < head_dim)
+        key = tl.load(k_ptr + offsets, mask=mask, other=0.0)
+        value = tl.load(v_ptr + offsets, mask=mask, other=0.0)
+        if UPCAST:  # the interpreter multiplies BF16 dot operands as raw integers
+            scores = tl.dot(q.to(tl.float32), tl.trans(key.to(tl.float32)), input_precision="ieee")
+        else:
+            scores = tl.dot(q, tl.trans(key))
+        scores = scores * score_scale
+        scores = tl.where(valid[None, :], scores, float("-inf"))
+        new_max = tl.maximum(row_max, tl.max(scores, axis=1))
+        correction = tl.exp2(row_max - new_max)
+        weights = tl.exp2(scores - new_max[:, None])
+        row_sum = row_sum * correction + tl.sum(weights, axis=1)
+        rounded = round_to_bfloat16(weights)
+        if UPCAST:
+            update = tl.dot(rounded, value.to(tl.float32), input_precision="ieee")
+        else:
+            update = tl.dot(rounded.to(value.dtype), value)
+        acc = acc * correction[:, None] + update
+        row_max = new_max
+    return acc, row_max, row_sum
+
+
+@triton.jit
+def _split_kv_attention_kernel(
+    q_ptr,
+    k_cache_ptr,
+    v_cache_ptr,
+    k_ptr,
+    v_ptr,
+    out_ptr,
+    query_heads,
+    kv_heads,
+    tokens,
+    prefix,
+    head_dim,
+    q_batch_stride,
+    q_head_stride,
+    q_token_stride,
+    cache_batch_stride,
+    cache_head_stride,
+    cache_token_stride,
+    kv_batch_stride,
+    kv_head_stride,
+    kv_token_stride,
+    score_scale,
+    BLOCK_QUERIES: tl.constexpr,
+    BLOCK_KEYS: tl.constexpr,
+    BLOCK_DIM: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
+    batch_head = tl.program_id(1)
+    batch = batch_head // query_heads
+    head = batch_head % query_heads
+    kv_head = head // (query_heads // kv_heads)
+    queries = tl.program_id(0) * BLOCK_QUERIES + tl.arange(0, BLOCK_QUERIES)
+    dims = tl.arange(0, BLOCK_DIM)
+    mask = (queries[:, None] < tokens) & (dims[None, :] < head_dim)
+    q_base = q_ptr + batch * q_batch_stride + head * q_head_stride
+    q = tl.load(q_base + queries[:, None] * q_token_stride + dims[None, :], mask=mask, other=0.0)
+    acc = tl.zeros((BLOCK_QUERIES, BLOCK_DIM), dtype=tl.float32)
+    row_max = tl.full((BLOCK_QUERIES,), float("-inf"), dtype=tl.float32)
+    row_sum = tl.zeros((BLOCK_QUERIES,), dtype=tl.float32)
+    cache = batch * cache_batch_stride + kv_head * cache_head_stride
+    acc, row_max, row_sum = _attend_to_keys(
+        q,
+        acc,
+        row_max,
+        row_sum,
+        k_cache_ptr + cache,
+        v_cache_ptr + cache,
+        prefix,
+        cache_token_stride,
+        head_dim,
+        score_scale,
+        BLOCK_KEYS,
+        BLOCK_DIM,
+        UPCAST,
+    )
+    current = batch * kv_batch_stride + kv_head * kv_head_stride
+    acc, row_max, row_sum = _attend_to_keys(
+        q,
+        acc,
+        row_max,
+        row_sum,
+        k_ptr + current,
+        v_ptr + current,
+        tokens,
+        kv_token_stride,
+        head_dim,
+        score_scale,
+        BLOCK_KEYS,
+        BLOCK_DIM,
+        UPCAST,
+    )
+    out = round_to_bfloat16(acc / row_sum[:, None])
+    out_base = out_ptr + batch_head * tokens * head_dim
+    tl.store(out_base + queries[:, None] * head_dim + dims[None, :], out, mask=mask)
+
+
+def split_kv_attention_triton(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    scale: float = PI05.head_dim**-0.5,
+) -> torch.Tensor:
+    """Production kernel: flash-style online softmax, one program per (query block, head)."""
+    batch, query_heads, tokens, head_dim = q.shape
+    kv_heads, prefix = k.shape[1], k_cache.shape[2]
+    q, k_cache, v_cache, k, v = (
+        t if t.stride(-1) == 1 else t.contiguous() for t in (q, k_cache, v_cache, k, v)
+    )
+    if k_cache.stride() != v_cache.stride():
+        k_cache, v_cache = k_cache.contiguous(), v_cache.contiguous()
+    if k.stride() != v.stride():
+        k, v = k.contiguous(), v.contiguous()
+    if prefix == 0:  # never read; a real tensor keeps launchers from seeing a null pointer
+        k_cache, v_cache = k, v
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    if out.numel() == 0:
+        return out
+    block_queries = 16 if tokens <= 64 else 64
+    grid = (triton.cdiv(tokens, block_queries), batch * query_heads)
+    _split_kv_attention_kernel[grid](
+        q,
+        k_cache,
+        v_cache,
+        k,
+        v,
+        out,
+        query_heads,
+        kv_heads,
+        tokens,
+        prefix,
+        head_dim,
+        *q.stride()[:3],
+        *k_cache.stride()[:3],
+        *k.stride()[:3],
+        scale * LOG2_E,
+        BLOCK_QUERIES=block_queries,
+        BLOCK_KEYS=64 if triton_runtime.cuda_available() else 32,
+        BLOCK_DIM=max(16, triton.next_power_of_2(head_dim)),
+        UPCAST=triton_runtime.interpreting(),
+        num_warps=4 if block_queries == 16 else 8,
+        num_stages=2,
+    )
+    return out
+
+
+DECLARATION = OperatorDeclaration(
+    name="split_kv_attention",
+    summary="Non-causal grouped-query attention over cached prefix keys/values plus the current.",
+    axes=(
+        Axis(name="batch", kind="var"),
+        Axis(name="query_heads", kind="const", value=PI05.query_heads),
+        Axis(name="kv_heads", kind="const", value=PI05.kv_heads),
+        Axis(name="tokens", kind="var", description="current tokens (queries and new keys)"),
+        Axis(name="prefix", kind="var", description="cached prefix tokens; may be 0"),
+        Axis(name="head_dim", kind="const", value=PI05.head_dim),
+    ),
+    inputs=(
+        TensorSpec(name="q", shape=("batch", "query_heads", "tokens", "head_dim")),
+        TensorSpec(name="k_cache", shape=("batch", "kv_heads", "prefix", "head_dim")),
+        TensorSpec(name="v_cache", shape=("batch", "kv_heads", "prefix", "head_dim")),
+        TensorSpec(name="k", shape=("batch", "kv_heads", "tokens", "head_dim")),
+        TensorSpec(name="v", shape=("batch", "kv_heads", "tokens", "head_dim")),
+    ),
+    outputs=(TensorSpec(name="out", shape=("batch", "query_heads", "tokens", "head_dim")),),
+    params={"scale": PI05.head_dim**-0.5},
+    constraints=(
+        "query_heads is a multiple of kv_heads",
+        "every input is contiguous in its last axis",
+    ),
+    reference=split_kv_attention_reference,
+    preferred=split_kv_attention_triton,
+    contract=Contract(
+        mode="tolerance",
+        roundings=2,
+        reason="softmax weights are rounded to BF16 before the value product, and the online "
+        "softmax sums in another order",
+    ),
+    workloads=attention_workloads(),
+)
