@@ -1,0 +1,106 @@
+"""Gate 5, test effectiveness: the candidate's new tests catch a perturbed reference.
+
+Each mutation of the new operator's reference is written into a private copy of the candidate
+and the new test files are run there, fenced: they must fail on every mutant and pass on the
+candidate itself. A test that passes against a wrong reference checks nothing.
+"""
+
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from gates.registration.commands import CommandResult, CommandRunner
+from gates.registration.mutations import MutationError, mutate
+from gates.registration.probes import ProbeResult
+from gates.registration.target_tests import failure_line
+from gates.registration.tree_changes import SKIPPED_NAMES, new_test_files, tree_changes
+from gates.verdict import Verdict
+
+GATE = "test_effectiveness"
+MUTATIONS = ("scaled", "last_operation_dropped")
+PYTEST_CAUGHT = (1, 2)  # tests failed, or collection failed on the mutant
+
+
+def check(
+    base: Path,
+    candidate: Path,
+    probe: ProbeResult,
+    runner: CommandRunner,
+    workdir: Path,
+    timeout: float = 300,
+) -> Verdict:
+    """Run the new tests on the candidate and on each mutant of the new reference."""
+    started = time.monotonic()
+    tests = new_test_files(tree_changes(base, candidate))
+    if not tests:
+        return Verdict(gate=GATE, passed=False, summary="the candidate added no new test files")
+    if probe.problem:
+        return Verdict(gate=GATE, passed=False, summary=probe.problem)
+    declaration = (probe.declaration or {}).get("operator")
+    if not declaration:
+        return Verdict(gate=GATE, passed=False, summary="the new operator is not registered")
+    reference_file = declaration["reference_file"]
+    qualname = declaration["reference_qualname"]
+    if not (candidate / reference_file).is_file():
+        summary = f"the reference {qualname} must be a function defined in the target's files"
+        return Verdict(gate=GATE, passed=False, summary=summary)
+    trees = {"candidate": candidate}
+    try:
+        for mutation in MUTATIONS:
+            trees[mutation] = _mutant(
+                candidate, workdir / f"mutant-{mutation}", reference_file, qualname, mutation
+            )
+    except MutationError as error:
+        return Verdict(gate=GATE, passed=False, summary=f"cannot perturb the reference: {error}")
+    argv = ["python", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
+    with ThreadPoolExecutor(max_workers=len(trees)) as pool:
+        futures = {
+            name: pool.submit(runner.run, argv, tree, timeout=timeout)
+            for name, tree in trees.items()
+        }
+        results: dict[str, CommandResult] = {name: f.result() for name, f in futures.items()}
+    details = {
+        "tests": tests,
+        "reference": f"{reference_file}:{qualname}",
+        "returncodes": {name: r.returncode for name, r in results.items()},
+        "outputs": {name: r.output[-3000:] for name, r in results.items()},
+    }
+    seconds = time.monotonic() - started
+    verdict = _judge(results, tests, qualname)
+    passed = verdict is None
+    summary = verdict or (
+        f"{', '.join(tests)} pass on the candidate and fail with {qualname} "
+        + " and with it ".join(m.replace("_", " ") for m in MUTATIONS)
+    )
+    return Verdict(gate=GATE, passed=passed, summary=summary, details=details, seconds=seconds)
+
+
+def _judge(results: dict[str, CommandResult], tests: list[str], qualname: str) -> str | None:
+    own = results["candidate"]
+    if own.returncode != 0:
+        return f"the new tests fail on the candidate itself: {failure_line(own)}"
+    for mutation in MUTATIONS:
+        result = results[mutation]
+        description = (
+            "scaled by (1 + 1e-3)" if mutation == "scaled" else "without its last operation"
+        )
+        if result.returncode == 0:
+            return (
+                f"the new tests ({', '.join(tests)}) still pass with the reference {qualname} "
+                f"{description}; compare against independently computed values, tightly"
+            )
+        if result.timed_out or result.returncode not in PYTEST_CAUGHT:
+            return (
+                f"the new tests errored (exit {result.returncode}) with the reference {description}"
+            )
+    return None
+
+
+def _mutant(candidate: Path, folder: Path, reference_file: str, qualname: str, mutation: str):
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(candidate, folder, symlinks=True, ignore=shutil.ignore_patterns(*SKIPPED_NAMES))
+    target = folder / reference_file
+    target.write_text(mutate(target.read_text(), qualname, mutation))
+    return folder

@@ -1,0 +1,78 @@
+"""Start the parity probe on one tree and read its result; BASE's result is reused per run."""
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from gates.registration.commands import CommandRunner
+from gates.target import TargetConfig
+
+PROBE_SCRIPT = Path(__file__).with_name("parity_probe.py")
+RESULT_FILE = "probe.json"
+
+
+class ProbeResult(BaseModel):
+    """What the probe saw in one tree; `failure` is set when the probe itself did not finish."""
+
+    model_config = ConfigDict(frozen=True)
+
+    folder: str
+    failure: str | None = None
+    import_error: str | None = None
+    declaration: dict[str, Any] | None = None
+    configurations: dict[str, dict[str, Any]] = {}
+
+    @property
+    def problem(self) -> str | None:
+        """Why nothing can be compared, or None."""
+        return self.failure or (
+            f"importing the registry failed: {self.import_error}" if self.import_error else None
+        )
+
+    def configuration_problem(self, driver: str) -> str | None:
+        entry = self.configurations.get(driver)
+        if entry is None:
+            return f"{driver} did not run"
+        return f"{driver} raised {entry['error']}" if entry.get("error") else None
+
+    def tensors(self, driver: str) -> Path:
+        return Path(self.folder) / self.configurations[driver]["tensors"]
+
+
+def run_probe(
+    tree: Path,
+    out: Path,
+    config: TargetConfig,
+    operator: str,
+    runner: CommandRunner,
+    timeout: float = 300,
+) -> ProbeResult:
+    """Run every parity configuration of `tree` in a fresh fenced interpreter."""
+    out.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-I", "-B", str(PROBE_SCRIPT), "--tree", str(tree), "--out", str(out)]
+    argv += ["--registry-module", config.registry_module, "--operator", operator]
+    for driver in config.parity_configurations:
+        argv += ["--configuration", driver]
+    result = runner.run(argv, tree, writable=(out,), timeout=timeout)
+    (out / "probe.log").write_text(result.output)
+    result_file = out / RESULT_FILE
+    if result.timed_out:
+        return ProbeResult(folder=str(out), failure=f"the parity probe ran past {timeout:.0f} s")
+    if result.returncode != 0 or not result_file.is_file():
+        tail = [line for line in result.output.splitlines() if line.strip()][-1:] or ["no output"]
+        failure = f"the parity probe exited {result.returncode}: {tail[0]}"
+        return ProbeResult(folder=str(out), failure=failure)
+    return ProbeResult(folder=str(out), **json.loads(result_file.read_text()))
+
+
+def cached_probe(
+    tree: Path, out: Path, config: TargetConfig, operator: str, runner: CommandRunner
+) -> ProbeResult:
+    """BASE's probe, run once per run folder and read back on later attempts and on resume."""
+    result_file = out / RESULT_FILE
+    if result_file.is_file():
+        return ProbeResult(folder=str(out), **json.loads(result_file.read_text()))
+    return run_probe(tree, out, config, operator, runner)

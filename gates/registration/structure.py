@@ -1,0 +1,133 @@
+"""Gate 2, structure: the operator is declared with a reference and every selected call site
+now calls `ops.<operator>(...)` instead of computing the math inline.
+
+The check is on the syntax tree: a site must contain a registry call and must no longer contain
+the calls the reference is made of that the site made at BASE (for `gelu_tanh`, the old
+`F.gelu(..., approximate="tanh")`).
+"""
+
+import ast
+import time
+from pathlib import Path
+
+from gates.registration.call_sites import CallSite, FunctionNode, find_function, locate, parse_file
+from gates.registration.probes import ProbeResult
+from gates.target import TargetConfig
+from gates.verdict import Verdict
+
+GATE = "structure"
+
+Signature = tuple[str, frozenset]
+
+
+def check(
+    base: Path,
+    candidate: Path,
+    config: TargetConfig,
+    operator: str,
+    sites: list[CallSite],
+    probe: ProbeResult,
+) -> Verdict:
+    """Judge the declaration (from the candidate's probe) and each call site (from its AST)."""
+    started = time.monotonic()
+    problems: list[str] = []
+    declaration = _declaration(probe, config, operator, problems)
+    reference = _reference_signatures(candidate, declaration) if declaration else set()
+    routed = {}
+    for site in sites:
+        found = _site_problem(base, candidate, site, operator, reference)
+        routed[str(site)] = found is None
+        if found:
+            problems.append(found)
+    details = {"routed": routed, "reference": declaration, "problems": problems}
+    seconds = time.monotonic() - started
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return Verdict(
+            gate=GATE, passed=False, summary=problems[0] + more, details=details, seconds=seconds
+        )
+    summary = (
+        f"{operator} is declared with a reference; {len(sites)} call sites call ops.{operator}"
+    )
+    return Verdict(gate=GATE, passed=True, summary=summary, details=details, seconds=seconds)
+
+
+def _declaration(probe: ProbeResult, config: TargetConfig, operator: str, problems: list[str]):
+    if probe.problem:
+        problems.append(probe.problem)
+        return None
+    declaration = (probe.declaration or {}).get("operator")
+    if declaration is None:
+        problems.append(f"operator {operator!r} is not registered by {config.registry_module}")
+    return declaration
+
+
+def _site_problem(base, candidate, site, operator, reference) -> str | None:
+    function = locate(candidate, site)
+    if function is None:
+        return f"call site {site} no longer exists in the candidate"
+    if not any(_is_registry_call(call, operator) for call in _calls(function)):
+        return f"call site {site} does not call ops.{operator}(...)"
+    before = locate(base, site)
+    old = {sig for sig in map(_signature, _calls(before)) if sig and _matches(sig, reference)}
+    for call in _calls(function):
+        signature = _signature(call)
+        if signature and signature in old:
+            return f"call site {site} still calls {ast.unparse(call)} (the old expression)"
+    return None
+
+
+def _calls(function: FunctionNode | None) -> list[ast.Call]:
+    if function is None:
+        return []
+    return [node for node in ast.walk(function) if isinstance(node, ast.Call)]
+
+
+def _is_registry_call(call: ast.Call, operator: str) -> bool:
+    callee = call.func
+    if not isinstance(callee, ast.Attribute) or callee.attr != operator:
+        return False
+    owner = callee.value
+    return (isinstance(owner, ast.Name) and owner.id == "ops") or (
+        isinstance(owner, ast.Attribute) and owner.attr == "ops"
+    )
+
+
+def _signature(call: ast.Call) -> Signature | None:
+    """(callee's last name, constant keyword arguments) for module-function calls like F.gelu."""
+    callee = call.func
+    if not isinstance(callee, ast.Attribute):
+        return None
+    keywords = frozenset(
+        (k.arg, repr(k.value.value))
+        for k in call.keywords
+        if k.arg and isinstance(k.value, ast.Constant)
+    )
+    return callee.attr, keywords
+
+
+def _matches(signature: Signature, reference: set[Signature]) -> bool:
+    name, keywords = signature
+    return any(name == r_name and r_keywords <= keywords for r_name, r_keywords in reference)
+
+
+def _reference_signatures(candidate: Path, declaration: dict) -> set[Signature]:
+    """Module-function calls the reference makes (`F.gelu(x, approximate="tanh")`)."""
+    module = parse_file(candidate, declaration.get("reference_file", ""))
+    function = find_function(module, declaration.get("reference_qualname", "")) if module else None
+    if function is None:
+        return set()
+    local = {a.arg for a in function.args.args + function.args.kwonlyargs}
+    local |= {
+        n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    signatures = set()
+    for call in _calls(function):
+        owner = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if isinstance(owner, ast.Name | ast.Attribute) and not (
+            isinstance(owner, ast.Name) and owner.id in local
+        ):
+            signature = _signature(call)
+            if signature:
+                signatures.add(signature)
+    return signatures

@@ -1,0 +1,78 @@
+"""The `[tool.controller]` table of a target repository, read once and frozen.
+
+Every gate and flow reads the target's registry, tests, parity drivers and path rules from
+here, so a missing or malformed table stops a run before any agent is started.
+"""
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gates.errors import GateError
+
+TABLE = "tool.controller"
+
+
+class TargetConfig(BaseModel):
+    """What the controller needs to know about a target repository."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    registry_module: str = Field(description="module whose import registers every operator")
+    test_command: tuple[str, ...] = Field(min_length=1, description="argv of the target's tests")
+    parity_configurations: tuple[str, ...] = Field(
+        min_length=1, description="`module:function` drivers returning named output tensors"
+    )
+    allowed_paths: tuple[str, ...] = Field(
+        min_length=1, description="path prefixes a registration may add or change"
+    )
+    protected_paths: tuple[str, ...] = Field(
+        default=(), description="paths a registration must never change or delete"
+    )
+
+    @field_validator("parity_configurations")
+    @classmethod
+    def _drivers_name_a_function(cls, drivers: tuple[str, ...]) -> tuple[str, ...]:
+        for driver in drivers:
+            module, _, function = driver.partition(":")
+            if not module or not function:
+                raise ValueError(f"{driver!r} is not `module:function`")
+        return drivers
+
+    @property
+    def runtime_package(self) -> str:
+        """The package holding `ops`, `REGISTRY` and `record_registry_hits`."""
+        return self.registry_module.split(".")[0]
+
+    def is_allowed(self, path: str) -> bool:
+        return any(_under(path, prefix) for prefix in self.allowed_paths)
+
+    def is_protected(self, path: str) -> bool:
+        return any(_under(path, prefix) for prefix in self.protected_paths)
+
+
+def _under(path: str, prefix: str) -> bool:
+    if prefix.endswith("/"):
+        return path.startswith(prefix)
+    return path == prefix or path.startswith(prefix + "/")
+
+
+def load_target_config(tree: Path) -> TargetConfig:
+    """Read and validate `[tool.controller]` from `tree/pyproject.toml`; one-line GateError."""
+    pyproject = Path(tree) / "pyproject.toml"
+    if not pyproject.is_file():
+        raise GateError(f"{tree} has no pyproject.toml; a target needs a [{TABLE}] table")
+    try:
+        document = tomllib.loads(pyproject.read_text())
+    except tomllib.TOMLDecodeError as error:
+        raise GateError(f"{pyproject} is not valid TOML: {error}") from None
+    table = document.get("tool", {}).get("controller")
+    if not isinstance(table, dict):
+        raise GateError(f"{pyproject} has no [{TABLE}] table; add one (see docs/target.md)")
+    try:
+        return TargetConfig.model_validate(table)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or TABLE
+        raise GateError(f"[{TABLE}] {where}: {first['msg']}") from None
