@@ -31,8 +31,9 @@ def _gated_gelu_kernel(
     up = tl.load(up_ptr + row * up_row_stride + offsets, mask=mask, other=0.0)
     gate = gate.to(tl.float32)
     inner = SQRT_2_OVER_PI * (gate + 0.044715 * gate * gate * gate)
-    # 0.5 * (1 + tanh(z)) == sigmoid(2z): no cancellation for negative gates.
-    activated = round_to_bfloat16(gate / (1.0 + tl.exp(-2.0 * inner)))
+    # 0.5 * (1 + tanh(z)) == sigmoid(2z): no cancellation for negative gates; the clamp keeps
+    # exp finite where the activation is zero to within BF16 anyway.
+    activated = round_to_bfloat16(gate / (1.0 + tl.exp(tl.minimum(-2.0 * inner, 80.0))))
     out = round_to_bfloat16(activated * up.to(tl.float32))
     tl.store(out_ptr + row * columns + offsets, out, mask=mask)
 

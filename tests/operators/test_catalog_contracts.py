@@ -1,0 +1,159 @@
+"""Every catalog kernel meets its contract on scaled-down workloads, and wrong kernels do not."""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from operators.catalog import CATALOG, gated_gelu, gated_residual
+from operators.catalog.checking import first_violation, scaled_down
+from operators.catalog.split_kv_attention import split_kv_attention_triton
+from operators.declaration import DISTRIBUTIONS
+
+SEEDS = (0, 1)
+SCALED = {declaration.name: scaled_down(declaration) for declaration in CATALOG}
+
+
+def _cases():
+    for declaration in SCALED.values():
+        for workload in declaration.workloads:
+            yield pytest.param(declaration, workload, id=f"{declaration.name}-{workload.name}")
+
+
+@pytest.mark.parametrize(("declaration", "workload"), list(_cases()))
+def test_production_kernel_meets_its_contract(declaration, workload):
+    for seed in SEEDS:
+        for distribution in DISTRIBUTIONS:
+            violation = first_violation(
+                declaration, declaration.preferred, workload, seed, distribution
+            )
+            assert violation is None, f"seed {seed}, {distribution}: {violation.describe()}"
+
+
+def test_elementwise_kernels_meet_their_contracts_across_column_blocks(monkeypatch):
+    monkeypatch.setattr(gated_gelu, "BLOCK_COLUMNS", 64)
+    monkeypatch.setattr(gated_residual, "BLOCK_HIDDEN", 32)
+    for name in ("gated_gelu", "gated_residual"):
+        declaration = SCALED[name]
+        for distribution in DISTRIBUTIONS:
+            violation = first_violation(
+                declaration, declaration.preferred, declaration.workloads[-1], 3, distribution
+            )
+            assert violation is None, f"{name}, {distribution}: {violation.describe()}"
+
+
+def test_kernels_accept_head_major_views_of_token_major_tensors():
+    declaration = SCALED["rotate_qk"]
+    q, k, cos, sin = declaration.make_inputs(declaration.workloads[-1], seed=5)
+    q_view = q.transpose(1, 2).contiguous().transpose(1, 2)
+    assert not q_view.is_contiguous()
+    got = declaration.preferred(q_view, k, cos, sin)
+    expected = declaration.reference(q, k, cos, sin)
+    for name, tensor, reference in zip(("q_out", "k_out"), got, expected, strict=True):
+        assert declaration.contract.check(name, tensor, reference) is None
+
+
+@triton.jit
+def _rms_norm_mean_over_block(x_ptr, weight_ptr, out_ptr, hidden, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    columns = tl.arange(0, BLOCK)
+    mask = columns < hidden
+    x = tl.load(x_ptr + row * hidden + columns, mask=mask, other=0.0).to(tl.float32)
+    weight = tl.load(weight_ptr + columns, mask=mask, other=0.0).to(tl.float32)
+    inverse_rms = tl.rsqrt(tl.sum(x * x, axis=0) / BLOCK + eps)  # wrong: divides by the block
+    tl.store(out_ptr + row * hidden + columns, x * inverse_rms * weight, mask=mask)
+
+
+def rms_norm_mean_over_block(x, weight, eps=1e-6):
+    """A classic Triton bug: the mean of squares divides by the padded block, not the row."""
+    out = torch.empty_like(x)
+    hidden = x.shape[-1]
+    _rms_norm_mean_over_block[(x.shape[0],)](
+        x, weight, out, hidden, eps, BLOCK=triton.next_power_of_2(hidden)
+    )
+    return out
+
+
+def gated_residual_fused_rounding(residual, update, gate):
+    """FMA-style: residual + update * gate rounded once instead of twice."""
+    fused = residual.float() + update.float() * gate.float()[:, None, :]
+    return fused.to(residual.dtype)
+
+
+def rotate_qk_fused_rounding(q, k, cos, sin):
+    """Both products and the sum in float32, rounded once: not what eager BF16 does."""
+
+    def rotate(x):
+        half = x.shape[-1] // 2
+        rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+        return (x.float() * cos.float() + rotated.float() * sin.float()).to(x.dtype)
+
+    return rotate(q), rotate(k)
+
+
+def ada_rms_norm_without_one_plus(x, scale, shift, eps=1e-6):
+    """Forgets the 1 + in the modulation."""
+    x32 = x.float()
+    normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
+    return (normed * scale.float()[:, None] + shift.float()[:, None]).to(x.dtype)
+
+
+def gated_gelu_swapped(gate, up):
+    """Activates the up projection instead of the gate."""
+    return torch.nn.functional.gelu(up, approximate="tanh") * gate
+
+
+def attention_missing_prefix(q, k_cache, v_cache, k, v, scale):
+    """Attends only to the current tokens, ignoring the cached prefix."""
+    empty = k_cache[:, :, :0]
+    return split_kv_attention_triton(q, empty, v_cache[:, :, :0], k, v, scale)
+
+
+WRONG_KERNELS = {
+    "rms_norm": rms_norm_mean_over_block,
+    "ada_rms_norm": ada_rms_norm_without_one_plus,
+    "gated_residual": gated_residual_fused_rounding,
+    "gated_gelu": gated_gelu_swapped,
+    "rotate_qk": rotate_qk_fused_rounding,
+    "split_kv_attention": attention_missing_prefix,
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_KERNELS))
+def test_wrong_kernel_is_caught_by_the_same_check(name):
+    declaration = SCALED[name]
+    workload = max(declaration.workloads, key=lambda w: sum(w.axes.values()))
+    if name == "split_kv_attention":
+        workload = declaration.workloads[0]  # the one with a prefix to forget
+    violation = first_violation(declaration, WRONG_KERNELS[name], workload, seed=0)
+    assert violation is not None, f"the contract of {name} let a wrong kernel through"
+
+
+def test_kernel_writing_into_its_input_is_caught():
+    declaration = SCALED["gated_residual"]
+
+    def in_place(residual, update, gate):
+        return residual.add_(update * gate[:, None, :])
+
+    violation = first_violation(declaration, in_place, declaration.workloads[-1])
+    assert violation is not None and "modified" in violation.reason
+
+
+def test_every_catalog_operator_has_a_production_kernel_and_pi05_workloads():
+    assert sorted(SCALED) == [
+        "ada_rms_norm",
+        "gated_gelu",
+        "gated_residual",
+        "rms_norm",
+        "rotate_qk",
+        "split_kv_attention",
+    ]
+    for declaration in CATALOG:
+        assert declaration.preferred is not None
+        assert declaration.workloads
+    attention = next(d for d in CATALOG if d.name == "split_kv_attention")
+    assert {w.name: w.axes["prefix"] for w in attention.workloads} == {
+        "action_b1": 576,
+        "action_b8": 576,
+        "prefix_b1": 0,
+    }
