@@ -1,0 +1,1 @@
+"""Runs: the folder each run lives in, its frozen manifest, journal, state machine and engine."""

@@ -1,0 +1,72 @@
+"""Budget accounting: whether a run may start another attempt, and what that attempt may spend."""
+
+from pydantic import BaseModel, ConfigDict
+
+from controller.runs.history import Spend
+from controller.runs.manifest import RunLimits
+
+
+class BudgetStop(BaseModel):
+    """Why no further attempt may start: which limit, and a sentence for the report."""
+
+    model_config = ConfigDict(frozen=True)
+
+    limit: str  # attempts | wall_time | tokens | dollars
+    reason: str
+
+
+class AttemptAllowance(BaseModel):
+    """What one agent session may spend: the tighter of the per-attempt and the remaining run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_tokens: int | None
+    max_dollars: float | None
+    wall_s: float
+
+
+def budget_stop(limits: RunLimits, spend: Spend) -> BudgetStop | None:
+    """The first limit the run has reached, or None if another attempt may start."""
+    if spend.attempts >= limits.max_attempts:
+        return BudgetStop(
+            limit="attempts",
+            reason=f"attempt limit reached: {spend.attempts} of {limits.max_attempts} used",
+        )
+    if spend.elapsed_s >= limits.max_minutes * 60:
+        return BudgetStop(
+            limit="wall_time",
+            reason=f"time limit reached: {spend.elapsed_s / 60:.2f} of {limits.max_minutes} min",
+        )
+    if limits.max_tokens is not None and spend.tokens >= limits.max_tokens:
+        return BudgetStop(
+            limit="tokens",
+            reason=f"token limit reached: {spend.tokens} of {limits.max_tokens} tokens",
+        )
+    if limits.max_dollars is not None and spend.dollars >= limits.max_dollars:
+        return BudgetStop(
+            limit="dollars",
+            reason=f"dollar limit reached: ${spend.dollars:.4f} of ${limits.max_dollars:.4f}",
+        )
+    return None
+
+
+def attempt_allowance(limits: RunLimits, spend: Spend) -> AttemptAllowance:
+    """Per-attempt limits narrowed to what the run has left."""
+    return AttemptAllowance(
+        max_tokens=_tighter(limits.max_tokens_per_attempt, _left(limits.max_tokens, spend.tokens)),
+        max_dollars=_tighter(
+            limits.max_dollars_per_attempt, _left(limits.max_dollars, spend.dollars)
+        ),
+        wall_s=max(
+            1.0, min(limits.attempt_minutes * 60, limits.max_minutes * 60 - spend.elapsed_s)
+        ),
+    )
+
+
+def _left(limit, used):
+    return None if limit is None else max(limit - used, 0)
+
+
+def _tighter(first, second):
+    values = [value for value in (first, second) if value is not None]
+    return min(values) if values else None

@@ -1,0 +1,304 @@
+"""The engine: drives one run through the state machine for any Flow, resumably.
+
+Each step journals its transition first, then does the work of the state it entered; that work
+is idempotent, so a run killed anywhere resumes by redoing the work of its current state. The
+one exception is the agent session: an attempt whose session started but never finished is
+recorded as interrupted (it still counts against the budget) and is never replayed.
+"""
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from controller.candidate import capture_candidate, load_candidate
+from controller.flows.base import Flow, RunContext
+from controller.runs import records
+from controller.runs.budget import attempt_allowance, budget_stop
+from controller.runs.evidence import write_evidence
+from controller.runs.fencing import FenceBinding
+from controller.runs.progress import Progress
+from controller.runs.signals import RunInterrupted, interrupt_on_signals, signals_deferred
+from controller.runs.statemachine import EXIT_CODES, check_transition
+from controller.runs.store import RunStore
+from controller.workspace import create_workspace
+from gates.verdict import Verdict
+
+NO_CHANGES = Verdict(
+    gate="changes",
+    passed=False,
+    summary="the attempt changed no file; make the change the task asks for",
+)
+USER_ERRORS = (
+    ("controller.errors", "ControllerError"),
+    ("sandbox.errors", "FenceError"),
+    ("gates.errors", "GateError"),
+    ("operators.errors", "OperatorError"),
+)
+
+
+class RunOutcome(BaseModel):
+    """How a run ended (or paused): its state, why, and the process exit code."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    run_dir: Path
+    state: str
+    reason: str | None = None
+    limit: str | None = None
+    exit_code: int
+
+
+class Engine:
+    """Runs one stored run with one flow, one agent and one fence until it ends or is stopped."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        flow: Flow,
+        agent,
+        fence: FenceBinding,
+        progress: Progress | None = None,
+    ) -> None:
+        self.store, self.flow, self.agent, self.fence = store, flow, agent, fence
+        self.manifest = store.manifest()
+        self.progress = progress or Progress()
+        self.context = RunContext(
+            run_dir=store.run_dir,
+            manifest=self.manifest,
+            store=store,
+            target=Path(self.manifest.target),
+            base_commit=self.manifest.base_commit,
+            fence=fence.fence,
+            policy=fence.base_policy,
+            base_path=store.base_path,
+        )
+
+    def run(self) -> RunOutcome:
+        """Hold the run's lock and step until a terminal state, a signal or an error."""
+        with self.store.locked():
+            self.journal = self.store.open_journal()
+            if not self.store.events():
+                self.journal.append(
+                    "created",
+                    manifest=self.manifest.model_dump(mode="json"),
+                    digest=self.manifest.digest(),
+                )
+            self.state = self.store.state()
+            self.store.write_state(self.state)
+            try:
+                with interrupt_on_signals():
+                    if self.state.state == "interrupted":
+                        self._transition(self.state.resume_state, reason="resumed")
+                    while not self.state.terminal:
+                        following, fields = self._step()
+                        self._transition(following, **fields)
+            except RunInterrupted as stop:
+                with signals_deferred():
+                    self._record_interruption(f"stopped by {stop.signal_name}")
+            except Exception as error:
+                with signals_deferred():
+                    self._record_failure(error)
+                if not _is_user_error(error):
+                    raise
+            with signals_deferred():
+                write_evidence(self.store)
+        return RunOutcome(
+            run_id=self.store.run_id,
+            run_dir=self.store.run_dir,
+            state=self.state.state,
+            reason=self.state.reason,
+            limit=self.state.limit,
+            exit_code=EXIT_CODES.get(self.state.state, 1),
+        )
+
+    def _transition(self, following: str, **fields) -> None:
+        check_transition(self.state.state, following)
+        fields.setdefault("attempt", self.state.attempt)
+        event = self.journal.append(
+            "transition", **{"from": self.state.state, "to": following}, **fields
+        )
+        self.state = self.store.state()
+        assert self.state.seq == event["seq"], "journal and state disagree"
+        self.store.write_state(self.state)
+        self.progress.note(f"{event['from']} -> {following}" + _suffix(fields))
+
+    def _step(self) -> tuple[str, dict]:
+        handlers = {
+            "created": self._prepare,
+            "prepared": self._plan_attempt,
+            "feedback": self._plan_attempt,
+            "attempting": self._attempt,
+            "checking": self._check,
+            "accepted": self._publish,
+            "published": lambda: ("done", {}),
+        }
+        return handlers[self.state.state]()
+
+    def _prepare(self) -> tuple[str, dict]:
+        base = self.store.base_path
+        if not base.exists():
+            staging = self.store.run_dir / "base.partial"
+            if staging.exists():
+                shutil.rmtree(staging)
+            from controller.gitrepo import export_commit
+
+            export_commit(self.context.target, self.manifest.base_commit, staging)
+            os.replace(staging, base)
+        self.store.prepared_dir.mkdir(exist_ok=True)
+        with self.progress.phase(f"preparing the {self.flow.name} run"):
+            self.flow.prepare(self.context)
+        return "prepared", {}
+
+    def _plan_attempt(self) -> tuple[str, dict]:
+        spend = self.store.history().spend.model_copy(
+            update={"elapsed_s": self.journal.elapsed_s()}
+        )
+        stop = budget_stop(self.manifest.limits, spend)
+        if stop is not None:
+            return "rejected", {"reason": stop.reason, "limit": stop.limit}
+        return "attempting", {"attempt": self.state.attempt + 1}
+
+    def _attempt(self) -> tuple[str, dict]:
+        number = self.state.attempt
+        record = self.store.history().attempt(number)
+        if record.interrupted:
+            return "feedback", {}
+        if record.finished:
+            return "checking", {}
+        if record.started:
+            self.journal.append(
+                "attempt_interrupted",
+                attempt=number,
+                reason="the controller stopped during the agent session",
+            )
+            return "feedback", {}
+        return self._run_agent(number)
+
+    def _run_agent(self, number: int) -> tuple[str, dict]:
+        from controller.agents.base import AgentLimits, AgentSession
+
+        directory = self.store.attempt_dir(number)
+        if directory.exists():  # left by a process that died before the session started
+            shutil.rmtree(directory)
+        directory.mkdir(parents=True)
+        prompt = self.flow.prompt(self.context, number, self._feedback_before(number))
+        records.save_prompt(directory, prompt)
+        workspace = create_workspace(
+            self.context.target, self.manifest.base_commit, directory / "workspace"
+        )
+        context_paths = tuple(self.flow.context_paths(self.context))
+        limits = self.manifest.limits
+        allowance = attempt_allowance(limits, self.store.history().spend)
+        session = AgentSession(
+            workspace=workspace,
+            prompt=prompt,
+            context=context_paths,
+            fence=self.fence.fence,
+            policy=self.fence.policy_for(workspace, context_paths),
+            limits=AgentLimits(
+                max_turns=limits.max_turns,
+                max_tokens=allowance.max_tokens,
+                max_dollars=allowance.max_dollars,
+                turn_timeout_s=limits.turn_timeout_s,
+                wall_s=allowance.wall_s,
+            ),
+            attempt=number,
+        )
+        self.journal.append("agent_started", attempt=number)
+        started = time.time()
+        with self.progress.phase(f"attempt {number}: agent {self.manifest.agent.spec} working"):
+            result = self.agent.run(session)
+        records.save_session(directory, result, started, time.time() - started)
+        candidate = capture_candidate(workspace, self.store.base_path, directory)
+        self.journal.append(
+            "agent_finished",
+            attempt=number,
+            exit_reason=result.exit_reason,
+            usage=result.usage.model_dump(mode="json"),
+            changes=len(candidate.changes),
+        )
+        return "checking", {}
+
+    def _check(self) -> tuple[str, dict]:
+        number = self.state.attempt
+        directory = self.store.attempt_dir(number)
+        if self.store.history().attempt(number).checked:
+            verdicts = records.load_verdicts(directory)
+        else:
+            candidate = load_candidate(directory / "candidate", self.store.base_path)
+            started = time.time()
+            if not candidate.changes:
+                verdicts = [NO_CHANGES]
+            else:
+                with self.progress.phase(f"attempt {number}: gates checking"):
+                    verdicts = list(self.flow.check(self.context, number, candidate))
+            records.save_verdicts(directory, verdicts, started, time.time() - started)
+            self.journal.append(
+                "verdicts",
+                attempt=number,
+                passed=self._passed(verdicts),
+                gates={v.gate: v.passed for v in verdicts},
+            )
+        return ("accepted" if self._passed(verdicts) else "feedback"), {}
+
+    def _passed(self, verdicts: list[Verdict]) -> bool:
+        """Accepted only when every gate of the manifest has a passing verdict."""
+        passing = {verdict.gate for verdict in verdicts if verdict.passed}
+        failing = [verdict for verdict in verdicts if not verdict.passed]
+        return not failing and set(self.manifest.gates) <= passing and bool(verdicts)
+
+    def _publish(self) -> tuple[str, dict]:
+        number = self.state.attempt
+        directory = self.store.attempt_dir(number)
+        candidate = load_candidate(directory / "candidate", self.store.base_path)
+        verdicts = records.load_verdicts(directory)
+        with self.progress.phase("publishing"):
+            result = self.flow.publish(self.context, candidate, verdicts)
+        records.write_json_atomic(self.store.run_dir / "publish.json", result)
+        self.journal.append("published", attempt=number, result=result)
+        return "published", {}
+
+    def _feedback_before(self, number: int) -> list[Verdict]:
+        """The failed verdicts of the latest checked attempt before this one."""
+        for earlier in range(number - 1, 0, -1):
+            verdicts = records.load_verdicts(self.store.attempt_dir(earlier))
+            if verdicts:
+                return [verdict for verdict in verdicts if not verdict.passed]
+        return []
+
+    def _record_interruption(self, reason: str) -> None:
+        self.journal = self.store.open_journal()  # an append may have been cut short
+        self.state = self.store.state()
+        if self.state.terminal or self.state.state == "interrupted":
+            return
+        record = self.store.history().attempt(self.state.attempt)
+        if self.state.state == "attempting" and record.started and not record.finished:
+            self.journal.append("attempt_interrupted", attempt=self.state.attempt, reason=reason)
+        self._transition("interrupted", reason=reason, resume_state=self.state.state)
+
+    def _record_failure(self, error: Exception) -> None:
+        self.journal = self.store.open_journal()
+        self.state = self.store.state()
+        if self.state.terminal:
+            return
+        message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        self._transition("failed", reason=f"{type(error).__name__}: {message}".rstrip(": "))
+
+
+def _suffix(fields: dict) -> str:
+    details = [f"{key}={fields[key]}" for key in ("attempt", "reason") if fields.get(key)]
+    return f" ({', '.join(details)})" if details else ""
+
+
+def _is_user_error(error: Exception) -> bool:
+    """A layer's own error type (the CLI prints it as one line), as opposed to a bug."""
+    for module_name, class_name in USER_ERRORS:
+        error_type = getattr(sys.modules.get(module_name), class_name, None)
+        if error_type is not None and isinstance(error, error_type):
+            return True
+    return False

@@ -1,0 +1,38 @@
+"""The fence a run's agent sessions run in, built from the manifest's frozen fence choice."""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from controller.runs.manifest import FenceChoice
+from controller.workspace import attempt_policy
+
+UNFENCED_NAME = "none"
+
+
+@dataclass(frozen=True)
+class FenceBinding:
+    """A fence and how to make the policy for one attempt's workspace and read-only context.
+
+    `base_policy` is the frozen settings with the run folder as a placeholder workspace; a gate
+    that runs fenced replaces the workspace with its own copy of the candidate.
+    """
+
+    fence: Any
+    policy_for: Callable[[Path, Sequence[Path]], Any]
+    base_policy: Any
+
+
+def bind_fence(choice: FenceChoice, run_dir: Path) -> FenceBinding:
+    """Resolve the fence now (fail closed: `sandbox.get_fence` refuses what it cannot enforce)."""
+    import sandbox
+
+    fence = sandbox.get_fence(
+        UNFENCED_NAME if choice.unfenced else choice.name, unfenced=choice.unfenced
+    )
+
+    def policy_for(workspace: Path, readable: Sequence[Path]) -> Any:
+        return attempt_policy(choice.policy, workspace, readable)
+
+    return FenceBinding(fence=fence, policy_for=policy_for, base_policy=policy_for(run_dir, ()))

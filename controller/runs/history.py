@@ -1,0 +1,97 @@
+"""What the journal says happened: each attempt's progress and what the run has spent so far."""
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Spend(BaseModel):
+    """Resources used by a run; interrupted attempts and failed calls count too."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempts: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    dollars: float = 0.0
+    calls: int = 0
+    failed_calls: int = 0
+    elapsed_s: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class AttemptHistory(BaseModel):
+    """One attempt as the journal records it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    number: int
+    started: bool = False
+    finished: bool = False
+    interrupted: bool = False
+    checked: bool = False
+    passed: bool | None = None
+    exit_reason: str | None = None
+    usage: dict = {}
+
+    @property
+    def status(self) -> str:
+        """accepted | rejected | interrupted | checking | running."""
+        if self.interrupted:
+            return "interrupted"
+        if self.checked:
+            return "accepted" if self.passed else "rejected"
+        return "checking" if self.finished else "running"
+
+
+class RunHistory(BaseModel):
+    """The attempts and spend of a run, folded from its journal."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempts: tuple[AttemptHistory, ...] = ()
+    spend: Spend = Spend()
+    published: dict | None = None
+
+    def attempt(self, number: int) -> AttemptHistory:
+        for attempt in self.attempts:
+            if attempt.number == number:
+                return attempt
+        return AttemptHistory(number=number)
+
+
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "dollars", "calls", "failed_calls")
+
+
+def summarize(events: list[dict]) -> RunHistory:
+    """Fold journal events into per-attempt records and the run's spend."""
+    attempts: dict[int, AttemptHistory] = {}
+    totals = dict.fromkeys(_USAGE_FIELDS, 0)
+    published = None
+    for event in events:
+        kind, number = event.get("kind"), event.get("attempt")
+        if kind == "published":
+            published = event.get("result", {})
+        if kind not in {"agent_started", "agent_finished", "attempt_interrupted", "verdicts"}:
+            continue
+        record = attempts.get(number, AttemptHistory(number=number))
+        if kind == "agent_started":
+            update = {"started": True}
+        elif kind == "agent_finished":
+            usage = event.get("usage", {})
+            for field in _USAGE_FIELDS:
+                totals[field] += usage.get(field, 0)
+            update = {"finished": True, "exit_reason": event.get("exit_reason"), "usage": usage}
+        elif kind == "attempt_interrupted":
+            update = {"interrupted": True, "exit_reason": "interrupted"}
+        else:
+            update = {"checked": True, "passed": bool(event.get("passed"))}
+        attempts[number] = record.model_copy(update=update)
+    spend = Spend(
+        attempts=sum(1 for record in attempts.values() if record.started),
+        elapsed_s=float(events[-1].get("elapsed_s", 0.0)) if events else 0.0,
+        **totals,
+    )
+    ordered = tuple(attempts[number] for number in sorted(attempts))
+    return RunHistory(attempts=ordered, spend=spend, published=published)

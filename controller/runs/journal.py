@@ -1,0 +1,93 @@
+"""The run journal: one JSON line per event, fsync'd before the step it announces begins.
+
+The journal is the run's source of truth: `state.json` and the evidence are rebuilt from it, so
+a process killed at any point resumes from the last event that reached the disk.
+
+Test hook (inert unless set): `CONTROLLER_TEST_KILL_AT=<n>` makes the process SIGKILL itself
+right after the n-th event it appends has been fsync'd. The crash-safety tests use it to kill
+the controller at every transition in turn; nothing else reads it.
+"""
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+KILL_AT_VARIABLE = "CONTROLLER_TEST_KILL_AT"
+
+
+class Journal:
+    """Appends events to `journal.jsonl`; each carries a sequence number and run-time seconds."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        events = read_journal(path)
+        self._next_sequence = events[-1]["seq"] + 1 if events else 1
+        self._elapsed_before = float(events[-1].get("elapsed_s", 0.0)) if events else 0.0
+        self._session_start = time.monotonic()
+        self._appended = 0
+        self._kill_at = _kill_at_from_environment()
+        _repair_torn_tail(path)
+
+    def elapsed_s(self) -> float:
+        """Seconds this run has been active, summed over every process that worked on it."""
+        return self._elapsed_before + (time.monotonic() - self._session_start)
+
+    def append(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Durably record one event and return it."""
+        event = {
+            "seq": self._next_sequence,
+            "kind": kind,
+            "at": time.time(),
+            "elapsed_s": round(self.elapsed_s(), 6),
+            **fields,
+        }
+        line = json.dumps(event, sort_keys=True, default=str) + "\n"
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+        self._next_sequence += 1
+        self._appended += 1
+        if self._kill_at is not None and self._appended == self._kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return event
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """Every complete event; a torn last line (the process died mid-write) is ignored."""
+    if not path.exists():
+        return []
+    events = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number == len(lines) - 1:
+                break
+            raise
+    return events
+
+
+def _repair_torn_tail(path: Path) -> None:
+    """Drop a partial last line so the next event starts on a line of its own."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    content = path.read_bytes()
+    if content.endswith(b"\n"):
+        return
+    keep = content.rfind(b"\n") + 1
+    with open(path, "r+b") as handle:
+        handle.truncate(keep)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _kill_at_from_environment() -> int | None:
+    value = os.environ.get(KILL_AT_VARIABLE, "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else None

@@ -1,0 +1,94 @@
+"""Starting a run and resuming one: freeze the manifest, or verify every identity it froze."""
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+from controller.errors import ControllerError
+from controller.gitrepo import commit_exists, resolve_commit
+from controller.runs.identity import controller_source_digest, current_environment
+from controller.runs.manifest import (
+    AgentChoice,
+    FenceChoice,
+    Manifest,
+    RunLimits,
+    first_difference,
+    manifest_from_stored,
+    read_manifest_file,
+)
+from controller.runs.store import RunStore, new_run_id
+
+
+def new_manifest(
+    *,
+    flow: str,
+    target: Path,
+    base_ref: str,
+    work_item: dict[str, Any],
+    agent: AgentChoice,
+    fence: FenceChoice,
+    limits: RunLimits,
+    gates: list[str],
+    gate_settings: dict[str, Any] | None = None,
+    environment: dict[str, str] | None = None,
+) -> Manifest:
+    """Freeze what a new run depends on; BASE is resolved to a full commit id now."""
+    target = target.resolve()
+    return Manifest(
+        run_id=new_run_id(flow),
+        created_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        flow=flow,
+        target=str(target),
+        base_commit=resolve_commit(target, base_ref),
+        work_item=work_item,
+        agent=agent,
+        fence=fence,
+        limits=limits,
+        gates=tuple(gates),
+        gate_settings=gate_settings or {},
+        controller_source_digest=controller_source_digest(),
+        environment=environment if environment is not None else current_environment(),
+    )
+
+
+def verify_resumable(
+    store: RunStore, *, flow: str | None = None, environment: dict[str, str] | None = None
+) -> Manifest:
+    """Re-read the manifest and refuse, naming the field, if anything it froze has changed."""
+    name = store.run_id
+    stored = read_manifest_file(store.manifest_path)
+    created = next((e for e in store.events() if e.get("kind") == "created"), None)
+    if created is not None and isinstance(stored.get("manifest"), dict):
+        changed = first_difference(created["manifest"], stored["manifest"])
+        if changed:
+            raise ControllerError(
+                f"cannot resume {name}: manifest field '{changed}' was changed after the run "
+                "was created; restore it or start a new run"
+            )
+    manifest = manifest_from_stored(stored, f"cannot resume {name}")
+    if flow is not None and manifest.flow != flow:
+        raise ControllerError(
+            f"cannot resume {name}: manifest field 'flow' is {manifest.flow!r}, not {flow!r}; "
+            f"resume it with `controller {manifest.flow} --resume`"
+        )
+    target = Path(manifest.target)
+    if not target.is_dir():
+        raise _changed(name, "target", f"{target} no longer exists")
+    if not commit_exists(target, manifest.base_commit):
+        raise _changed(name, "base_commit", f"{manifest.base_commit} is gone from {target}")
+    source = controller_source_digest()
+    if source != manifest.controller_source_digest:
+        raise _changed(name, "controller_source_digest", "the controller's source was edited")
+    current = environment if environment is not None else current_environment()
+    for key in sorted(manifest.environment.keys() | current.keys()):
+        was, now = manifest.environment.get(key), current.get(key)
+        if was != now:
+            raise _changed(name, f"environment.{key}", f"{was!r} is now {now!r}")
+    return manifest
+
+
+def _changed(run: str, field: str, detail: str) -> ControllerError:
+    return ControllerError(
+        f"cannot resume {run}: manifest field '{field}' no longer matches ({detail}); "
+        "restore it or start a new run"
+    )

@@ -1,0 +1,64 @@
+"""The agent's workspace: a fresh one-commit copy of BASE, so no history or other refs leak in."""
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from controller.gitrepo import CONTROLLER_IDENTITY, export_commit, git
+
+# Candidate fields a fence policy may offer for paths inside the workspace the agent must not
+# write; the first one the installed sandbox defines is used for the workspace's `.git`.
+READ_ONLY_FIELD_NAMES = ("read_only", "readonly", "read_only_paths", "read_only_subpaths")
+
+
+def create_workspace(target: Path, base_commit: str, destination: Path) -> Path:
+    """Export BASE into `destination` and commit it as the only commit of a new repository.
+
+    The new repository has one branch, no remotes, no reflog and no hooks, so `git log` and
+    `git diff` work for the agent while nothing but BASE is visible. A stale `destination`
+    (from an attempt that died) is replaced.
+    """
+    if destination.exists():
+        shutil.rmtree(destination)
+    export_commit(target, base_commit, destination)
+    git(destination, "init", "--quiet", "--initial-branch=base")
+    git(destination, "config", "core.logAllRefUpdates", "false")
+    git(destination, "add", "--all", "--force")
+    dated = {**CONTROLLER_IDENTITY, "GIT_AUTHOR_DATE": "@0 +0000", "GIT_COMMITTER_DATE": "@0 +0000"}
+    git(
+        destination,
+        "commit",
+        "--quiet",
+        "--no-verify",
+        "--allow-empty",
+        "-m",
+        f"BASE {base_commit}",
+        env=dated,
+    )
+    for leftover in ("logs", "hooks", "COMMIT_EDITMSG", "description"):
+        path = destination / ".git" / leftover
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+    return destination
+
+
+def attempt_policy(settings: dict[str, Any], workspace: Path, readable: Sequence[Path]) -> Any:
+    """The fence policy for one attempt: the frozen settings plus this workspace and context.
+
+    `.git` inside the workspace is declared read-only where the sandbox supports it; the
+    candidate snapshot never trusts `.git` either way.
+    """
+    from sandbox.policy import FencePolicy
+
+    fields = dict(settings)
+    fields["workspace"] = workspace
+    fields["readable"] = tuple(fields.get("readable", ())) + tuple(readable)
+    known = getattr(FencePolicy, "model_fields", {})
+    for name in READ_ONLY_FIELD_NAMES:
+        if name in known:
+            fields[name] = tuple(fields.get(name, ())) + (workspace / ".git",)
+            break
+    return FencePolicy(**fields)
