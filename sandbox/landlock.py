@@ -1,0 +1,155 @@
+"""LandlockFence: kernel-enforced path, port and scope rules plus namespaces, no daemon needed."""
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from sandbox import linux_syscalls as linux
+from sandbox.environment import fenced_environment
+from sandbox.errors import FenceError
+from sandbox.fence import FenceProbe, FenceResult, check_command, result_from
+from sandbox.policy import FencePolicy
+from sandbox.process import run_captured
+from sandbox.system_paths import DEVICES_READ_WRITE, gpu_devices, system_read_paths
+
+LAUNCHER = Path(__file__).with_name("landlock_launcher.py")
+MINIMUM_ABI = 3  # below 3 Landlock cannot stop truncating read-only files
+TCP_RULES_ABI = 4
+SCOPES_ABI = 6
+
+
+def _kernel_version() -> tuple[int, int]:
+    release = os.uname().release.split("-")[0].split(".")
+    return int(release[0]), int(release[1])
+
+
+def pid_max_per_namespace() -> bool:
+    """Linux 6.14 made pid_max per PID namespace: the process limit that also binds uid 0."""
+    return _kernel_version() >= (6, 14)
+
+
+def _user_namespaces_allowed() -> bool:
+    try:
+        return int(Path("/proc/sys/user/max_user_namespaces").read_text()) > 0
+    except (OSError, ValueError):
+        return False
+
+
+class LandlockFence:
+    """Landlock rules, fresh PID/mount/IPC (and network) namespaces, seccomp, no capabilities."""
+
+    name = "landlock"
+
+    def probe(self) -> FenceProbe:
+        abi = linux.landlock_abi() if linux.SUPPORTED else 0
+        root = os.geteuid() == 0
+        reasons = []
+        if not linux.SUPPORTED:
+            reasons.append(f"unsupported architecture {linux.MACHINE}")
+        if abi < MINIMUM_ABI:
+            reasons.append(f"Landlock ABI {abi} is below {MINIMUM_ABI} (kernel or LSM list)")
+        if not root and not _user_namespaces_allowed():
+            reasons.append("not root and user namespaces are disabled")
+        details = {
+            "landlock_abi": str(abi),
+            "kernel": os.uname().release,
+            "filesystem": "deny by default; read: system, Python, context; write: workspace, tmp",
+            "tcp_rules": "bind/connect per port" if abi >= TCP_RULES_ABI else "unavailable",
+            "network_none": "new network namespace (no TCP, no UDP, only its own loopback)",
+            "network_ports": "host network; TCP only to allowed ports (any address); "
+            "UDP and other sockets refused by seccomp (so no DNS over UDP)",
+            "scopes": "abstract unix sockets and signals" if abi >= SCOPES_ABI else "none",
+            "unix_sockets": "socket(AF_UNIX) refused by seccomp (socketpair allowed)",
+            "namespaces": "pid, mount, ipc (+net)" + ("" if root else " in a user namespace"),
+            "capabilities": "all dropped, bounding set emptied, no_new_privs",
+            "processes": "per-namespace pid_max (min 300)"
+            if pid_max_per_namespace()
+            else "RLIMIT_NPROC only (uid 0 is exempt)",
+            "memory": "RLIMIT_AS (RLIMIT_DATA with GPU)",
+            "timeout": "kill the namespace init: every descendant dies",
+        }
+        return FenceProbe(fence=self.name, available=not reasons, details=details, reasons=reasons)
+
+    def run(
+        self,
+        argv: list[str],
+        policy: FencePolicy,
+        stdin: str | None = None,
+        cwd: Path | None = None,
+    ) -> FenceResult:
+        folder = check_command(argv, cwd, policy)
+        abi = linux.landlock_abi() if linux.SUPPORTED else 0
+        if abi < MINIMUM_ABI:
+            raise FenceError(f"Landlock ABI {abi} cannot be enforced; pass --fence docker")
+        if policy.allow_tcp and abi < TCP_RULES_ABI:
+            raise FenceError(f"Landlock ABI {abi} has no TCP rules; pass --fence docker")
+        processes = policy.limits.processes
+        if processes is not None and os.geteuid() == 0 and not pid_max_per_namespace():
+            raise FenceError(
+                "cannot limit processes for uid 0 on this kernel (needs Linux 6.14); "
+                "pass --fence docker"
+            )
+        private_tmp = Path(tempfile.mkdtemp(prefix="kc-fence-tmp-"))
+        read_fd, write_fd = os.pipe()
+        try:
+            config = self._launcher_config(argv, policy, folder, private_tmp, abi, write_fd)
+            command = [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(config)]
+            captured = run_captured(
+                command,
+                env=fenced_environment(policy, private_tmp),
+                stdin=stdin,
+                cwd=folder,
+                timeout_s=policy.timeout_s,
+                pass_fds=(write_fd,),
+            )
+            os.close(write_fd)
+            write_fd = -1
+            os.set_blocking(read_fd, False)
+            try:
+                failure = os.read(read_fd, 4096).decode(errors="replace").strip()
+            except BlockingIOError:
+                failure = ""
+            if failure:
+                raise FenceError(
+                    f"the landlock fence could not be set up ({failure}); pass --fence docker"
+                )
+            return result_from(captured)
+        finally:
+            os.close(read_fd)
+            if write_fd >= 0:
+                os.close(write_fd)
+            shutil.rmtree(private_tmp, ignore_errors=True)
+
+    @staticmethod
+    def _launcher_config(
+        argv: list[str], policy: FencePolicy, folder: Path, private_tmp: Path, abi: int, error_fd
+    ) -> dict:
+        read = [str(path) for path in system_read_paths(policy.gpu)]
+        read += ["/proc"] + [str(path) for path in policy.readable]
+        write = [str(policy.workspace), str(private_tmp)]
+        write += [str(path) for path in policy.writable]
+        if Path("/dev/shm").is_dir():
+            write.append("/dev/shm")
+        devices = [path for path in DEVICES_READ_WRITE if Path(path).exists()]
+        if policy.gpu:
+            devices += [str(path) for path in gpu_devices()]
+        memory_mb = policy.limits.memory_mb
+        return {
+            "argv": list(argv),
+            "cwd": str(folder),
+            "read": read,
+            "write": write,
+            "devices": devices,
+            "readonly_mounts": [str(path) for path in policy.readonly_within_workspace],
+            "tcp_ports": list(policy.allow_tcp),
+            "network_none": not policy.allow_tcp,
+            "limits": policy.limits.model_dump(),
+            "gpu": policy.gpu,
+            "abi": abi,
+            "pid_max_namespaced": pid_max_per_namespace(),
+            "shm_mb": min(memory_mb, 1024) if memory_mb else 1024,
+            "error_fd": error_fd,
+        }
