@@ -6,6 +6,7 @@ with its headers so a test can check which credentials reached the server.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -26,6 +27,7 @@ class Request:
     method: str
     path: str
     headers: dict[str, str]
+    """Header names in lower case."""
     body: dict
 
 
@@ -113,7 +115,8 @@ def _handler_for(server: ProtocolServer):
                 self._json(404, {"error": {"type": "not_found_error", "message": path}})
 
         def _record(self, body: dict) -> None:
-            request = Request(self.command, self.path, dict(self.headers.items()), body)
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            request = Request(self.command, self.path, headers, body)
             with server.lock:
                 server.requests.append(request)
 
@@ -160,7 +163,9 @@ def _handler_for(server: ProtocolServer):
             if status in (429, 529):
                 self.send_header("retry-after", "0")
             self.end_headers()
-            self.wfile.write(data)
+            # The client may have given up first (a turn timeout test).
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(data)
 
         def _sse(self, events: list[tuple[str | None, dict | str]]) -> None:
             self.send_response(200)

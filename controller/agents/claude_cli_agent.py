@@ -1,0 +1,139 @@
+"""The `claude` backend: the Claude Code CLI, headless with streamed JSON, inside the fence."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from controller.agents.base import AgentSession, SessionResult, Usage
+from controller.agents.cli_launch import CliLaunch, json_lines, require_cli
+from controller.agents.cli_result import finish
+from controller.agents.pricing import price_for
+from controller.errors import ControllerError
+
+RESULT_REASONS = {"error_max_turns": "turn_limit", "error_max_budget_usd": "dollar_limit"}
+
+
+class ClaudeCliAgent:
+    """Runs `claude -p --output-format stream-json` in the fence, reaching only the API port."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        executable: str | Path | None = None,
+    ):
+        self.model = model
+        self.spec = f"claude:{model}" if model else "claude"
+        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        self.api_key = api_key
+        self.executable = executable
+
+    def _key(self) -> str | None:
+        return self.api_key or os.environ.get("ANTHROPIC_API_KEY") or None
+
+    def check_available(self) -> None:
+        """Refuse before the run starts when the CLI or the API key is missing."""
+        require_cli("claude", self.executable, self.spec)
+        if not self._key():
+            raise ControllerError(
+                f"agent {self.spec} needs ANTHROPIC_API_KEY in the controller's environment"
+            )
+
+    def run(self, session: AgentSession) -> SessionResult:
+        """Launch the CLI once for this attempt and read its stream into the result."""
+        self.check_available()
+        executable = require_cli("claude", self.executable, self.spec)
+        limits = session.limits
+        argv = ["-p", "--output-format", "stream-json", "--verbose"]
+        if self.model:
+            argv += ["--model", self.model]
+        argv += ["--max-turns", str(limits.max_turns), "--permission-mode", "bypassPermissions"]
+        argv += ["--no-session-persistence"]
+        if limits.max_dollars is not None:
+            argv += ["--max-budget-usd", str(limits.max_dollars)]
+        env = {
+            "ANTHROPIC_API_KEY": self._key() or "",
+            "API_TIMEOUT_MS": str(int(limits.turn_timeout_s * 1000)),
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "IS_SANDBOX": "1",  # the fence is the sandbox; lets permissions be bypassed as root
+        }
+        if self.base_url:
+            env["ANTHROPIC_BASE_URL"] = self.base_url
+        started = time.time()
+        fenced = CliLaunch(session, executable, self.base_url).run(argv, env, stdin=session.prompt)
+        events, stray = json_lines(fenced.stdout)
+        usage, reason, error, tools = self._read_stream(events)
+        transcript = events + [{"type": "unparsed", "line": line} for line in stray]
+        return finish(session, fenced, started, transcript, usage, reason, error, tools, self.spec)
+
+    def _read_stream(self, events: list[dict]) -> tuple[Usage, str, str | None, list[str]]:
+        """Usage, exit reason, error and tool names from the CLI's stream-json events."""
+        usage = Usage()
+        message_ids, tools = set(), []
+        result, model = None, self.model or "claude"
+        for event in events:
+            kind = event.get("type")
+            if kind == "system" and event.get("subtype") == "init":
+                model = self.model or event.get("model") or model
+            elif kind == "system" and event.get("subtype") == "api_retry":
+                usage.failed_calls += 1
+            elif kind == "assistant":
+                message = event.get("message") or {}
+                message_ids.add(message.get("id"))
+                tools += [
+                    block.get("name", "?")
+                    for block in message.get("content") or []
+                    if block.get("type") == "tool_use"
+                ]
+            elif kind == "result":
+                result = event
+        usage.calls = len(message_ids) + usage.failed_calls
+        if result is None:
+            return usage, "error", None, tools
+        usage.input_tokens, usage.output_tokens = session_tokens(result)
+        price, _ = price_for(model)
+        estimate = price.dollars(usage.input_tokens, usage.output_tokens)
+        usage.dollars = max(float(result.get("total_cost_usd") or 0.0), estimate)
+        subtype = result.get("subtype", "")
+        if subtype in RESULT_REASONS:
+            return usage, RESULT_REASONS[subtype], f"claude stopped: {subtype}", tools
+        if result.get("is_error") or subtype != "success":
+            if result.get("api_error_status"):
+                usage.failed_calls += 1
+            detail = result.get("result") or result.get("errors") or subtype
+            return usage, "error", f"claude reported an error: {detail}", tools
+        return usage, "finished", None, tools
+
+
+def session_tokens(result: dict) -> tuple[int, int]:
+    """Input and output tokens of the whole session from the final `result` event.
+
+    `modelUsage` sums every model the CLI called; older streams only carry `usage`.
+    """
+    per_model = result.get("modelUsage") or {}
+    if per_model:
+        counts = [
+            (
+                entry.get("inputTokens", 0)
+                + entry.get("cacheReadInputTokens", 0)
+                + entry.get("cacheCreationInputTokens", 0),
+                entry.get("outputTokens", 0),
+            )
+            for entry in per_model.values()
+        ]
+    else:
+        entry = result.get("usage") or {}
+        counts = [
+            (
+                entry.get("input_tokens", 0)
+                + entry.get("cache_read_input_tokens", 0)
+                + entry.get("cache_creation_input_tokens", 0),
+                entry.get("output_tokens", 0),
+            )
+        ]
+    return sum(count[0] for count in counts), sum(count[1] for count in counts)

@@ -1,0 +1,117 @@
+"""What the CLI backends share: finding the executable and launching it inside the fence."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from urllib.parse import urlparse
+
+from controller.agents.base import AgentSession
+from controller.errors import ControllerError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def find_cli(name: str, explicit: str | Path | None = None) -> Path | None:
+    """The CLI on PATH, else the copy `scripts/setup` installs under `.tools/`, else None."""
+    if explicit is not None:
+        path = Path(explicit)
+        return path if path.is_file() else None
+    found = shutil.which(name)
+    if found:
+        return Path(found)
+    local = REPO_ROOT / ".tools" / "node_modules" / ".bin" / name
+    return local if local.exists() else None
+
+
+def require_cli(name: str, explicit: str | Path | None, spec: str) -> Path:
+    """The CLI's path, or a one-line ControllerError saying how to install it."""
+    path = find_cli(name, explicit)
+    if path is None:
+        raise ControllerError(
+            f"agent {spec} needs the `{name}` CLI on PATH or in .tools/ (run scripts/setup)"
+        )
+    return path
+
+
+def install_root(executable: Path) -> Path:
+    """The folder the fence must let the CLI read: its node_modules tree, or its own folder."""
+    resolved = executable.resolve()
+    for parent in resolved.parents:
+        if parent.name == "node_modules":
+            return parent
+    return resolved.parent
+
+
+def api_port(base_url: str | None) -> int:
+    """The TCP port the CLI must reach: the base URL's, or 443 for the public API."""
+    if not base_url:
+        return 443
+    parsed = urlparse(base_url)
+    return parsed.port or (80 if parsed.scheme == "http" else 443)
+
+
+class CliLaunch:
+    """A fenced launch of a CLI agent with a private home folder, removed afterwards."""
+
+    def __init__(self, session: AgentSession, executable: Path, base_url: str | None):
+        self.session = session
+        self.executable = executable
+        self.home = Path(tempfile.mkdtemp(prefix="agent-home-"))
+        root = install_root(executable)
+        policy = session.policy
+        self.policy = policy.model_copy(
+            update={
+                "readable": _merged(policy.readable, [root, *session.context]),
+                "writable": _merged(policy.writable, [session.workspace, self.home]),
+                "allow_tcp": tuple(sorted({*policy.allow_tcp, api_port(base_url)})),
+                "timeout_s": session.limits.wall_s,
+            }
+        )
+
+    def run(self, argv: list[str], env_values: dict[str, str], stdin: str = ""):
+        """Run the CLI in the fence with exactly these variables (plus HOME and PATH)."""
+        values = {
+            "HOME": str(self.home),
+            "PATH": f"{self.executable.parent}:{SYSTEM_PATH}",
+            **env_values,
+        }
+        policy = self.policy.model_copy(update={"env_values": {**self.policy.env_values, **values}})
+        try:
+            return self.session.fence.run(
+                [str(self.executable), *argv], policy, stdin=stdin, cwd=self.session.workspace
+            )
+        finally:
+            shutil.rmtree(self.home, ignore_errors=True)
+
+
+def json_lines(text: str | bytes | None) -> tuple[list[dict], list[str]]:
+    """Parse a JSON-lines stream into events, keeping lines that were not JSON objects apart."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    events, stray = [], []
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            stray.append(line)
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+        else:
+            stray.append(line)
+    return events, stray
+
+
+def _merged(existing, extra) -> tuple[Path, ...]:
+    merged = list(existing)
+    for path in extra:
+        if path not in merged:
+            merged.append(Path(path))
+    return tuple(merged)

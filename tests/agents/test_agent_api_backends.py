@@ -1,0 +1,174 @@
+"""The Anthropic and OpenAI backends, through the real SDKs, against the loopback server."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.agents import make_agent
+from controller.agents.anthropic_agent import AnthropicAgent
+from controller.agents.chat_loop import RetryPolicy
+from controller.agents.openai_agent import OpenAIAgent
+from controller.errors import ControllerError
+from tests.agents.conftest import SECRET_KEY
+from tests.agents.protocol_server import Call, Failure, Malformed, Reply
+
+FAST_RETRY = RetryPolicy(attempts=3, base_s=0.01, max_s=0.02)
+BACKENDS = ["anthropic", "openai"]
+
+
+def build(kind: str, server, model: str = "claude-sonnet-4-6", **kwargs):
+    if kind == "anthropic":
+        return AnthropicAgent(model, base_url=server.url, api_key=SECRET_KEY, **kwargs)
+    return OpenAIAgent(model, base_url=f"{server.url}/v1", api_key=SECRET_KEY, **kwargs)
+
+
+def edit_call(old="64", new="128") -> Call:
+    return Call("edit", {"path": "kernel.py", "old": old, "new": new})
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_tool_use_round_trip_edits_the_workspace(
+    kind, server, workspace, make_session, monkeypatch
+):
+    key_variable = "ANTHROPIC_API_KEY" if kind == "anthropic" else "OPENAI_API_KEY"
+    monkeypatch.setenv(key_variable, SECRET_KEY)
+    base_url = server.url if kind == "anthropic" else f"{server.url}/v1"
+    agent = make_agent(f"{kind}:claude-sonnet-4-6", base_url=base_url)
+    server.queue(
+        Reply(text="Reading first.", calls=[Call("read", {"path": "kernel.py"})]),
+        Reply(calls=[edit_call(), Call("write", {"path": "notes/why.txt", "content": "wider\n"})]),
+        Reply(calls=[Call("bash", {"command": "cat kernel.py"}), Call("list", {})]),
+        Reply(text="Raised BLOCK to 128.", input_tokens=300, output_tokens=50),
+    )
+    result = agent.run(make_session())
+    assert result.exit_reason == "finished", result.error
+    assert (workspace / "kernel.py").read_text() == "BLOCK = 128\n"
+    assert (workspace / "notes" / "why.txt").read_text() == "wider\n"
+    assert result.usage.calls == 4 and result.usage.failed_calls == 0
+    assert result.usage.input_tokens == 600 and result.usage.output_tokens == 110
+    assert result.usage.dollars == pytest.approx((600 * 3 + 110 * 15) / 1e6)
+    text = str(result.transcript)
+    assert "BLOCK = 64" in text and "BLOCK = 128" in text and "notes/" in text
+    categories = [event.category for event in result.events]
+    assert categories.count("agent_turn") == 4 and categories.count("tool_call") == 5
+    assert len(server.model_requests()) == 4
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_transient_529_and_429_are_retried_and_counted(kind, server, make_session):
+    server.queue(
+        Failure(529),
+        Failure(429, "rate_limit_error", "Too many requests"),
+        Reply(text="ok"),
+    )
+    result = build(kind, server, retry=FAST_RETRY).run(make_session())
+    assert result.exit_reason == "finished"
+    assert result.usage.calls == 3 and result.usage.failed_calls == 2
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_persistent_overload_stops_with_error(kind, server, make_session):
+    server.queue(*[Failure(529)] * 3)
+    result = build(kind, server, retry=FAST_RETRY).run(make_session())
+    assert result.exit_reason == "error"
+    assert "3 times" in result.error and "529" in result.error
+    assert result.usage.failed_calls == 3
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_malformed_reply_is_counted_then_retried(kind, server, make_session):
+    server.queue(Malformed(), Reply(text="fine now"))
+    result = build(kind, server, retry=FAST_RETRY).run(make_session())
+    assert result.exit_reason == "finished"
+    assert result.usage.failed_calls == 1 and result.usage.calls == 2
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_only_malformed_replies_end_in_error(kind, server, make_session):
+    server.queue(Malformed(), Malformed(), Malformed())
+    result = build(kind, server, retry=FAST_RETRY).run(make_session())
+    assert result.exit_reason == "error" and "Malformed" in result.error
+    assert result.usage.failed_calls == 3
+
+
+def test_unparseable_tool_arguments_are_counted_and_reported(server, workspace, make_session):
+    server.queue(Reply(calls=[Call("edit", raw_arguments='{"path": "kernel.py", "old": ')]))
+    result = build("openai", server, retry=FAST_RETRY).run(make_session())
+    assert result.exit_reason == "finished"
+    assert result.usage.failed_calls == 1
+    assert "not valid JSON" in str(result.transcript)
+    assert (workspace / "kernel.py").read_text() == "BLOCK = 64\n"
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_token_limit_stops_the_session(kind, server, make_session):
+    busy = Reply(calls=[Call("list", {})], input_tokens=100, output_tokens=20)
+    server.queue(busy, busy, busy, busy)
+    result = build(kind, server).run(make_session(max_tokens=200))
+    assert result.exit_reason == "token_limit"
+    assert result.usage.total_tokens == 240 and result.usage.calls == 2
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_dollar_limit_stops_the_session(kind, server, make_session):
+    costly = Reply(calls=[Call("list", {})], input_tokens=100_000, output_tokens=10_000)
+    server.queue(costly, costly, costly)
+    result = build(kind, server, model="claude-opus-4").run(make_session(max_dollars=3.0))
+    assert result.exit_reason == "dollar_limit"
+    assert result.usage.calls == 2 and result.usage.dollars == pytest.approx(4.5)
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_turn_limit_stops_the_session(kind, server, make_session):
+    server.default = Reply(calls=[Call("list", {})])
+    result = build(kind, server).run(make_session(max_turns=3))
+    assert result.exit_reason == "turn_limit" and result.usage.calls == 3
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_turn_timeout_stops_the_session(kind, server, make_session):
+    server.queue(Reply(text="too late", delay_s=3.0))
+    result = build(kind, server, retry=FAST_RETRY).run(make_session(turn_timeout_s=0.5))
+    assert result.exit_reason == "timeout" and "timed out" in result.error
+    assert result.usage.failed_calls == 1
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_rejected_key_is_an_error_not_a_retry(kind, server, make_session):
+    server.queue(Failure(401, "authentication_error", "invalid x-api-key"))
+    result = build(kind, server, retry=FAST_RETRY).run(make_session())
+    assert result.exit_reason == "error" and "401" in result.error
+    assert result.usage.calls == 1
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_api_key_reaches_the_server_but_not_the_fence(kind, server, make_session, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY" if kind == "anthropic" else "OPENAI_API_KEY", "x")
+    server.queue(Reply(calls=[Call("bash", {"command": "env; cat /proc/self/environ"})]))
+    result = build(kind, server).run(make_session())
+    assert result.exit_reason == "finished"
+    headers = server.model_requests()[0].headers
+    sent = headers.get("x-api-key") or headers.get("authorization", "")
+    assert SECRET_KEY in sent
+    tool_output = str(result.transcript[3:])
+    assert "PATH=" in tool_output  # the command did run and print its environment
+    assert SECRET_KEY not in tool_output and "API_KEY" not in tool_output
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_missing_key_fails_before_running(kind, server, make_session, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    agent = make_agent(f"{kind}:some-model", base_url=server.url)
+    with pytest.raises(ControllerError, match="API_KEY"):
+        agent.check_available()
+    with pytest.raises(ControllerError, match="API_KEY"):
+        agent.run(make_session())
+    assert server.requests == []
+
+
+def test_unknown_model_is_priced_at_the_default_and_says_so(server, make_session):
+    server.queue(Reply(text="ok", input_tokens=1_000_000, output_tokens=0))
+    result = build("openai", server, model="mystery-model").run(make_session())
+    assert result.usage.dollars == pytest.approx(15.0)
+    assert "not in the price table" in result.events[0].args["price_note"]
