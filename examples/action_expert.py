@@ -1,0 +1,107 @@
+"""The action expert: predicts the flow-matching velocity of noisy actions at one time step.
+
+Every norm is an adaptive RMSNorm whose scale and shift, and every residual's gate, come from
+an embedding of the time step, as in pi0.5.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from examples.config import ExampleSize
+from examples.layers import GatedMlp, SelfAttention, WeightFactory
+from examples.prefix_encoder import PrefixCache
+from operators import ops
+
+SHORTEST_PERIOD = 4e-3
+LONGEST_PERIOD = 4.0
+
+
+def sinusoidal_time(time: torch.Tensor, width: int) -> torch.Tensor:
+    """Sine/cosine features of time (batch,) over geometric periods, (batch, width) float32."""
+    fraction = torch.linspace(0.0, 1.0, width // 2, dtype=torch.float64)
+    period = SHORTEST_PERIOD * (LONGEST_PERIOD / SHORTEST_PERIOD) ** fraction
+    angular = (2 * math.pi / period).to(torch.float32).to(time.device)
+    angles = time.float()[:, None] * angular[None, :]
+    return torch.cat((angles.sin(), angles.cos()), dim=-1)
+
+
+class TimeEmbedding(nn.Module):
+    """The small MLP that turns the time step into the condition every modulation reads."""
+
+    def __init__(self, size: ExampleSize, weights: WeightFactory) -> None:
+        super().__init__()
+        self.width = size.width
+        self.in_weight = weights.matrix(size.width, size.width)
+        self.out_weight = weights.matrix(size.width, size.width)
+
+    def forward(self, time: torch.Tensor) -> torch.Tensor:
+        features = sinusoidal_time(time, self.width).to(torch.bfloat16)
+        hidden = F.silu(F.linear(features, self.in_weight))
+        return F.silu(F.linear(hidden, self.out_weight))
+
+
+class Modulation(nn.Module):
+    """Scale, shift and gate (each (batch, width)) for one norm, projected from the condition."""
+
+    def __init__(self, size: ExampleSize, weights: WeightFactory) -> None:
+        super().__init__()
+        self.scale_weight = weights.matrix(size.width, size.width, gain=0.2)
+        self.shift_weight = weights.matrix(size.width, size.width, gain=0.2)
+        self.gate_weight = weights.matrix(size.width, size.width, gain=0.5)
+
+    def forward(self, condition: torch.Tensor):
+        return (
+            F.linear(condition, self.scale_weight),
+            F.linear(condition, self.shift_weight),
+            F.linear(condition, self.gate_weight),
+        )
+
+
+class ExpertLayer(nn.Module):
+    """A transformer layer over the action tokens, attending to the prefix cache as well."""
+
+    def __init__(self, size: ExampleSize, weights: WeightFactory) -> None:
+        super().__init__()
+        output_gain = (2 * size.expert_layers) ** -0.5
+        self.attention_modulation = Modulation(size, weights)
+        self.attention = SelfAttention(size, weights, output_gain)
+        self.mlp_modulation = Modulation(size, weights)
+        self.mlp = GatedMlp(size, weights, output_gain)
+
+    def forward(self, hidden, condition, cos, sin, key_cache, value_cache):
+        scale, shift, gate = self.attention_modulation(condition)
+        normed = ops.ada_rms_norm(hidden, scale, shift)
+        attended, _, _ = self.attention(normed, cos, sin, key_cache, value_cache)
+        hidden = ops.gated_residual(hidden, attended, gate)
+        scale, shift, gate = self.mlp_modulation(condition)
+        update = self.mlp(ops.ada_rms_norm(hidden, scale, shift))
+        return ops.gated_residual(hidden, update, gate)
+
+
+class ActionExpert(nn.Module):
+    """Noisy actions and a time step in, the velocity towards clean actions out."""
+
+    def __init__(self, size: ExampleSize, weights: WeightFactory) -> None:
+        super().__init__()
+        self.action_in_weight = weights.matrix(size.width, size.action_dim)
+        self.time_embedding = TimeEmbedding(size, weights)
+        self.layers = nn.ModuleList(ExpertLayer(size, weights) for _ in range(size.expert_layers))
+        self.final_scale_weight = weights.matrix(size.width, size.width, gain=0.2)
+        self.final_shift_weight = weights.matrix(size.width, size.width, gain=0.2)
+        self.action_out_weight = weights.matrix(size.action_dim, size.width)
+
+    def forward(self, actions, time, cache: PrefixCache, cos, sin) -> torch.Tensor:
+        """actions (batch, action_tokens, action_dim) float32, time (batch,) -> velocity."""
+        hidden = F.linear(actions.to(torch.bfloat16), self.action_in_weight)
+        condition = self.time_embedding(time)
+        for layer, key_cache, value_cache in zip(
+            self.layers, cache.keys, cache.values, strict=True
+        ):
+            hidden = layer(hidden, condition, cos, sin, key_cache, value_cache)
+        scale = F.linear(condition, self.final_scale_weight)
+        shift = F.linear(condition, self.final_shift_weight)
+        normed = ops.ada_rms_norm(hidden, scale, shift)
+        return F.linear(normed, self.action_out_weight).float()

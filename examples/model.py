@@ -1,0 +1,86 @@
+"""The whole pi0.5-shaped model: vision, prefix encoder, then 10 flow-matching denoise steps."""
+
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from examples.action_expert import ActionExpert
+from examples.config import ExampleSize
+from examples.layers import WeightFactory, rope_tables
+from examples.prefix_encoder import PrefixCache, PrefixEncoder
+from examples.vision import VisionTower
+
+INPUT_SEED_OFFSET = 1_000_003
+
+
+class ExampleInputs(NamedTuple):
+    """One batch: image patches, prompt token ids and the initial action noise."""
+
+    patches: torch.Tensor
+    token_ids: torch.Tensor
+    noise: torch.Tensor
+
+
+class ExampleModel(nn.Module):
+    """Random weights drawn from a seed; the forward pass returns named output tensors."""
+
+    def __init__(self, size: ExampleSize, seed: int) -> None:
+        super().__init__()
+        self.size = size
+        weights = WeightFactory(seed)
+        self.vision = VisionTower(size, weights)
+        self.prefix_encoder = PrefixEncoder(size, weights)
+        self.action_expert = ActionExpert(size, weights)
+
+    @torch.inference_mode()
+    def forward(self, inputs: ExampleInputs) -> dict[str, torch.Tensor]:
+        vision_features = self.vision(inputs.patches)
+        cache = self.prefix_encoder(vision_features, inputs.token_ids)
+        actions = self.sample_actions(inputs.noise, cache)
+        return {
+            "actions": actions,
+            "prefix_keys": torch.stack(cache.keys),
+            "prefix_values": torch.stack(cache.values),
+            "vision_features": vision_features,
+        }
+
+    def sample_actions(self, noise: torch.Tensor, cache: PrefixCache) -> torch.Tensor:
+        """Euler steps of the flow from noise (time 1) to actions (time 0), in float32."""
+        size = self.size
+        cos, sin = rope_tables(size.prefix_tokens, size.action_tokens, size.head_dim, noise.device)
+        step = -1.0 / size.denoise_steps
+        actions = noise
+        for index in range(size.denoise_steps):
+            time = torch.full((noise.shape[0],), 1.0 + index * step, device=noise.device)
+            velocity = self.action_expert(actions, time, cache, cos, sin)
+            actions = actions + step * velocity
+        return actions
+
+
+def build_model(size: ExampleSize, seed: int, device: torch.device | str) -> ExampleModel:
+    """The model for one size and seed, its weights drawn on the CPU so every device agrees."""
+    return ExampleModel(size, seed).to(device).eval()
+
+
+def make_inputs(
+    size: ExampleSize, batch: int, seed: int, device: torch.device | str
+) -> ExampleInputs:
+    """Fixed inputs for one batch size and seed, drawn on the CPU."""
+    generator = torch.Generator().manual_seed(seed + INPUT_SEED_OFFSET)
+    patches = torch.randn(batch, size.image_tokens, size.patch_dim, generator=generator)
+    token_ids = torch.randint(0, size.vocabulary, (batch, size.text_tokens), generator=generator)
+    noise = torch.randn(batch, size.action_tokens, size.action_dim, generator=generator)
+    return ExampleInputs(
+        patches=patches.to(torch.bfloat16).to(device),
+        token_ids=token_ids.to(device),
+        noise=noise.to(device),
+    )
+
+
+def run_example(
+    size: ExampleSize, batch: int, seed: int, device: torch.device | str
+) -> dict[str, torch.Tensor]:
+    """Build the model and its inputs from `seed` and run one forward pass."""
+    model = build_model(size, seed, device)
+    return model(make_inputs(size, batch, seed, device))
