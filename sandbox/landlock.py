@@ -1,6 +1,6 @@
 """LandlockFence: kernel-enforced path, port and scope rules plus namespaces, no daemon needed."""
 
-import json
+import marshal
 import os
 import shutil
 import sys
@@ -13,6 +13,7 @@ from sandbox.errors import FenceError
 from sandbox.fence import FenceProbe, FenceResult, check_command, result_from
 from sandbox.policy import FencePolicy
 from sandbox.process import run_captured
+from sandbox.seccomp_filter import assemble, build_program
 from sandbox.system_paths import DEVICES_READ_WRITE, gpu_devices, system_read_paths
 
 LAUNCHER = Path(__file__).with_name("landlock_launcher.py")
@@ -94,16 +95,18 @@ class LandlockFence:
             )
         private_tmp = Path(tempfile.mkdtemp(prefix="kc-fence-tmp-"))
         read_fd, write_fd = os.pipe()
+        ruleset_fd = -1
         try:
-            config = self._launcher_config(argv, policy, folder, private_tmp, abi, write_fd)
-            command = [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(config)]
+            ruleset_fd = _host_ruleset(policy, private_tmp, abi)
+            config = _launcher_config(argv, policy, folder, abi, write_fd, ruleset_fd)
+            command = [sys.executable, "-I", "-S", str(LAUNCHER), marshal.dumps(config).hex()]
             captured = run_captured(
                 command,
                 env=fenced_environment(policy, private_tmp),
                 stdin=stdin,
                 cwd=folder,
                 timeout_s=policy.timeout_s,
-                pass_fds=(write_fd,),
+                pass_fds=(write_fd, ruleset_fd),
             )
             os.close(write_fd)
             write_fd = -1
@@ -118,38 +121,60 @@ class LandlockFence:
                 )
             return result_from(captured)
         finally:
-            os.close(read_fd)
-            if write_fd >= 0:
-                os.close(write_fd)
+            for descriptor in (read_fd, write_fd, ruleset_fd):
+                if descriptor >= 0:
+                    os.close(descriptor)
             shutil.rmtree(private_tmp, ignore_errors=True)
 
-    @staticmethod
-    def _launcher_config(
-        argv: list[str], policy: FencePolicy, folder: Path, private_tmp: Path, abi: int, error_fd
-    ) -> dict:
-        read = [str(path) for path in system_read_paths(policy.gpu)]
-        read += ["/proc"] + [str(path) for path in policy.readable]
-        write = [str(policy.workspace), str(private_tmp)]
-        write += [str(path) for path in policy.writable]
-        if Path("/dev/shm").is_dir():
-            write.append("/dev/shm")
-        devices = [path for path in DEVICES_READ_WRITE if Path(path).exists()]
-        if policy.gpu:
-            devices += [str(path) for path in gpu_devices()]
-        memory_mb = policy.limits.memory_mb
-        return {
-            "argv": list(argv),
-            "cwd": str(folder),
-            "read": read,
-            "write": write,
-            "devices": devices,
-            "readonly_mounts": [str(path) for path in policy.readonly_within_workspace],
-            "tcp_ports": list(policy.allow_tcp),
-            "network_none": not policy.allow_tcp,
-            "limits": policy.limits.model_dump(),
-            "gpu": policy.gpu,
-            "abi": abi,
-            "pid_max_namespaced": pid_max_per_namespace(),
-            "shm_mb": min(memory_mb, 1024) if memory_mb else 1024,
-            "error_fd": error_fd,
-        }
+
+def _host_ruleset(policy: FencePolicy, private_tmp: Path, abi: int) -> int:
+    """A Landlock ruleset for the host paths, built here where ctypes is already warm."""
+    all_fs = linux.handled_fs_rights(abi)
+    net = linux.NET_BIND_TCP | linux.NET_CONNECT_TCP if policy.allow_tcp else 0
+    scopes = linux.SCOPE_ABSTRACT_UNIX_SOCKET | linux.SCOPE_SIGNAL if abi >= SCOPES_ABI else 0
+    ruleset = linux.create_ruleset(abi, all_fs, net, scopes)
+    try:
+        for path in system_read_paths(policy.gpu) + list(policy.readable):
+            linux.add_path_rule(ruleset, str(path), linux.FS_READ_RIGHTS)
+        for path in [policy.workspace, private_tmp, *policy.writable]:
+            linux.add_path_rule(ruleset, str(path), _write_rights(abi))
+        devices = [Path(path) for path in DEVICES_READ_WRITE if Path(path).exists()]
+        device_rights = linux.FS_READ_FILE | linux.FS_WRITE_FILE | (all_fs & linux.FS_IOCTL_DEV)
+        for path in devices + (gpu_devices() if policy.gpu else []):
+            linux.add_path_rule(ruleset, str(path), device_rights)
+        for port in policy.allow_tcp:
+            linux.add_port_rule(ruleset, port, net)
+    except BaseException:
+        os.close(ruleset)
+        raise
+    return ruleset
+
+
+def _write_rights(abi: int) -> int:
+    """Every filesystem right except creating device nodes."""
+    return linux.handled_fs_rights(abi) & ~(linux.FS_MAKE_CHAR | linux.FS_MAKE_BLOCK)
+
+
+def _launcher_config(
+    argv: list[str], policy: FencePolicy, folder: Path, abi: int, error_fd: int, ruleset_fd: int
+) -> dict:
+    """Everything the launcher needs, as plain values (marshal-encoded on its command line)."""
+    # Rules on paths that only exist inside the new mount namespace are added there.
+    namespace_rules = [("/proc", linux.FS_READ_RIGHTS)]
+    if Path("/dev/shm").is_dir():
+        namespace_rules.append(("/dev/shm", _write_rights(abi)))
+    memory_mb = policy.limits.memory_mb
+    return {
+        "argv": list(argv),
+        "cwd": str(folder),
+        "readonly_mounts": [str(path) for path in policy.readonly_within_workspace],
+        "network_none": not policy.allow_tcp,
+        "limits": policy.limits.model_dump(),
+        "gpu": policy.gpu,
+        "pid_max_namespaced": pid_max_per_namespace(),
+        "shm_mb": min(memory_mb, 1024) if memory_mb else 1024,
+        "error_fd": error_fd,
+        "ruleset_fd": ruleset_fd,
+        "namespace_rules": namespace_rules,
+        "seccomp_program": assemble(build_program(tcp_only=bool(policy.allow_tcp))),
+    }

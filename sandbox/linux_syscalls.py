@@ -86,6 +86,7 @@ def u32(value: int) -> bytes:
 
 # Landlock (linux/landlock.h)
 FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1, 2, 4, 8
+FS_MAKE_CHAR, FS_MAKE_BLOCK = 1 << 6, 1 << 11
 FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
@@ -142,6 +143,15 @@ def add_port_rule(ruleset_fd: int, port: int, rights: int) -> None:
 
 def restrict_self(ruleset_fd: int) -> None:
     syscall("landlock_restrict_self", ruleset_fd, 0)
+
+
+def install_seccomp(packed_program: bytes) -> None:
+    """Load an assembled seccomp filter into this process; it survives exec and cannot be lifted."""
+    buffer, address = pinned_buffer(packed_program)
+    count = len(packed_program) // 8
+    program = count.to_bytes(2, sys.byteorder) + bytes(6) + address.to_bytes(8, sys.byteorder)
+    syscall("seccomp", 1, 0, program)
+    del buffer
 
 
 # prctl and capabilities

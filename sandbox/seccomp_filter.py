@@ -2,7 +2,7 @@
 
 import sys
 
-from linux_syscalls import AUDIT_ARCH, MACHINE, number, pinned_buffer, syscall
+from sandbox.linux_syscalls import AUDIT_ARCH, MACHINE, number
 
 AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
 SOCK_STREAM, IPPROTO_TCP = 1, 6
@@ -102,13 +102,3 @@ def assemble(program: list) -> bytes:
             code.to_bytes(2, sys.byteorder) + bytes(offsets) + constant.to_bytes(4, sys.byteorder)
         )
     return packed
-
-
-def install(tcp_only: bool) -> None:
-    """Load the filter into this process; it survives exec and cannot be removed."""
-    packed = assemble(build_program(tcp_only))
-    buffer, address = pinned_buffer(packed)
-    count = len(packed) // 8
-    program = count.to_bytes(2, sys.byteorder) + bytes(6) + address.to_bytes(8, sys.byteorder)
-    syscall("seccomp", 1, 0, program)
-    del buffer
