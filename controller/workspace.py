@@ -7,10 +7,6 @@ from typing import Any
 
 from controller.gitrepo import CONTROLLER_IDENTITY, export_commit, git
 
-# Candidate fields a fence policy may offer for paths inside the workspace the agent must not
-# write; the first one the installed sandbox defines is used for the workspace's `.git`.
-READ_ONLY_FIELD_NAMES = ("read_only", "readonly", "read_only_paths", "read_only_subpaths")
-
 
 def create_workspace(target: Path, base_commit: str, destination: Path) -> Path:
     """Export BASE into `destination` and commit it as the only commit of a new repository.
@@ -48,17 +44,17 @@ def create_workspace(target: Path, base_commit: str, destination: Path) -> Path:
 def attempt_policy(settings: dict[str, Any], workspace: Path, readable: Sequence[Path]) -> Any:
     """The fence policy for one attempt: the frozen settings plus this workspace and context.
 
-    `.git` inside the workspace is declared read-only where the sandbox supports it; the
-    candidate snapshot never trusts `.git` either way.
+    The workspace's `.git` is kept read-only by the fence; the candidate snapshot never
+    trusts `.git` either way.
     """
     from sandbox.policy import FencePolicy
 
     fields = dict(settings)
     fields["workspace"] = workspace
     fields["readable"] = tuple(fields.get("readable", ())) + tuple(readable)
-    known = getattr(FencePolicy, "model_fields", {})
-    for name in READ_ONLY_FIELD_NAMES:
-        if name in known:
-            fields[name] = tuple(fields.get(name, ())) + (workspace / ".git",)
-            break
+    if (workspace / ".git").is_dir():
+        fields["readonly_within_workspace"] = (
+            *fields.get("readonly_within_workspace", ()),
+            workspace / ".git",
+        )
     return FencePolicy(**fields)

@@ -103,6 +103,7 @@ class Engine:
             except Exception as error:
                 with signals_deferred():
                     self._record_failure(error)
+                    write_evidence(self.store)
                 if not _is_user_error(error):
                     raise
             with signals_deferred():
