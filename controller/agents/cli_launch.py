@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from controller.agents.base import AgentSession
+from controller.agents.tools import updated_policy
 from controller.errors import ControllerError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -63,13 +64,12 @@ class CliLaunch:
         self.home = Path(tempfile.mkdtemp(prefix="agent-home-"))
         root = install_root(executable)
         policy = session.policy
-        self.policy = policy.model_copy(
-            update={
-                "readable": _merged(policy.readable, [root, *session.context]),
-                "writable": _merged(policy.writable, [session.workspace, self.home]),
-                "allow_tcp": tuple(sorted({*policy.allow_tcp, api_port(base_url)})),
-                "timeout_s": session.limits.wall_s,
-            }
+        self.policy = updated_policy(
+            policy,
+            readable=_merged(policy.readable, [root, *session.context]),
+            writable=_merged(policy.writable, [self.home]),
+            allow_tcp=tuple(sorted({*policy.allow_tcp, api_port(base_url)})),
+            timeout_s=session.limits.wall_s,
         )
 
     def run(self, argv: list[str], env_values: dict[str, str], stdin: str = ""):

@@ -102,8 +102,9 @@ class FencedTools:
         readable = tuple(policy.readable) + tuple(
             path for path in extra_readable if path not in tuple(policy.readable)
         )
-        self.policy = policy.model_copy(
-            update={"readable": readable, "timeout_s": session.limits.turn_timeout_s}
+        readable += tuple(path for path in session.context if path not in readable)
+        self.policy = updated_policy(
+            policy, readable=readable, timeout_s=session.limits.turn_timeout_s
         )
 
     def call(self, name: str, arguments: dict) -> ToolOutcome:
@@ -162,6 +163,11 @@ class FencedTools:
         return self.session.fence.run(
             argv, self.policy, stdin=stdin, cwd=self.session.workspace.resolve()
         )
+
+
+def updated_policy(policy, **changes):
+    """A copy of a fence policy with changes, validated again (paths resolved and checked)."""
+    return type(policy).model_validate({**policy.model_dump(), **changes})
 
 
 def _text(value: str | bytes | None) -> str:

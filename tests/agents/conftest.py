@@ -7,6 +7,8 @@ import subprocess
 import pytest
 
 from controller.agents import AgentLimits, AgentSession
+from sandbox.fence import get_fence
+from sandbox.policy import FencePolicy
 from tests.agents.protocol_server import ProtocolServer
 
 SECRET_KEY = "sk-test-secret-4f1c9a"
@@ -29,9 +31,8 @@ def workspace(tmp_path):
 
 @pytest.fixture
 def fence_and_policy(workspace):
-    from tests.agents.fence_double import FencePolicy, PassThroughFence
-
-    return PassThroughFence(), FencePolicy(workspace=workspace, writable=(workspace,))
+    """The real Landlock fence around the workspace (no network, default limits)."""
+    return get_fence("landlock"), FencePolicy(workspace=workspace, timeout_s=60)
 
 
 @pytest.fixture
