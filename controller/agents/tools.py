@@ -142,10 +142,9 @@ class FencedTools:
         if result.timed_out:
             return ToolOutcome(ok=False, output=f"timed out after {result.seconds:.0f}s")
         text = f"exit code {result.returncode}\n"
-        if result.stdout:
-            text += f"stdout:\n{_text(result.stdout)}\n"
-        if result.stderr:
-            text += f"stderr:\n{_text(result.stderr)}\n"
+        for label, stream in (("stdout", result.stdout), ("stderr", result.stderr)):
+            if stream:
+                text += f"{label}:\n{_text(stream).rstrip(chr(10))}\n"
         return ToolOutcome(ok=result.returncode == 0, output=text)
 
     def _file_tool(self, request: dict) -> ToolOutcome:
