@@ -118,13 +118,12 @@ def unified_diff(candidate: Candidate) -> str:
             old_mode, new_mode = _mode_text(old), _mode_text(new)
             sections.append(header + f"old mode {old_mode}\nnew mode {new_mode}\n")
             continue
-        old_lines = _diff_lines(old) if change.kind != "added" else []
-        new_lines = _diff_lines(new) if change.kind != "deleted" else []
+        had, has = os.path.lexists(old), os.path.lexists(new)
         body = difflib.unified_diff(
-            old_lines,
-            new_lines,
-            fromfile="/dev/null" if change.kind == "added" else f"a/{change.path}",
-            tofile="/dev/null" if change.kind == "deleted" else f"b/{change.path}",
+            _diff_lines(old) if had else [],
+            _diff_lines(new) if has else [],
+            fromfile=f"a/{change.path}" if had else "/dev/null",
+            tofile=f"b/{change.path}" if has else "/dev/null",
         )
         sections.append(header + "".join(_terminated(line) for line in body))
     return "".join(sections)
@@ -185,7 +184,7 @@ def _is_binary(content: bytes) -> bool:
 def _diff_lines(path: Path) -> list[str]:
     if path.is_symlink():
         return [f"symlink -> {os.readlink(path)}\n"]
-    return path.read_text(encoding="utf-8").splitlines(keepends=True)
+    return path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
 
 
 def _terminated(line: str) -> str:
