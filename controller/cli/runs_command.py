@@ -1,5 +1,80 @@
-"""Placeholder for the `runs` subcommands until its issue lands."""
+"""`controller status RUN` and `controller report RUN`: read a run folder, never change it."""
+
+import json
+from pathlib import Path
+
+from controller.cli.run_options import DEFAULT_RUNS_DIR
 
 
 def add_parser(subparsers) -> None:
-    return None
+    status = subparsers.add_parser(
+        "status",
+        help="where a run stands: state, attempts, spend, whether a process is working on it",
+    )
+    report = subparsers.add_parser(
+        "report", help="a run's evidence report (built from the run folder as it is now)"
+    )
+    for parser, handler in ((status, show_status), (report, show_report)):
+        parser.add_argument("run", metavar="RUN", help="run folder, or run id under --runs-dir")
+        parser.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, metavar="DIR")
+        parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+        parser.set_defaults(func=handler)
+
+
+def show_status(arguments) -> int:
+    from controller.runs.store import RunStore
+
+    store = RunStore.open(arguments.run, arguments.runs_dir)
+    status = run_status(store)
+    if arguments.json:
+        print(json.dumps(status, indent=2, sort_keys=True))
+        return 0
+    spend, limits = status["spend"], status["limits"]
+    reason = f" ({status['reason']})" if status["reason"] else ""
+    live = f"live (pid {status['live_pid']})" if status["live_pid"] else "no process attached"
+    print(f"run {status['run_id']}  flow {status['flow']}  state {status['state']}{reason}")
+    print(
+        f"attempts {spend['attempts']} of {limits['max_attempts']}: "
+        + (", ".join(f"{a['number']} {a['status']}" for a in status["attempts"]) or "none")
+    )
+    print(
+        f"spent {spend['tokens']} tokens, ${spend['dollars']:.4f}, {spend['calls']} calls "
+        f"({spend['failed_calls']} failed), {spend['elapsed_s']:.1f} s active; {live}"
+    )
+    if status["state"] == "interrupted":
+        print(f"resume with: controller {status['flow']} --resume {store.run_dir}")
+    return 0
+
+
+def run_status(store) -> dict:
+    """The status as data: state from the journal, spend, attempts, and the lock holder."""
+    manifest = store.manifest()
+    state = store.state()
+    history = store.history()
+    return {
+        "run_id": store.run_id,
+        "run_dir": str(store.run_dir),
+        "flow": manifest.flow,
+        "state": state.state,
+        "reason": state.reason,
+        "limit": state.limit,
+        "attempt": state.attempt,
+        "resume_state": state.resume_state,
+        "live_pid": store.lock_holder(),
+        "spend": history.spend.model_dump(mode="json") | {"tokens": history.spend.tokens},
+        "limits": manifest.limits.model_dump(mode="json"),
+        "attempts": [{"number": a.number, "status": a.status} for a in history.attempts],
+    }
+
+
+def show_report(arguments) -> int:
+    from controller.runs.evidence import build_report, render_markdown
+    from controller.runs.store import RunStore
+
+    store = RunStore.open(arguments.run, arguments.runs_dir)
+    report = build_report(store)
+    if arguments.json:
+        print(json.dumps(report, indent=2, sort_keys=True, default=str))
+    else:
+        print(render_markdown(report))
+    return 0

@@ -15,7 +15,7 @@ UNFENCED_NAME = "none"
 class FenceBinding:
     """A fence and how to make the policy for one attempt's workspace and read-only context.
 
-    `base_policy` is the frozen settings with the run folder as a placeholder workspace; a gate
+    `base_policy` is the frozen settings with a placeholder workspace (the target); a gate
     that runs fenced replaces the workspace with its own copy of the candidate.
     """
 
@@ -24,15 +24,15 @@ class FenceBinding:
     base_policy: Any
 
 
-def bind_fence(choice: FenceChoice, run_dir: Path) -> FenceBinding:
+def bind_fence(choice: FenceChoice, placeholder_workspace: Path) -> FenceBinding:
     """Resolve the fence now (fail closed: `sandbox.get_fence` refuses what it cannot enforce)."""
-    import sandbox
+    from sandbox.fence import get_fence
 
-    fence = sandbox.get_fence(
-        UNFENCED_NAME if choice.unfenced else choice.name, unfenced=choice.unfenced
-    )
+    fence = get_fence(UNFENCED_NAME if choice.unfenced else choice.name, unfenced=choice.unfenced)
 
     def policy_for(workspace: Path, readable: Sequence[Path]) -> Any:
         return attempt_policy(choice.policy, workspace, readable)
 
-    return FenceBinding(fence=fence, policy_for=policy_for, base_policy=policy_for(run_dir, ()))
+    return FenceBinding(
+        fence=fence, policy_for=policy_for, base_policy=policy_for(placeholder_workspace, ())
+    )

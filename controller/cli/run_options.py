@@ -1,0 +1,147 @@
+"""The options every run command shares (agent, fence, limits, --resume) and how a run starts.
+
+A flow's command (`controller register`, `controller tune`) adds these with `add_run_options`
+and calls `start_or_resume` with a factory that builds its Flow from a work item; a resumed
+run rebuilds the same Flow from the work item its manifest froze.
+"""
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_RUNS_DIR = Path("runs")
+
+
+class NewRun(BaseModel):
+    """What a flow's command decided for a new run, beyond the shared options."""
+
+    model_config = ConfigDict(frozen=True)
+
+    target: Path
+    base_ref: str = "HEAD"
+    work_item: dict[str, Any]
+    gate_settings: dict[str, Any] = Field(default_factory=dict)
+    policy: dict[str, Any] = Field(default_factory=dict, description="FencePolicy fields")
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Add --agent, --fence/--unfenced, the limits, --base-url, --runs-dir and --resume."""
+    group = parser.add_argument_group("run options")
+    group.add_argument(
+        "--agent",
+        metavar="SPEC",
+        help="anthropic:<model>, openai:<model>, claude, codex or scripted:<file>",
+    )
+    group.add_argument("--base-url", metavar="URL", help="API server for the agent")
+    group.add_argument(
+        "--fence",
+        choices=("landlock", "docker"),
+        default="landlock",
+        help="fence for the agent's commands (default: landlock)",
+    )
+    group.add_argument(
+        "--unfenced",
+        action="store_true",
+        help="run the agent without any fence (recorded in the manifest)",
+    )
+    group.add_argument("--max-attempts", type=int, default=3, metavar="N")
+    group.add_argument(
+        "--max-minutes",
+        type=float,
+        default=60.0,
+        metavar="MIN",
+        help="active wall time for the whole run",
+    )
+    group.add_argument("--max-tokens", type=int, metavar="N", help="tokens for the whole run")
+    group.add_argument("--max-dollars", type=float, metavar="USD", help="cost of the whole run")
+    group.add_argument("--max-tokens-per-attempt", type=int, metavar="N")
+    group.add_argument("--max-dollars-per-attempt", type=float, metavar="USD")
+    group.add_argument(
+        "--runs-dir",
+        type=Path,
+        default=DEFAULT_RUNS_DIR,
+        metavar="DIR",
+        help="where run folders live (default: ./runs)",
+    )
+    group.add_argument(
+        "--resume",
+        metavar="RUN",
+        help="continue an interrupted run (folder or id); other options ignored",
+    )
+
+
+def start_or_resume(
+    arguments: argparse.Namespace,
+    *,
+    flow_name: str,
+    make_flow: Callable[[dict[str, Any], dict[str, Any]], Any],
+    new_run: Callable[[], NewRun] | None = None,
+    agent: Any = None,
+) -> int:
+    """Create and run a new run, or verify and continue `--resume RUN`; returns the exit code.
+
+    `make_flow(work_item, gate_settings)` builds the Flow; `new_run()` is only called for a new
+    run. `agent` replaces the backend the spec names (tests only).
+    """
+    from controller.agents import make_agent
+    from controller.errors import ControllerError
+    from controller.runs.engine import Engine
+    from controller.runs.fencing import bind_fence
+    from controller.runs.launch import verify_resumable
+    from controller.runs.store import RunStore
+
+    if arguments.resume:
+        store = RunStore.open(arguments.resume, arguments.runs_dir)
+        manifest = verify_resumable(store, flow=flow_name)
+    else:
+        if not arguments.agent:
+            raise ControllerError("--agent is required for a new run (e.g. --agent claude)")
+        if new_run is None:
+            raise ControllerError(f"`controller {flow_name}` needs --resume RUN here")
+        manifest = _new_manifest(arguments, flow_name, make_flow, new_run())
+        store = None
+    flow = make_flow(dict(manifest.work_item), dict(manifest.gate_settings))
+    if list(flow.gate_names()) != list(manifest.gates):
+        raise ControllerError(f"manifest field 'gates' {list(manifest.gates)} no longer matches")
+    agent = agent or make_agent(manifest.agent.spec, base_url=manifest.agent.base_url)
+    agent.check_available()
+    fence = bind_fence(manifest.fence, Path(manifest.target))
+    if store is None:
+        store = RunStore.create(arguments.runs_dir, manifest)
+    print(f"controller: run {store.run_id} in {store.run_dir}", file=sys.stderr)
+    outcome = Engine(store, flow, agent, fence).run()
+    reason = f": {outcome.reason}" if outcome.reason else ""
+    print(f"controller: run {outcome.run_id} {outcome.state}{reason}", file=sys.stderr)
+    print(f"controller: evidence in {store.evidence_dir / 'report.md'}", file=sys.stderr)
+    return outcome.exit_code
+
+
+def _new_manifest(arguments, flow_name, make_flow, request: NewRun):
+    from controller.runs.launch import new_manifest
+    from controller.runs.manifest import AgentChoice, FenceChoice, RunLimits
+
+    flow = make_flow(dict(request.work_item), dict(request.gate_settings))
+    limits = RunLimits(
+        max_attempts=arguments.max_attempts,
+        max_minutes=arguments.max_minutes,
+        max_tokens=arguments.max_tokens,
+        max_dollars=arguments.max_dollars,
+        max_tokens_per_attempt=arguments.max_tokens_per_attempt,
+        max_dollars_per_attempt=arguments.max_dollars_per_attempt,
+    )
+    fence_name = "none" if arguments.unfenced else arguments.fence
+    return new_manifest(
+        flow=flow_name,
+        target=request.target,
+        base_ref=request.base_ref,
+        work_item=request.work_item,
+        agent=AgentChoice(spec=arguments.agent, base_url=arguments.base_url),
+        fence=FenceChoice(name=fence_name, unfenced=arguments.unfenced, policy=request.policy),
+        limits=limits,
+        gates=list(flow.gate_names()),
+        gate_settings=request.gate_settings,
+    )
