@@ -70,8 +70,8 @@ def check(
     verdict = _judge(results, tests, qualname)
     passed = verdict is None
     summary = verdict or (
-        f"{', '.join(tests)} pass on the candidate and fail with {qualname} "
-        + " and with it ".join(m.replace("_", " ") for m in MUTATIONS)
+        f"{', '.join(tests)} pass on the candidate and fail when {qualname} is scaled by "
+        "(1 + 1e-3) and when its last operation is dropped"
     )
     return Verdict(gate=GATE, passed=passed, summary=summary, details=details, seconds=seconds)
 

@@ -13,6 +13,7 @@ from gates.registration.tree_changes import changed_python_files, tree_changes
 from gates.verdict import Verdict
 
 GATE = "ruff"
+CONCISE = ("--output-format", "concise")
 
 
 def check(base: Path, candidate: Path, timeout: float = 120) -> Verdict:
@@ -22,9 +23,13 @@ def check(base: Path, candidate: Path, timeout: float = 120) -> Verdict:
     if not files:
         return Verdict(gate=GATE, passed=True, summary="no Python files changed")
     ruff = [sys.executable, "-m", "ruff"]
-    lint = _run([*ruff, "check", "--no-cache", "--force-exclude", *files], candidate, timeout)
+    lint = _run(
+        [*ruff, "check", "--no-cache", "--force-exclude", *CONCISE, *files], candidate, timeout
+    )
     layout = _run(
-        [*ruff, "format", "--check", "--no-cache", "--force-exclude", *files], candidate, timeout
+        [*ruff, "format", "--check", "--no-cache", "--force-exclude", *CONCISE, *files],
+        candidate,
+        timeout,
     )
     details = {"files": files, "check": lint.stdout[-8000:], "format": layout.stdout[-8000:]}
     problems = []
@@ -49,7 +54,4 @@ def _run(argv: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProc
 
 def _first_finding(output: str) -> str:
     lines = [line.strip() for line in output.splitlines() if line.strip()]
-    for line in lines:
-        if line.startswith("Would reformat") or ": " in line and line.split(":")[0].endswith(".py"):
-            return line
     return lines[0] if lines else "failed"

@@ -1,0 +1,65 @@
+"""Gates 6-8 on the fixture target: ATen sequence, registry hits and bit-exact parity."""
+
+from target_fixture import REQUEST, SITES, VISION, vision
+
+from gates.registration import aten_sequence, bit_parity, registry_hits
+from gates.target import load_target_config
+
+
+def test_a_good_routing_passes_all_three(base_tree, base_probe, make_candidate, probe):
+    config = load_target_config(base_tree)
+    candidate = probe(make_candidate())
+    for verdict in (
+        aten_sequence.check(base_probe, candidate, config),
+        registry_hits.check(candidate, config, REQUEST.operator, list(SITES)),
+        bit_parity.check(base_probe, candidate, config),
+    ):
+        assert verdict.passed, verdict.summary
+
+
+def test_a_routing_that_adds_a_cast_changes_the_aten_sequence(
+    base_tree, base_probe, make_candidate, probe
+):
+    cast = vision().replace("ops.gelu_tanh(x) * 0.5", "ops.gelu_tanh(x.double()).float() * 0.5")
+    candidate = probe(make_candidate({"model/vision.py": cast}))
+    verdict = aten_sequence.check(base_probe, candidate, load_target_config(base_tree))
+    assert not verdict.passed
+    assert verdict.summary.startswith("model.parity:tiny_batch1: ATen call ")
+    assert "the candidate ran aten._to_copy.default(float32[1,8]@(8,1))" in verdict.summary
+    assert "BASE ran aten.gelu.default(float32[1,8]@(8,1))" in verdict.summary
+
+
+def test_a_reordered_sum_keeps_the_sequence_but_changes_the_bits(
+    base_tree, base_probe, make_candidate, probe
+):
+    reordered = vision().replace("h = x + skip + bias", "h = x + (skip + bias)")
+    assert reordered != vision()
+    candidate = probe(make_candidate({"model/vision.py": reordered}))
+    config = load_target_config(base_tree)
+    assert aten_sequence.check(base_probe, candidate, config).passed
+    verdict = bit_parity.check(base_probe, candidate, config)
+    assert not verdict.passed
+    assert verdict.summary.startswith(
+        "model.parity:tiny_batch1: output 'hidden' differs from BASE in "
+    )
+
+
+def test_a_site_left_unrouted_has_no_registry_hits(base_tree, make_candidate, probe):
+    candidate = probe(make_candidate({"model/vision.py": vision(block=False)}))
+    verdict = registry_hits.check(
+        candidate, load_target_config(base_tree), REQUEST.operator, list(SITES)
+    )
+    assert not verdict.passed
+    assert verdict.summary.startswith(
+        "ops.gelu_tanh was never reached from model/vision.py:VisionBlock.forward in "
+        "model.parity:tiny_batch1"
+    )
+    assert verdict.details["hits"]["model.parity:tiny_batch1"][str(SITES[1])] == 1
+
+
+def test_a_driver_that_raises_is_reported(base_tree, base_probe, make_candidate, probe):
+    broken = VISION.replace("h = x + skip + bias", "h = x + skip + bias[:, :3]")
+    candidate = probe(make_candidate({"model/vision.py": broken}, good=False))
+    verdict = bit_parity.check(base_probe, candidate, load_target_config(base_tree))
+    assert not verdict.passed
+    assert verdict.summary.startswith("model.parity:tiny_batch1 raised RuntimeError")

@@ -1,0 +1,80 @@
+"""Gate 1, scope: accepts changes within the allowed paths, rejects everything else."""
+
+import os
+
+from target_fixture import MODEL_TEST
+
+from gates.registration import scope
+from gates.target import load_target_config
+
+
+def judge(base_tree, candidate):
+    return scope.check(base_tree, candidate, load_target_config(base_tree))
+
+
+def test_accepts_the_good_registration(base_tree, make_candidate):
+    verdict = judge(base_tree, make_candidate())
+    assert verdict.passed, verdict.summary
+    assert "added tests/test_gelu_tanh.py" in verdict.details["changes"]
+
+
+def test_rejects_an_out_of_scope_edit(base_tree, make_candidate):
+    verdict = judge(base_tree, make_candidate({"README.md": "hello\n"}))
+    assert not verdict.passed
+    assert verdict.summary.startswith("README.md: outside the allowed paths")
+
+
+def test_rejects_an_edit_to_the_target_config(base_tree, make_candidate):
+    verdict = judge(base_tree, make_candidate({"pyproject.toml": "[project]\n"}))
+    assert not verdict.passed
+    assert "pyproject.toml: outside the allowed paths" in verdict.summary
+
+
+def test_rejects_a_deleted_protected_file(base_tree, make_candidate):
+    verdict = judge(base_tree, make_candidate({"tests/conftest.py": None}))
+    assert not verdict.passed
+    assert "tests/conftest.py: protected path deleted" in verdict.summary
+
+
+def test_rejects_a_symlink(base_tree, make_candidate):
+    candidate = make_candidate()
+    os.symlink("/etc/passwd", candidate / "model" / "secrets.py")
+    verdict = judge(base_tree, candidate)
+    assert not verdict.passed
+    assert "model/secrets.py: symlinks are not allowed" in verdict.summary
+
+
+def test_rejects_a_binary_file(base_tree, make_candidate):
+    candidate = make_candidate()
+    (candidate / "model" / "weights.bin").write_bytes(b"\x00\x01\x02")
+    verdict = judge(base_tree, candidate)
+    assert not verdict.passed
+    assert "model/weights.bin: binary files are not allowed" in verdict.summary
+
+
+def test_rejects_a_weakened_existing_test(base_tree, make_candidate):
+    weakened = MODEL_TEST.replace('    assert outputs["projected"].shape == (2, 8)\n', "")
+    verdict = judge(base_tree, make_candidate({"tests/test_model.py": weakened}))
+    assert not verdict.passed
+    assert "existing test test_outputs_are_finite was changed" in verdict.summary
+
+
+def test_rejects_a_removed_existing_test(base_tree, make_candidate):
+    emptied = "from model.parity import run\n"
+    verdict = judge(base_tree, make_candidate({"tests/test_model.py": emptied}))
+    assert not verdict.passed
+    assert "existing test test_outputs_are_finite was removed" in verdict.summary
+
+
+def test_accepts_a_new_test_in_an_existing_file(base_tree, make_candidate):
+    extended = (
+        MODEL_TEST + "\n\ndef test_batch_one():\n    assert run(1)['hidden'].shape == (1, 8)\n"
+    )
+    verdict = judge(base_tree, make_candidate({"tests/test_model.py": extended}))
+    assert verdict.passed, verdict.summary
+
+
+def test_rejects_an_empty_candidate(base_tree, make_candidate):
+    verdict = judge(base_tree, make_candidate(good=False))
+    assert not verdict.passed
+    assert verdict.summary == "the candidate changed nothing"

@@ -1,0 +1,53 @@
+"""Gate 2, structure: the operator is declared and every selected call site calls the registry."""
+
+from target_fixture import CATALOG_BASE, REQUEST, SITES, vision
+
+from gates.registration import structure
+from gates.target import load_target_config
+
+
+def judge(base_tree, candidate, probe):
+    config = load_target_config(base_tree)
+    return structure.check(
+        base_tree, candidate, config, REQUEST.operator, list(SITES), probe(candidate)
+    )
+
+
+def test_accepts_both_sites_routed(base_tree, make_candidate, probe):
+    verdict = judge(base_tree, make_candidate(), probe)
+    assert verdict.passed, verdict.summary
+    assert verdict.details["routed"] == {str(site): True for site in SITES}
+
+
+def test_rejects_a_call_site_not_routed(base_tree, make_candidate, probe):
+    candidate = make_candidate({"model/vision.py": vision(projector=False)})
+    verdict = judge(base_tree, candidate, probe)
+    assert not verdict.passed
+    assert verdict.summary == (
+        "call site model/vision.py:VisionProjector.forward does not call ops.gelu_tanh(...)"
+    )
+
+
+def test_rejects_a_site_that_keeps_the_old_expression(base_tree, make_candidate, probe):
+    both = vision(keep_f=True).replace(
+        "return ops.gelu_tanh(x) * 0.5",
+        'return ops.gelu_tanh(x) * 0.5 + 0 * F.gelu(x, approximate="tanh")',
+    )
+    verdict = judge(base_tree, make_candidate({"model/vision.py": both}), probe)
+    assert not verdict.passed
+    assert "still calls F.gelu(x, approximate='tanh') (the old expression)" in verdict.summary
+
+
+def test_rejects_an_operator_that_is_not_registered(base_tree, make_candidate, probe):
+    verdict = judge(
+        base_tree, make_candidate({"operators/catalog/__init__.py": CATALOG_BASE}), probe
+    )
+    assert not verdict.passed
+    assert verdict.summary.startswith("operator 'gelu_tanh' is not registered by operators.catalog")
+
+
+def test_rejects_a_registry_that_does_not_import(base_tree, make_candidate, probe):
+    broken = {"operators/catalog/gelu_tanh.py": "raise RuntimeError('broken on purpose')\n"}
+    verdict = judge(base_tree, make_candidate(broken), probe)
+    assert not verdict.passed
+    assert "importing the registry failed: RuntimeError: broken on purpose" in verdict.summary
