@@ -1,0 +1,272 @@
+"""Escape suite: each attack runs inside the fence and its effect is checked from outside."""
+
+import random
+import socket
+import subprocess
+
+import pytest
+from sandbox.errors import FenceError
+
+from tests.sandbox.conftest import processes_with_marker, python_in_fence
+
+
+def test_benign_command_reads_context_writes_workspace_and_returns_its_code(fence, layout):
+    script = (
+        "import os, sys\n"
+        f"print(open({str(layout.context / 'notes.txt')!r}).read().strip())\n"
+        "open('result.txt', 'w').write('written inside\\n')\n"
+        "print('stdin:', sys.stdin.read().strip(), 'env:', os.environ.get('KC_ALLOWED'))\n"
+        "print('to stderr', file=sys.stderr)\n"
+        "sys.exit(3)\n"
+    )
+    policy = layout.policy(env=("KC_ALLOWED",), env_values={"KC_ALLOWED": "visible"})
+    result = python_in_fence(fence, policy, script, stdin="hello\n")
+    assert result.returncode == 3, result.stderr
+    assert "context-for-the-agent" in result.stdout
+    assert "stdin: hello env: visible" in result.stdout
+    assert "to stderr" in result.stderr
+    assert not result.timed_out
+    assert (layout.workspace / "result.txt").read_text() == "written inside\n"
+
+
+def test_write_outside_the_workspace_directly(fence, layout):
+    script = (
+        f"for path in [{str(layout.victim)!r}, {str(layout.outside / 'new.txt')!r}]:\n"
+        "    try:\n        open(path, 'w').write('pwned')\n        print('WROTE', path)\n"
+        "    except OSError as error:\n        print('denied', error)\n"
+    )
+    result = python_in_fence(fence, layout.policy(), script)
+    assert "WROTE" not in result.stdout
+    assert layout.victim.read_text() == "original\n"
+    assert not (layout.outside / "new.txt").exists()
+
+
+def test_write_through_symlinks_planted_in_the_workspace(fence, layout):
+    (layout.workspace / "file-link").symlink_to(layout.victim)
+    (layout.workspace / "dir-link").symlink_to(layout.outside)
+    script = (
+        "for path in ['file-link', 'dir-link/created.txt', 'dir-link/victim.txt']:\n"
+        "    try:\n        open(path, 'w').write('pwned')\n        print('WROTE', path)\n"
+        "    except OSError as error:\n        print('denied', error)\n"
+    )
+    result = python_in_fence(fence, layout.policy(), script)
+    assert "WROTE" not in result.stdout
+    assert layout.victim.read_text() == "original\n"
+    assert not (layout.outside / "created.txt").exists()
+
+
+def test_write_through_a_hardlink_made_inside(fence, layout):
+    script = (
+        "import os\n"
+        f"try:\n    os.link({str(layout.victim)!r}, 'hard')\n"
+        "    open('hard', 'w').write('pwned')\n    print('LINKED')\n"
+        "except OSError as error:\n    print('denied', error)\n"
+    )
+    result = python_in_fence(fence, layout.policy(), script)
+    assert "LINKED" not in result.stdout
+    assert layout.victim.read_text() == "original\n"
+
+
+def test_write_through_proc_root_links(fence, layout):
+    script = (
+        "import os\n"
+        f"for root in ['/proc/self/root', '/proc/1/root', f'/proc/{{os.getppid()}}/root']:\n"
+        f"    path = root + {str(layout.victim)!r}\n"
+        "    try:\n        open(path, 'w').write('pwned')\n        print('WROTE', path)\n"
+        "    except OSError as error:\n        print('denied', error)\n"
+    )
+    result = python_in_fence(fence, layout.policy(), script)
+    assert "WROTE" not in result.stdout
+    assert layout.victim.read_text() == "original\n"
+
+
+def test_rename_out_of_the_workspace(fence, layout):
+    (layout.workspace / "precious.txt").write_text("keep me\n")
+    script = (
+        "import os\n"
+        f"for source, target in [('precious.txt', {str(layout.outside / 'moved.txt')!r}),\n"
+        f"                       ('.', {str(layout.outside / 'moved-workspace')!r})]:\n"
+        "    try:\n        os.rename(source, target)\n        print('MOVED', source)\n"
+        "    except OSError as error:\n        print('denied', error)\n"
+    )
+    result = python_in_fence(fence, layout.policy(), script)
+    assert "MOVED" not in result.stdout
+    assert (layout.workspace / "precious.txt").read_text() == "keep me\n"
+    assert not (layout.outside / "moved.txt").exists()
+
+
+def test_read_secrets_outside_the_readable_set(fence, layout):
+    script = (
+        f"for path in [{str(layout.home_secret)!r}, {str(layout.other_run_secret)!r},\n"
+        "             '/etc/shadow']:\n"
+        "    try:\n        print('READ', open(path).read())\n"
+        "    except OSError as error:\n        print('denied', error)\n"
+    )
+    result = python_in_fence(fence, layout.policy(), script)
+    assert "home-secret-4419" not in result.stdout
+    assert "other-run-secret-7731" not in result.stdout
+    assert "READ" not in result.stdout
+
+
+def test_secret_environment_variable_is_not_visible(fence, layout, monkeypatch):
+    monkeypatch.setenv("KC_TEST_API_KEY", "sk-secret-value-5512")
+    script = "import os\nprint(dict(os.environ))\n"
+    result = python_in_fence(fence, layout.policy(env=("HOME",)), script)
+    assert result.returncode == 0, result.stderr
+    assert "sk-secret-value-5512" not in result.stdout + result.stderr
+    assert "KC_TEST_API_KEY" not in result.stdout
+
+
+def _listener() -> socket.socket:
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    return listener
+
+
+def _received(listener: socket.socket) -> bytes | None:
+    """Data from a connection already made to listener, or None when nobody connected."""
+    try:
+        connection, _ = listener.accept()
+    except BlockingIOError:
+        return None
+    connection.settimeout(5)
+    with connection:
+        return connection.recv(100)
+
+
+def _connect_script(port: int) -> str:
+    return (
+        "import socket\n"
+        "try:\n"
+        f"    s = socket.create_connection(('127.0.0.1', {port}), timeout=5)\n"
+        "    s.sendall(b'leak'); s.close(); print('CONNECTED')\n"
+        "except OSError as error:\n    print('denied', error)\n"
+    )
+
+
+def test_loopback_listener_gets_nothing_when_network_is_none(fence, layout):
+    with _listener() as listener:
+        port = listener.getsockname()[1]
+        result = python_in_fence(fence, layout.policy(), _connect_script(port))
+        assert "CONNECTED" not in result.stdout
+        assert _received(listener) is None
+
+
+def test_only_the_allowed_tcp_port_is_reachable(fence, layout):
+    with _listener() as allowed, _listener() as forbidden:
+        allowed_port, forbidden_port = allowed.getsockname()[1], forbidden.getsockname()[1]
+        policy = layout.policy(allow_tcp=(allowed_port,))
+        script = _connect_script(forbidden_port) + _connect_script(allowed_port)
+        if fence.name == "docker":
+            with pytest.raises(FenceError, match="--fence landlock"):
+                python_in_fence(fence, policy, script)
+            return
+        result = python_in_fence(fence, policy, script)
+        assert _received(forbidden) is None
+        assert _received(allowed) == b"leak", result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("ports", ["none", "tcp-allowed"])
+def test_udp_sends_nothing(fence, layout, ports):
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", 0))
+    receiver.setblocking(False)
+    with receiver, _listener() as listener:
+        allow = (listener.getsockname()[1],) if ports == "tcp-allowed" else ()
+        if allow and fence.name == "docker":
+            pytest.skip("the docker fence refuses per-port TCP (tested above)")
+        script = (
+            "import socket\n"
+            "try:\n    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            f"    s.sendto(b'udp-leak', ('127.0.0.1', {receiver.getsockname()[1]})); print('SENT')\n"
+            "except OSError as error:\n    print('denied', error)\n"
+        )
+        python_in_fence(fence, layout.policy(allow_tcp=allow), script)
+        with pytest.raises(BlockingIOError):
+            receiver.recv(100)
+
+
+def test_fork_bomb_hits_the_process_limit_and_leaves_nothing(fence, layout):
+    marker = f"{random.randint(10**6, 10**7)}.25"
+    script = (
+        "import os, subprocess, sys\n"
+        "children = 0\n"
+        "try:\n"
+        "    while children < 5000:\n"
+        f"        subprocess.Popen(['sleep', {marker!r}]); children += 1\n"
+        "except OSError as error:\n"
+        "    print('LIMITED after', children, error)\n"
+    )
+    result = python_in_fence(fence, layout.policy(), script)
+    assert "LIMITED" in result.stdout, result.stdout + result.stderr
+    assert processes_with_marker(marker) == []
+
+
+def test_memory_past_the_limit_fails(fence, layout):
+    script = "block = bytearray(1024 * 1024 * 1024)\nblock[::4096] = b'x' * len(block[::4096])\n"
+    script += "print('ALLOCATED')\n"
+    policy = layout.policy(limits=layout.policy().limits.model_copy(update={"memory_mb": 256}))
+    result = python_in_fence(fence, policy, script)
+    assert "ALLOCATED" not in result.stdout
+    assert result.returncode != 0
+
+
+@pytest.mark.parametrize("command_waits", [True, False], ids=["timeout", "exits-early"])
+def test_descendants_do_not_outlive_the_command(fence, layout, command_waits):
+    marker = f"{random.randint(10**6, 10**7)}.5"
+    script = (
+        "import os, subprocess, time\n"
+        f"subprocess.Popen(['setsid', 'sleep', {marker!r}])\n"
+        f"subprocess.Popen(['sleep', {marker!r}], start_new_session=True)\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        os.execvp('sleep', ['sleep', {marker!r}])\n"
+        "    os._exit(0)\n"
+        f"subprocess.Popen(['sh', '-c', 'sleep {marker} &'])\n"
+        "time.sleep(0.5)\n"
+        "print('SPAWNED', flush=True)\n"
+    )
+    if command_waits:
+        script += "time.sleep(600)\n"
+    result = python_in_fence(fence, layout.policy(timeout_s=5 if command_waits else 30), script)
+    assert "SPAWNED" in result.stdout, result.stderr
+    assert result.timed_out is command_waits
+    assert result.returncode == (124 if command_waits else 0)
+    assert processes_with_marker(marker) == []
+
+
+def test_git_refs_stay_unchanged_when_git_is_read_only(fence, layout):
+    def git(*arguments):
+        return subprocess.run(
+            ["git", *arguments], cwd=layout.workspace, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    (layout.workspace / "file.txt").write_text("one\n")
+    git("add", "file.txt")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    head = git("rev-parse", "main")
+    script = (
+        "import os, shutil, subprocess\n"
+        "attempts = [\n"
+        "    lambda: open('.git/refs/heads/main', 'w').write('0' * 40),\n"
+        "    lambda: open('.git/refs/heads/evil', 'w').write(open('.git/HEAD').read()),\n"
+        "    lambda: open('.git/packed-refs', 'w').write(''),\n"
+        "    lambda: os.rename('.git', 'git-moved'),\n"
+        "    lambda: shutil.rmtree('.git'),\n"
+        "]\n"
+        "for attempt in attempts:\n"
+        "    try:\n        attempt(); print('CHANGED')\n"
+        "    except OSError as error:\n        print('denied', error)\n"
+        "subprocess.run(['git', 'branch', 'evil-branch'])\n"
+        "open('file.txt', 'w').write('two\\n')\n"
+    )
+    policy = layout.policy(readonly_within_workspace=(layout.workspace / ".git",))
+    result = python_in_fence(fence, policy, script)
+    assert "CHANGED" not in result.stdout, result.stdout
+    assert git("rev-parse", "main") == head
+    assert git("for-each-ref", "--format=%(refname)") == "refs/heads/main"
+    assert (layout.workspace / "file.txt").read_text() == "two\n"
