@@ -4,6 +4,8 @@ import torch
 import triton
 import triton.language as tl
 
+from operators import triton_runtime  # noqa: F401  (selects the interpreter before any kernel)
+from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, row_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
@@ -24,7 +26,8 @@ def _rms_norm_kernel(x_ptr, weight_ptr, out_ptr, row_stride, hidden, eps, BLOCK:
     x = tl.load(x_ptr + row * row_stride + columns, mask=mask, other=0.0).to(tl.float32)
     weight = tl.load(weight_ptr + columns, mask=mask, other=0.0).to(tl.float32)
     inverse_rms = tl.rsqrt(tl.sum(x * x, axis=0) / hidden + eps)
-    tl.store(out_ptr + row * hidden + columns, (x * inverse_rms * weight), mask=mask)
+    y = round_to_bfloat16(x * inverse_rms * weight)
+    tl.store(out_ptr + row * hidden + columns, y, mask=mask)
 
 
 def rms_norm_triton(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:

@@ -1,6 +1,6 @@
 """Round float32 to the nearest BF16 (ties to even) the same way on a GPU and in the interpreter.
 
-The Triton interpreter truncates on `.to(tl.bfloat16)`, so bit-exact kernels round with this
+The Triton interpreter truncates on `.to(tl.bfloat16)`, so the catalog kernels round with this
 helper instead; on a GPU it matches the hardware's round-to-nearest-even conversion.
 """
 
