@@ -9,14 +9,16 @@ from pathlib import Path
 from controller.agents.base import AgentSession, SessionResult, Usage
 from controller.agents.cli_launch import CliLaunch, json_lines, require_cli
 from controller.agents.cli_result import finish
+from controller.agents.key_proxy import PLACEHOLDER_KEY, KeyProxy
 from controller.agents.pricing import price_for
 from controller.errors import ControllerError
 
+DEFAULT_BASE_URL = "https://api.anthropic.com"
 RESULT_REASONS = {"error_max_turns": "turn_limit", "error_max_budget_usd": "dollar_limit"}
 
 
 class ClaudeCliAgent:
-    """Runs `claude -p --output-format stream-json` in the fence, reaching only the API port."""
+    """Runs `claude -p --output-format stream-json` in the fence; it reaches only the key proxy."""
 
     def __init__(
         self,
@@ -56,16 +58,18 @@ class ClaudeCliAgent:
         if limits.max_dollars is not None:
             argv += ["--max-budget-usd", str(limits.max_dollars)]
         env = {
-            "ANTHROPIC_API_KEY": self._key() or "",
+            "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
             "API_TIMEOUT_MS": str(int(limits.turn_timeout_s * 1000)),
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
             "IS_SANDBOX": "1",  # the fence is the sandbox; lets permissions be bypassed as root
         }
-        if self.base_url:
-            env["ANTHROPIC_BASE_URL"] = self.base_url
         started = time.time()
-        fenced = CliLaunch(session, executable, self.base_url).run(argv, env, stdin=session.prompt)
+        upstream = self.base_url or DEFAULT_BASE_URL
+        with KeyProxy(upstream, self._key() or "", "x-api-key", limits.turn_timeout_s) as proxy:
+            env["ANTHROPIC_BASE_URL"] = proxy.url
+            launch = CliLaunch(session, executable, proxy.port)
+            fenced = launch.run(argv, env, stdin=session.prompt)
         events, stray = json_lines(fenced.stdout)
         usage, reason, error, tools = self._read_stream(events)
         transcript = events + [{"type": "unparsed", "line": line} for line in stray]

@@ -6,7 +6,6 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
-from urllib.parse import urlparse
 
 from controller.agents.base import AgentSession
 from controller.agents.tools import updated_policy
@@ -47,18 +46,10 @@ def install_root(executable: Path) -> Path:
     return resolved.parent
 
 
-def api_port(base_url: str | None) -> int:
-    """The TCP port the CLI must reach: the base URL's, or 443 for the public API."""
-    if not base_url:
-        return 443
-    parsed = urlparse(base_url)
-    return parsed.port or (80 if parsed.scheme == "http" else 443)
-
-
 class CliLaunch:
-    """A fenced launch of a CLI agent with a private home folder, removed afterwards."""
+    """A fenced launch of a CLI agent: a private home folder, and TCP only to the key proxy."""
 
-    def __init__(self, session: AgentSession, executable: Path, base_url: str | None):
+    def __init__(self, session: AgentSession, executable: Path, proxy_port: int):
         self.session = session
         self.executable = executable
         self.home = Path(tempfile.mkdtemp(prefix="agent-home-"))
@@ -68,7 +59,7 @@ class CliLaunch:
             policy,
             readable=_merged(policy.readable, [root, *session.context]),
             writable=_merged(policy.writable, [self.home]),
-            allow_tcp=tuple(sorted({*policy.allow_tcp, api_port(base_url)})),
+            allow_tcp=(proxy_port,),
             timeout_s=session.limits.wall_s,
         )
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from controller.agents.base import AgentSession, SessionResult, Usage
 from controller.agents.cli_launch import CliLaunch, json_lines, require_cli
 from controller.agents.cli_result import finish
+from controller.agents.key_proxy import PLACEHOLDER_KEY, KeyProxy
 from controller.agents.pricing import price_for
 from controller.errors import ControllerError
 
@@ -20,7 +21,7 @@ TOOL_ITEMS = {"command_execution": "bash", "file_change": "edit", "mcp_tool_call
 
 
 class CodexCliAgent:
-    """Runs `codex exec --json` in the fence with a provider pointed at the allowed API port."""
+    """Runs `codex exec --json` in the fence with its provider pointed at the key proxy."""
 
     def __init__(
         self,
@@ -47,11 +48,11 @@ class CodexCliAgent:
                 f"agent {self.spec} needs {KEY_VARIABLE} in the controller's environment"
             )
 
-    def provider_table(self, session: AgentSession) -> str:
+    def provider_table(self, session: AgentSession, base_url: str) -> str:
         """The `model_providers.controller` TOML table: base URL, key variable, retries."""
         fields = {
             "name": "controller",
-            "base_url": self.base_url,
+            "base_url": base_url,
             "env_key": KEY_VARIABLE,
             "wire_api": "responses",
             "request_max_retries": 4,
@@ -69,11 +70,14 @@ class CodexCliAgent:
         argv = ["exec", "--json", "--color", "never", "--skip-git-repo-check", "--ephemeral"]
         argv += ["--ignore-user-config", "--dangerously-bypass-approvals-and-sandbox"]
         argv += ["-m", self.model, "-c", 'model_provider="controller"']
-        argv += ["-c", f"model_providers.controller={self.provider_table(session)}", "-"]
         started = time.time()
-        launch = CliLaunch(session, executable, self.base_url)
-        env = {KEY_VARIABLE: self._key() or "", "CODEX_HOME": str(launch.home)}
-        fenced = launch.run(argv, env, stdin=session.prompt)
+        timeout_s = session.limits.turn_timeout_s
+        with KeyProxy(self.base_url, self._key() or "", "authorization", timeout_s) as proxy:
+            table = self.provider_table(session, proxy.url)
+            launch = CliLaunch(session, executable, proxy.port)
+            env = {KEY_VARIABLE: PLACEHOLDER_KEY, "CODEX_HOME": str(launch.home)}
+            argv += ["-c", f"model_providers.controller={table}", "-"]
+            fenced = launch.run(argv, env, stdin=session.prompt)
         events, stray = json_lines(fenced.stdout)
         usage, reason, error, tools = self._read_events(events)
         if reason == "finished" and usage.calls > session.limits.max_turns:
