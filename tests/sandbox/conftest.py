@@ -65,12 +65,22 @@ def fence(request):
     return get_fence(request.param)
 
 
-def python_in_fence(fence, policy: FencePolicy, script: str, stdin: str | None = None):
+@pytest.fixture
+def python_in_fence(fence):
     """Run a Python script inside the fence with the interpreter the fence grants."""
-    return fence.run([sys.executable, "-c", script], policy, stdin=stdin)
+
+    def run(policy: FencePolicy, script: str, stdin: str | None = None):
+        return fence.run([sys.executable, "-c", script], policy, stdin=stdin)
+
+    return run
 
 
-def processes_with_marker(marker: str) -> list[int]:
+@pytest.fixture
+def processes_with_marker():
+    return find_processes_with_marker
+
+
+def find_processes_with_marker(marker: str) -> list[int]:
     """Host PIDs whose command line contains marker (checked from outside every fence)."""
     found = []
     for entry in os.listdir("/proc"):

@@ -7,10 +7,11 @@ import subprocess
 import pytest
 
 from sandbox.errors import FenceError
-from tests.sandbox.conftest import processes_with_marker, python_in_fence
 
 
-def test_benign_command_reads_context_writes_workspace_and_returns_its_code(fence, layout):
+def test_benign_command_reads_context_writes_workspace_and_returns_its_code(
+    fence, layout, python_in_fence
+):
     script = (
         "import os, sys\n"
         f"print(open({str(layout.context / 'notes.txt')!r}).read().strip())\n"
@@ -20,7 +21,7 @@ def test_benign_command_reads_context_writes_workspace_and_returns_its_code(fenc
         "sys.exit(3)\n"
     )
     policy = layout.policy(env=("KC_ALLOWED",), env_values={"KC_ALLOWED": "visible"})
-    result = python_in_fence(fence, policy, script, stdin="hello\n")
+    result = python_in_fence(policy, script, stdin="hello\n")
     assert result.returncode == 3, result.stderr
     assert "context-for-the-agent" in result.stdout
     assert "stdin: hello env: visible" in result.stdout
@@ -29,19 +30,19 @@ def test_benign_command_reads_context_writes_workspace_and_returns_its_code(fenc
     assert (layout.workspace / "result.txt").read_text() == "written inside\n"
 
 
-def test_write_outside_the_workspace_directly(fence, layout):
+def test_write_outside_the_workspace_directly(fence, layout, python_in_fence):
     script = (
         f"for path in [{str(layout.victim)!r}, {str(layout.outside / 'new.txt')!r}]:\n"
         "    try:\n        open(path, 'w').write('pwned')\n        print('WROTE', path)\n"
         "    except OSError as error:\n        print('denied', error)\n"
     )
-    result = python_in_fence(fence, layout.policy(), script)
+    result = python_in_fence(layout.policy(), script)
     assert "WROTE" not in result.stdout
     assert layout.victim.read_text() == "original\n"
     assert not (layout.outside / "new.txt").exists()
 
 
-def test_write_through_symlinks_planted_in_the_workspace(fence, layout):
+def test_write_through_symlinks_planted_in_the_workspace(fence, layout, python_in_fence):
     (layout.workspace / "file-link").symlink_to(layout.victim)
     (layout.workspace / "dir-link").symlink_to(layout.outside)
     script = (
@@ -49,25 +50,25 @@ def test_write_through_symlinks_planted_in_the_workspace(fence, layout):
         "    try:\n        open(path, 'w').write('pwned')\n        print('WROTE', path)\n"
         "    except OSError as error:\n        print('denied', error)\n"
     )
-    result = python_in_fence(fence, layout.policy(), script)
+    result = python_in_fence(layout.policy(), script)
     assert "WROTE" not in result.stdout
     assert layout.victim.read_text() == "original\n"
     assert not (layout.outside / "created.txt").exists()
 
 
-def test_write_through_a_hardlink_made_inside(fence, layout):
+def test_write_through_a_hardlink_made_inside(fence, layout, python_in_fence):
     script = (
         "import os\n"
         f"try:\n    os.link({str(layout.victim)!r}, 'hard')\n"
         "    open('hard', 'w').write('pwned')\n    print('LINKED')\n"
         "except OSError as error:\n    print('denied', error)\n"
     )
-    result = python_in_fence(fence, layout.policy(), script)
+    result = python_in_fence(layout.policy(), script)
     assert "LINKED" not in result.stdout
     assert layout.victim.read_text() == "original\n"
 
 
-def test_write_through_proc_root_links(fence, layout):
+def test_write_through_proc_root_links(fence, layout, python_in_fence):
     script = (
         "import os\n"
         f"for root in ['/proc/self/root', '/proc/1/root', f'/proc/{{os.getppid()}}/root']:\n"
@@ -75,12 +76,12 @@ def test_write_through_proc_root_links(fence, layout):
         "    try:\n        open(path, 'w').write('pwned')\n        print('WROTE', path)\n"
         "    except OSError as error:\n        print('denied', error)\n"
     )
-    result = python_in_fence(fence, layout.policy(), script)
+    result = python_in_fence(layout.policy(), script)
     assert "WROTE" not in result.stdout
     assert layout.victim.read_text() == "original\n"
 
 
-def test_rename_out_of_the_workspace(fence, layout):
+def test_rename_out_of_the_workspace(fence, layout, python_in_fence):
     (layout.workspace / "precious.txt").write_text("keep me\n")
     script = (
         "import os\n"
@@ -89,29 +90,29 @@ def test_rename_out_of_the_workspace(fence, layout):
         "    try:\n        os.rename(source, target)\n        print('MOVED', source)\n"
         "    except OSError as error:\n        print('denied', error)\n"
     )
-    result = python_in_fence(fence, layout.policy(), script)
+    result = python_in_fence(layout.policy(), script)
     assert "MOVED" not in result.stdout
     assert (layout.workspace / "precious.txt").read_text() == "keep me\n"
     assert not (layout.outside / "moved.txt").exists()
 
 
-def test_read_secrets_outside_the_readable_set(fence, layout):
+def test_read_secrets_outside_the_readable_set(fence, layout, python_in_fence):
     script = (
         f"for path in [{str(layout.home_secret)!r}, {str(layout.other_run_secret)!r},\n"
         "             '/etc/shadow']:\n"
         "    try:\n        print('READ', open(path).read())\n"
         "    except OSError as error:\n        print('denied', error)\n"
     )
-    result = python_in_fence(fence, layout.policy(), script)
+    result = python_in_fence(layout.policy(), script)
     assert "home-secret-4419" not in result.stdout
     assert "other-run-secret-7731" not in result.stdout
     assert "READ" not in result.stdout
 
 
-def test_secret_environment_variable_is_not_visible(fence, layout, monkeypatch):
+def test_secret_environment_variable_is_not_visible(fence, layout, python_in_fence, monkeypatch):
     monkeypatch.setenv("KC_TEST_API_KEY", "sk-secret-value-5512")
     script = "import os\nprint(dict(os.environ))\n"
-    result = python_in_fence(fence, layout.policy(env=("HOME",)), script)
+    result = python_in_fence(layout.policy(env=("HOME",)), script)
     assert result.returncode == 0, result.stderr
     assert "sk-secret-value-5512" not in result.stdout + result.stderr
     assert "KC_TEST_API_KEY" not in result.stdout
@@ -146,30 +147,30 @@ def _connect_script(port: int) -> str:
     )
 
 
-def test_loopback_listener_gets_nothing_when_network_is_none(fence, layout):
+def test_loopback_listener_gets_nothing_when_network_is_none(fence, layout, python_in_fence):
     with _listener() as listener:
         port = listener.getsockname()[1]
-        result = python_in_fence(fence, layout.policy(), _connect_script(port))
+        result = python_in_fence(layout.policy(), _connect_script(port))
         assert "CONNECTED" not in result.stdout
         assert _received(listener) is None
 
 
-def test_only_the_allowed_tcp_port_is_reachable(fence, layout):
+def test_only_the_allowed_tcp_port_is_reachable(fence, layout, python_in_fence):
     with _listener() as allowed, _listener() as forbidden:
         allowed_port, forbidden_port = allowed.getsockname()[1], forbidden.getsockname()[1]
         policy = layout.policy(allow_tcp=(allowed_port,))
         script = _connect_script(forbidden_port) + _connect_script(allowed_port)
         if fence.name == "docker":
             with pytest.raises(FenceError, match="--fence landlock"):
-                python_in_fence(fence, policy, script)
+                python_in_fence(policy, script)
             return
-        result = python_in_fence(fence, policy, script)
+        result = python_in_fence(policy, script)
         assert _received(forbidden) is None
         assert _received(allowed) == b"leak", result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("ports", ["none", "tcp-allowed"])
-def test_udp_sends_nothing(fence, layout, ports):
+def test_udp_sends_nothing(fence, layout, python_in_fence, ports):
     receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     receiver.bind(("127.0.0.1", 0))
     receiver.setblocking(False)
@@ -183,12 +184,14 @@ def test_udp_sends_nothing(fence, layout, ports):
             f"    s.sendto(b'udp', ('127.0.0.1', {receiver.getsockname()[1]})); print('SENT')\n"
             "except OSError as error:\n    print('denied', error)\n"
         )
-        python_in_fence(fence, layout.policy(allow_tcp=allow), script)
+        python_in_fence(layout.policy(allow_tcp=allow), script)
         with pytest.raises(BlockingIOError):
             receiver.recv(100)
 
 
-def test_fork_bomb_hits_the_process_limit_and_leaves_nothing(fence, layout):
+def test_fork_bomb_hits_the_process_limit_and_leaves_nothing(
+    fence, layout, python_in_fence, processes_with_marker
+):
     marker = f"{random.randint(10**6, 10**7)}.25"
     script = (
         "import os, subprocess, sys\n"
@@ -199,22 +202,24 @@ def test_fork_bomb_hits_the_process_limit_and_leaves_nothing(fence, layout):
         "except OSError as error:\n"
         "    print('LIMITED after', children, error)\n"
     )
-    result = python_in_fence(fence, layout.policy(), script)
+    result = python_in_fence(layout.policy(), script)
     assert "LIMITED" in result.stdout, result.stdout + result.stderr
     assert processes_with_marker(marker) == []
 
 
-def test_memory_past_the_limit_fails(fence, layout):
+def test_memory_past_the_limit_fails(fence, layout, python_in_fence):
     script = "block = bytearray(1024 * 1024 * 1024)\nblock[::4096] = b'x' * len(block[::4096])\n"
     script += "print('ALLOCATED')\n"
     policy = layout.policy(limits=layout.policy().limits.model_copy(update={"memory_mb": 256}))
-    result = python_in_fence(fence, policy, script)
+    result = python_in_fence(policy, script)
     assert "ALLOCATED" not in result.stdout
     assert result.returncode != 0
 
 
 @pytest.mark.parametrize("command_waits", [True, False], ids=["timeout", "exits-early"])
-def test_descendants_do_not_outlive_the_command(fence, layout, command_waits):
+def test_descendants_do_not_outlive_the_command(
+    fence, layout, python_in_fence, processes_with_marker, command_waits
+):
     marker = f"{random.randint(10**6, 10**7)}.5"
     script = (
         "import os, subprocess, time\n"
@@ -231,14 +236,14 @@ def test_descendants_do_not_outlive_the_command(fence, layout, command_waits):
     )
     if command_waits:
         script += "time.sleep(600)\n"
-    result = python_in_fence(fence, layout.policy(timeout_s=5 if command_waits else 30), script)
+    result = python_in_fence(layout.policy(timeout_s=5 if command_waits else 30), script)
     assert "SPAWNED" in result.stdout, result.stderr
     assert result.timed_out is command_waits
     assert result.returncode == (124 if command_waits else 0)
     assert processes_with_marker(marker) == []
 
 
-def test_git_refs_stay_unchanged_when_git_is_read_only(fence, layout):
+def test_git_refs_stay_unchanged_when_git_is_read_only(fence, layout, python_in_fence):
     def git(*arguments):
         return subprocess.run(
             ["git", *arguments], cwd=layout.workspace, capture_output=True, text=True, check=True
@@ -265,7 +270,7 @@ def test_git_refs_stay_unchanged_when_git_is_read_only(fence, layout):
         "open('file.txt', 'w').write('two\\n')\n"
     )
     policy = layout.policy(readonly_within_workspace=(layout.workspace / ".git",))
-    result = python_in_fence(fence, policy, script)
+    result = python_in_fence(policy, script)
     assert "CHANGED" not in result.stdout, result.stdout
     assert git("rev-parse", "main") == head
     assert git("for-each-ref", "--format=%(refname)") == "refs/heads/main"
