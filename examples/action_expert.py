@@ -50,7 +50,7 @@ class Modulation(nn.Module):
         super().__init__()
         self.scale_weight = weights.matrix(size.width, size.width, gain=0.2)
         self.shift_weight = weights.matrix(size.width, size.width, gain=0.2)
-        self.gate_weight = weights.matrix(size.width, size.width, gain=0.5)
+        self.gate_weight = weights.matrix(size.width, size.width, gain=1.5)
 
     def forward(self, condition: torch.Tensor):
         return (

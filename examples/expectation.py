@@ -51,6 +51,7 @@ def registry_calls_per_output(model: ExampleModel, inputs: ExampleInputs) -> dic
     one_step = Counter({name: count // steps for name, count in _by_operator(denoise_hits).items()})
     return {
         "actions": prefix + one_step,
+        "first_velocity": prefix + one_step,
         "prefix_keys": prefix,
         "prefix_values": prefix,
         "vision_features": vision,

@@ -37,25 +37,30 @@ class ExampleModel(nn.Module):
     def forward(self, inputs: ExampleInputs) -> dict[str, torch.Tensor]:
         vision_features = self.vision(inputs.patches)
         cache = self.prefix_encoder(vision_features, inputs.token_ids)
-        actions = self.sample_actions(inputs.noise, cache)
+        actions, first_velocity = self.sample_actions(inputs.noise, cache)
         return {
             "actions": actions,
+            "first_velocity": first_velocity,
             "prefix_keys": torch.stack(cache.keys),
             "prefix_values": torch.stack(cache.values),
             "vision_features": vision_features,
         }
 
-    def sample_actions(self, noise: torch.Tensor, cache: PrefixCache) -> torch.Tensor:
-        """Euler steps of the flow from noise (time 1) to actions (time 0), in float32."""
+    def sample_actions(self, noise: torch.Tensor, cache: PrefixCache):
+        """Euler steps of the flow from noise (time 1) to actions (time 0), in float32.
+
+        Returns the actions and the first step's velocity, which no step size scales down.
+        """
         size = self.size
         cos, sin = rope_tables(size.prefix_tokens, size.action_tokens, size.head_dim, noise.device)
         step = -1.0 / size.denoise_steps
-        actions = noise
+        actions, first_velocity = noise, None
         for index in range(size.denoise_steps):
             time = torch.full((noise.shape[0],), 1.0 + index * step, device=noise.device)
             velocity = self.action_expert(actions, time, cache, cos, sin)
+            first_velocity = velocity if first_velocity is None else first_velocity
             actions = actions + step * velocity
-        return actions
+        return actions, first_velocity
 
 
 def build_model(size: ExampleSize, seed: int, device: torch.device | str) -> ExampleModel:
