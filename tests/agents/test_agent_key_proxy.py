@@ -1,0 +1,69 @@
+"""The key proxy: swaps the placeholder for the real key and relays JSON and streams unchanged."""
+
+from __future__ import annotations
+
+import socket
+
+import anthropic
+import openai
+import pytest
+
+from controller.agents.key_proxy import PLACEHOLDER_KEY, KeyProxy
+from tests.agents.conftest import SECRET_KEY
+from tests.agents.protocol_server import Failure, Reply
+
+
+def test_anthropic_json_and_stream_pass_with_the_real_key(server):
+    server.queue(Reply(text="plain"), Reply(text="streamed", output_tokens=7))
+    with KeyProxy(server.url, SECRET_KEY, "x-api-key") as proxy:
+        client = anthropic.Anthropic(api_key=PLACEHOLDER_KEY, base_url=proxy.url, max_retries=0)
+        message = {"role": "user", "content": "hi"}
+        plain = client.messages.create(model="m", max_tokens=10, messages=[message])
+        with client.messages.stream(model="m", max_tokens=10, messages=[message]) as stream:
+            final = stream.get_final_message()
+    assert plain.content[0].text == "plain"
+    assert final.content[0].text == "streamed" and final.usage.output_tokens == 7
+    keys = [request.headers["x-api-key"] for request in server.model_requests()]
+    assert keys == [SECRET_KEY, SECRET_KEY]
+
+
+def test_openai_path_prefix_and_bearer_key(server):
+    server.queue(Reply(text="ok"))
+    with KeyProxy(f"{server.url}/v1", SECRET_KEY, "authorization") as proxy:
+        client = openai.OpenAI(api_key=PLACEHOLDER_KEY, base_url=proxy.url, max_retries=0)
+        reply = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "x"}]
+        )
+    assert reply.choices[0].message.content == "ok"
+    request = server.model_requests()[0]
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == f"Bearer {SECRET_KEY}"
+
+
+def test_provider_errors_are_relayed_with_their_status(server):
+    server.queue(Failure(529))
+    with KeyProxy(server.url, SECRET_KEY, "x-api-key") as proxy:
+        client = anthropic.Anthropic(api_key=PLACEHOLDER_KEY, base_url=proxy.url, max_retries=0)
+        with pytest.raises(anthropic.APIStatusError) as failed:
+            client.messages.create(
+                model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+            )
+    assert failed.value.status_code == 529
+
+
+def test_unreachable_provider_is_a_502():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    with KeyProxy(f"http://127.0.0.1:{closed_port}", SECRET_KEY, "x-api-key") as proxy:
+        client = anthropic.Anthropic(api_key=PLACEHOLDER_KEY, base_url=proxy.url, max_retries=0)
+        with pytest.raises(anthropic.APIStatusError) as failed:
+            client.messages.create(
+                model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+            )
+    assert failed.value.status_code == 502
+
+
+def test_only_http_upstreams_are_accepted():
+    with pytest.raises(ValueError, match="not an http"):
+        KeyProxy("file:///etc/passwd", SECRET_KEY, "x-api-key")
