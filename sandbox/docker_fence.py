@@ -153,7 +153,7 @@ def _create_options(argv: list[str], policy: FencePolicy, folder: Path, stdin: s
     from docker.types import DeviceRequest, Ulimit
 
     limits = policy.limits
-    ulimits = [Ulimit(name="core", soft=0, hard=0)]
+    ulimits = [Ulimit(name="core", soft=1, hard=1)]
     if limits.cpu_seconds is not None:
         ulimits.append(Ulimit(name="cpu", soft=limits.cpu_seconds, hard=limits.cpu_seconds))
     if limits.file_size_mb is not None:

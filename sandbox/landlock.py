@@ -69,7 +69,8 @@ class LandlockFence:
             "processes": "per-namespace pid_max (min 300)"
             if pid_max_per_namespace()
             else "RLIMIT_NPROC only (uid 0 is exempt)",
-            "memory": "RLIMIT_AS (RLIMIT_DATA with GPU)",
+            "memory": "RLIMIT_DATA (private writable memory; shared mappings not counted); "
+            "private /dev/shm capped",
             "timeout": "kill the namespace init: every descendant dies",
         }
         return FenceProbe(fence=self.name, available=not reasons, details=details, reasons=reasons)

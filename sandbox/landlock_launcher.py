@@ -130,13 +130,15 @@ def _apply_limits(config: dict) -> None:
     import resource
 
     limits = config["limits"]
-    memory_limit = resource.RLIMIT_DATA if config["gpu"] else resource.RLIMIT_AS
+    # RLIMIT_DATA counts private writable memory; RLIMIT_AS would also count the huge virtual
+    # reservations of CUDA, V8 and per-thread malloc arenas and break ordinary programs.
+    # RLIMIT_CORE 1 (not 0) also stops core dumps piped to a host helper.
     settings = [
         (resource.RLIMIT_CPU, limits.get("cpu_seconds"), 1),
-        (memory_limit, limits.get("memory_mb"), 1 << 20),
+        (resource.RLIMIT_DATA, limits.get("memory_mb"), 1 << 20),
         (resource.RLIMIT_NPROC, limits.get("processes"), 1),
         (resource.RLIMIT_FSIZE, limits.get("file_size_mb"), 1 << 20),
-        (resource.RLIMIT_CORE, 0, 1),
+        (resource.RLIMIT_CORE, 1, 1),
     ]
     for kind, value, unit in settings:
         if value is not None:

@@ -14,8 +14,8 @@ class ResourceLimits(BaseModel, frozen=True):
     memory_mb: int | None = Field(
         4096,
         gt=0,
-        description="Memory: cgroup limit under Docker; address space (data segment when the GPU "
-        "is on, because CUDA reserves huge virtual ranges) under Landlock.",
+        description="Memory: cgroup limit under Docker; RLIMIT_DATA (private writable memory) "
+        "under Landlock, where address space would count CUDA's huge virtual reservations.",
     )
     processes: int | None = Field(
         512, gt=0, description="Processes and threads alive at once inside the fence."
