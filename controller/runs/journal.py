@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from controller.errors import ControllerError
+
 KILL_AT_VARIABLE = "CONTROLLER_TEST_KILL_AT"
 
 
@@ -70,7 +72,10 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             if number == len(lines) - 1:
                 break
-            raise
+            raise ControllerError(
+                f"{path} line {number + 1} is not valid JSON; the run cannot be resumed, "
+                "start a new run"
+            ) from None
     return events
 
 

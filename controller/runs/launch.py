@@ -52,9 +52,16 @@ def new_manifest(
 
 
 def verify_resumable(
-    store: RunStore, *, flow: str | None = None, environment: dict[str, str] | None = None
+    store: RunStore,
+    *,
+    flow: str | None = None,
+    environment: dict[str, str] | None = None,
+    source_digest: str | None = None,
 ) -> Manifest:
-    """Re-read the manifest and refuse, naming the field, if anything it froze has changed."""
+    """Re-read the manifest and refuse, naming the field, if anything it froze has changed.
+
+    `environment` and `source_digest` default to the current ones; tests pass their own.
+    """
     name = store.run_id
     stored = read_manifest_file(store.manifest_path)
     created = next((e for e in store.events() if e.get("kind") == "created"), None)
@@ -76,7 +83,7 @@ def verify_resumable(
         raise _changed(name, "target", f"{target} no longer exists")
     if not commit_exists(target, manifest.base_commit):
         raise _changed(name, "base_commit", f"{manifest.base_commit} is gone from {target}")
-    source = controller_source_digest()
+    source = source_digest if source_digest is not None else controller_source_digest()
     if source != manifest.controller_source_digest:
         raise _changed(name, "controller_source_digest", "the controller's source was edited")
     current = environment if environment is not None else current_environment()

@@ -46,17 +46,28 @@ def interrupted_run(tmp_path):
     return store
 
 
+def verify(store, **overrides):
+    """verify_resumable with the test environment; the source digest is the one frozen, since
+    the shared tree may be edited while tests run (test_process_control edits a real copy)."""
+    stored = json.loads(store.manifest_path.read_text())["manifest"]
+    arguments = {
+        "flow": "tiny",
+        "environment": TEST_ENVIRONMENT,
+        "source_digest": stored["controller_source_digest"],
+    }
+    return verify_resumable(store, **(arguments | overrides))
+
+
 def refusal(store, **overrides) -> str:
-    arguments = {"flow": "tiny", "environment": TEST_ENVIRONMENT} | overrides
     with pytest.raises(ControllerError) as caught:
-        verify_resumable(store, **arguments)
+        verify(store, **overrides)
     return str(caught.value)
 
 
 def test_an_untouched_run_resumes_and_the_interrupted_attempt_is_not_replayed(interrupted_run):
     store = interrupted_run
     assert json.loads(store.state_path.read_text())["resume_state"] == "attempting"
-    verify_resumable(store, flow="tiny", environment=TEST_ENVIRONMENT)
+    verify(store)
     agent = GreetingAgent(good_from=2)
     assert run_tiny(store, agent).state == "done"
     assert [session.attempt for session in agent.sessions] == [2]
@@ -105,7 +116,7 @@ def test_a_base_commit_gone_from_the_target_is_named(tmp_path):
     write_json_atomic(
         store.manifest_path, store.manifest().model_copy(update={"base_commit": side}).stored_form()
     )
-    verify_resumable(store, flow="tiny", environment=TEST_ENVIRONMENT)
+    verify(store)
     git(target, "branch", "-q", "-D", "side")
     git(target, "reflog", "expire", "--expire=now", "--all")
     git(target, "gc", "-q", "--prune=now")
