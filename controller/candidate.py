@@ -38,7 +38,12 @@ class Candidate(BaseModel):
     changes: tuple[Change, ...]
 
     def copy_to(self, destination: Path) -> Path:
-        """A fresh copy for a gate to work in, so no gate can alter what the next one sees."""
+        """A fresh copy for a gate to work in, so no gate can alter what the next one sees.
+
+        A copy left at `destination` by an earlier, interrupted check is replaced.
+        """
+        if destination.exists():
+            shutil.rmtree(destination)
         copy_tree(self.path, destination)
         return destination
 

@@ -44,7 +44,10 @@ def only_run(runs_dir):
 def test_scripted_agent_in_the_landlock_fence_gets_its_change_published(tmp_path, target):
     script = write_script(
         tmp_path / "script.json",
-        [{"tool": "write", "path": "hello.txt", "content": "hullo\n"}],
+        [
+            {"tool": "write", "path": "hello.txt", "content": "hullo\n"},
+            {"tool": "bash", "command": "echo planted > .git/planted"},
+        ],
         [{"tool": "write", "path": "hello.txt", "content": GOOD}],
     )
     runs_dir = tmp_path / "runs"
@@ -55,6 +58,12 @@ def test_scripted_agent_in_the_landlock_fence_gets_its_change_published(tmp_path
     assert [a["status"] for a in report["attempts"]] == ["rejected", "accepted"]
     assert report["asked"]["fence"] == {"name": "landlock", "unfenced": False}
     assert git(target, "show", f"{report['published']['branch']}:hello.txt") == GOOD
+    # The fence kept the workspace's .git read-only.
+    workspace = run_dir / "attempts" / "0001" / "workspace"
+    assert (workspace / "hello.txt").read_text() == "hullo\n"
+    assert not (workspace / ".git" / "planted").exists()
+    transcript = json.loads((run_dir / "attempts" / "0001" / "transcript.json").read_text())
+    assert transcript[-1]["ok"] is False or "ermission" in transcript[-1]["output"]
 
 
 def test_a_missing_agent_is_refused_before_any_run_folder_exists(tmp_path, target):
