@@ -111,11 +111,16 @@ def compare_trees(base: Path, candidate: Path) -> list[Change]:
 
 
 def unified_diff(candidate: Candidate) -> str:
-    """The candidate's changes as a unified diff; binary files and symlinks are described."""
+    """The candidate's changes as a git-style unified diff, for reading (symlinks are shown as
+    `symlink -> target` text, binary files only named)."""
     sections = []
     for change in candidate.changes:
         old, new = candidate.base_path / change.path, candidate.path / change.path
-        header = f"diff --controller a/{change.path} b/{change.path} ({change.kind})\n"
+        header = f"diff --git a/{change.path} b/{change.path}\n"
+        if change.kind in ("added", "binary") and not os.path.lexists(old):
+            header += f"new file mode {_mode_text(new)}\n"
+        elif change.kind == "deleted":
+            header += f"deleted file mode {_mode_text(old)}\n"
         if change.kind == "binary":
             sections.append(header + f"Binary files a/{change.path} and b/{change.path} differ\n")
             continue
