@@ -1,0 +1,45 @@
+"""Run target code for a gate inside a sandbox fence (Landlock or Docker), failing closed.
+
+The candidate may read the system, Python and its own tree, and write only its tree, the
+gate's output folder and a private tmp; no network.
+"""
+
+from pathlib import Path
+
+from gates.registration.commands import CommandResult, python_argv, target_environment
+from sandbox.fence import Fence, get_fence
+from sandbox.policy import FencePolicy, ResourceLimits
+
+GATE_CODE = Path(__file__).resolve().parent
+LIMITS = ResourceLimits(cpu_seconds=1800, memory_mb=None, processes=1024, file_size_mb=1024)
+
+
+class FencedRunner:
+    """A `CommandRunner` over `sandbox.get_fence(name)`; refuses when the fence is unavailable."""
+
+    def __init__(self, fence: "str | Fence") -> None:
+        self.fence = get_fence(fence) if isinstance(fence, str) else fence
+        self.description = f"{self.fence.name} fence"
+
+    def run(
+        self, argv: list[str], cwd: Path, *, writable: tuple[Path, ...] = (), timeout: float = 600
+    ) -> CommandResult:
+        environment = target_environment(Path(cwd), Path("/tmp"))
+        for name in ("HOME", "TMPDIR"):
+            environment.pop(name)
+        policy = FencePolicy(
+            workspace=Path(cwd),
+            readable=(GATE_CODE,),
+            writable=tuple(writable),
+            env_values=environment,
+            limits=LIMITS,
+            timeout_s=timeout,
+        )
+        result = self.fence.run(python_argv(argv), policy, cwd=Path(cwd))
+        output = (result.stdout + result.stderr)[-20_000:]
+        return CommandResult(
+            returncode=result.returncode,
+            output=output,
+            seconds=result.seconds,
+            timed_out=result.timed_out,
+        )
