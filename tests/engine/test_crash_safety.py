@@ -84,3 +84,28 @@ def test_killed_at_every_event_resumes_to_the_clean_result(tmp_path):
         assert state["state"] == "done"
         for name in ("report.md", "trace.json"):
             assert (run_dir / "evidence" / name).is_file()
+
+
+def test_a_resume_killed_in_turn_still_reaches_the_same_result(tmp_path):
+    target = make_target(tmp_path / "target")
+    source = frozen_source(tmp_path / "source")
+    clean_runs = tmp_path / "clean"
+    assert harness("start", clean_runs, target, python_path=source).returncode == 0
+    clean = comparable(only_run(clean_runs))
+    events = [json.loads(line) for line in (only_run(clean_runs) / "journal.jsonl").open()]
+    second_start = next(
+        number
+        for number, event in enumerate(events, start=1)
+        if event["kind"] == "agent_started" and event["attempt"] == 2
+    )
+    runs_dir = tmp_path / "twice"
+    first = harness("start", runs_dir, target, kill_at=second_start, python_path=source)
+    assert first.returncode == -signal.SIGKILL
+    run_dir = only_run(runs_dir)
+    # The resume records attempt 2 as interrupted, plans attempt 3, and dies before its agent.
+    second = harness("resume", run_dir, kill_at=3, python_path=source)
+    assert second.returncode == -signal.SIGKILL
+    last = json.loads((run_dir / "journal.jsonl").read_text().splitlines()[-1])
+    assert (last["kind"], last["to"], last["attempt"]) == ("transition", "attempting", 3)
+    assert harness("resume", run_dir, python_path=source).returncode == 0
+    assert comparable(run_dir) == expected_with_interruption(clean, 2)

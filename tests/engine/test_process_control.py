@@ -10,6 +10,9 @@ import pytest
 from engine_fixtures import make_target
 from engine_processes import frozen_source, harness, harness_process, only_run
 
+from controller.cli.runs_command import run_status
+from controller.runs.store import RunStore
+
 
 @pytest.fixture
 def source(tmp_path):
@@ -37,6 +40,8 @@ def test_a_signal_interrupts_a_live_run_that_a_second_process_cannot_touch(
     live = harness_process("start", runs_dir, target, "--sleep", "60", python_path=source)
     try:
         run_dir = wait_for_agent(runs_dir, live)
+        status = run_status(RunStore.open(run_dir))
+        assert (status["state"], status["live_pid"]) == ("attempting", str(live.pid))
         second = harness("resume", run_dir, python_path=source)
         assert second.returncode == 2 and "in use by another process" in second.stderr
         live.send_signal(stop_signal)
