@@ -81,7 +81,8 @@ def ada_rms_norm_triton(
 
 DECLARATION = OperatorDeclaration(
     name="ada_rms_norm",
-    summary="RMSNorm without a learned weight, modulated per batch row: y * (1 + scale) + shift.",
+    summary="RMSNorm without a learned weight, then y * (1 + scale) + shift per batch row; the "
+    "modulation's third chunk, the gate, is consumed by gated_residual.",
     axes=(
         Axis(name="batch", kind="var"),
         Axis(name="tokens", kind="var", description="action tokens per batch row"),

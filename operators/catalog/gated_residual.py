@@ -101,7 +101,7 @@ DECLARATION = OperatorDeclaration(
     preferred=gated_residual_triton,
     contract=Contract(
         mode="bit_exact",
-        reason="two BF16 roundings like eager: the product, then the sum (no FMA contraction)",
+        reason="two BF16 roundings like eager, the product then the sum (FMA is forbidden)",
     ),
     workloads=action_workloads(),
 )
