@@ -277,9 +277,7 @@ class Engine:
         self.state = self.store.state()
         if self.state.terminal or self.state.state == "interrupted":
             return
-        record = self.store.history().attempt(self.state.attempt)
-        if self.state.state == "attempting" and record.started and not record.finished:
-            self.journal.append("attempt_interrupted", attempt=self.state.attempt, reason=reason)
+        self._close_attempt_in_flight(reason)
         self._transition("interrupted", reason=reason, resume_state=self.state.state)
 
     def _record_failure(self, error: Exception) -> None:
@@ -288,7 +286,15 @@ class Engine:
         if self.state.terminal:
             return
         message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        self._transition("failed", reason=f"{type(error).__name__}: {message}".rstrip(": "))
+        reason = f"{type(error).__name__}: {message}".rstrip(": ")
+        self._close_attempt_in_flight(reason)
+        self._transition("failed", reason=reason)
+
+    def _close_attempt_in_flight(self, reason: str) -> None:
+        """An agent session cut short is recorded as interrupted; it is never replayed."""
+        record = self.store.history().attempt(self.state.attempt)
+        if self.state.state == "attempting" and record.started and not record.finished:
+            self.journal.append("attempt_interrupted", attempt=self.state.attempt, reason=reason)
 
 
 def _suffix(fields: dict) -> str:

@@ -109,6 +109,14 @@ def _attempt_lines(attempt: dict[str, Any]) -> list[str]:
     seconds = [f"agent {attempt['agent_seconds']:.1f} s"] if attempt["agent_seconds"] else []
     if attempt["check_seconds"] is not None:
         seconds.append(f"gates {attempt['check_seconds']:.1f} s")
+    if attempt["status"] == "interrupted":
+        return [
+            f"### Attempt {attempt['number']}: interrupted",
+            "",
+            "- the agent session was cut short; it counts against the budget, its usage was not "
+            "recorded, and it was not replayed",
+            "",
+        ]
     lines = [
         f"### Attempt {attempt['number']}: {attempt['status']}",
         "",

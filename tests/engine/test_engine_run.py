@@ -111,3 +111,20 @@ def test_a_flow_error_fails_the_run_with_its_reason(tmp_path, target):
         engine.run()
     report = report_json(store)
     assert report["state"] == "failed" and report["reason"] == "RuntimeError: gate crashed"
+
+
+def test_an_agent_that_crashes_fails_the_run_and_its_attempt_is_closed(tmp_path, target):
+    class CrashingAgent(GreetingAgent):
+        def run(self, session):
+            raise ValueError("backend bug")
+
+    store = new_tiny_run(tmp_path / "runs", target)
+    engine = Engine(
+        store, TinyFlow(), CrashingAgent(), double_fence(store.run_dir), Progress(False)
+    )
+    with pytest.raises(ValueError):
+        engine.run()
+    report = report_json(store)
+    assert report["state"] == "failed" and report["reason"] == "ValueError: backend bug"
+    assert [a["status"] for a in report["attempts"]] == ["interrupted"]
+    assert "was cut short" in (store.evidence_dir / "report.md").read_text()
