@@ -3,8 +3,11 @@
 import contextlib
 import io
 import os
+import shutil
 import socket
+import sys
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -14,11 +17,14 @@ from sandbox.fence import FenceProbe, FenceResult, check_command
 from sandbox.policy import FencePolicy
 from sandbox.process import OUTPUT_LIMIT_BYTES, TIMEOUT_EXIT_CODE
 from sandbox.system_paths import SYSTEM_FOLDERS, system_read_paths
+from sandbox.tcp_relay import HostRelay
 
 LABEL = "kernel-controller"
 IMAGE_REPOSITORY = "kernel-controller/host-root"
 DOCKER_MANAGED_ETC = {"/etc/hosts", "/etc/resolv.conf", "/etc/hostname"}
 CONTAINER_TMP = Path("/tmp")
+RELAY_SOURCE = str(Path(__file__).with_name("tcp_relay.py"))
+RELAY_IN_CONTAINER = "/.kc-tcp-relay.py"
 
 
 def _top_level_links() -> dict[str, str]:
@@ -63,7 +69,8 @@ class DockerFence:
 
     def probe(self) -> FenceProbe:
         details = {
-            "network": "none (no interface but loopback); per-port TCP is refused",
+            "network": "none (loopback only); allowed TCP ports reach host 127.0.0.1:PORT "
+            "through a unix-socket relay, nothing else",
             "filesystem": "read-only root; system and Python paths read-only; workspace rw",
             "capabilities": "all dropped, no-new-privileges",
             "limits": "pids, memory (cgroup), CPU seconds and file size (ulimit)",
@@ -108,26 +115,48 @@ class DockerFence:
         cwd: Path | None = None,
     ) -> FenceResult:
         folder = check_command(argv, cwd, policy)
-        if policy.allow_tcp:
-            raise FenceError(
-                "the docker fence cannot allow single TCP ports (its network is none or all); "
-                "pass --fence landlock"
-            )
         import docker
 
         started = time.monotonic()
         client = self._client()
+        relay, relay_folder, mounts = None, None, []
+        if policy.allow_tcp:
+            relay_folder = tempfile.mkdtemp(prefix="kc-fence-relay-")
+            relay = HostRelay(relay_folder, policy.allow_tcp)
+            ports = [str(port) for port in policy.allow_tcp]
+            relay_argv = [sys.executable, "-I", "-S", RELAY_IN_CONTAINER, relay_folder, *ports]
+            argv = [*relay_argv, "--", *argv]
+            mounts = _relay_mounts(relay_folder)
         try:
-            container = client.containers.create(
-                self._image(), **_create_options(argv, policy, folder, stdin)
-            )
+            options = _create_options(argv, policy, folder, stdin)
+            options["mounts"] += mounts
+            container = client.containers.create(self._image(), **options)
         except docker.errors.DockerException as error:
+            _close_relay(relay, relay_folder)
             raise FenceError(f"the docker fence could not create the container: {error}") from error
         try:
             return _run_container(container, stdin, policy.timeout_s, started)
         finally:
             with contextlib.suppress(docker.errors.DockerException):
                 container.remove(force=True)
+            _close_relay(relay, relay_folder)
+
+
+def _relay_mounts(relay_folder: str) -> list:
+    """The relay's unix sockets and its in-container half, both read-only."""
+    from docker.types import Mount
+
+    return [
+        Mount(target=relay_folder, source=relay_folder, type="bind", read_only=True),
+        Mount(target=RELAY_IN_CONTAINER, source=RELAY_SOURCE, type="bind", read_only=True),
+    ]
+
+
+def _close_relay(relay: HostRelay | None, relay_folder: str | None) -> None:
+    if relay is not None:
+        relay.close()
+    if relay_folder is not None:
+        shutil.rmtree(relay_folder, ignore_errors=True)
 
 
 def _mounts(policy: FencePolicy) -> list:

@@ -1,0 +1,102 @@
+"""Allowed TCP ports for the Docker fence: the container keeps network none and reaches only
+these host loopback ports through unix sockets in a mounted folder.
+
+Inside, this file runs as the container's first process (`python -I -S tcp_relay.py FOLDER
+PORTS -- CMD...`): it listens on 127.0.0.1:PORT for each port, forwards every connection to
+FOLDER/PORT.sock, runs CMD and exits with its code. Outside, `HostRelay` accepts on those unix
+sockets and connects to 127.0.0.1:PORT on the host. No other address or port is reachable.
+"""
+
+import contextlib
+import itertools
+import os
+import socket
+import subprocess
+import sys
+import threading
+
+_LOOPBACKS = ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1"))
+
+
+def _pump(source: socket.socket, target: socket.socket) -> None:
+    """Copy bytes one way until either side closes, then close both."""
+    try:
+        while chunk := source.recv(65536):
+            target.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        for end in (source, target):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            end.close()
+
+
+def _serve(listener: socket.socket, connect) -> None:
+    """Accept forever; join each accepted connection to a fresh one from connect()."""
+    while True:
+        try:
+            accepted, _ = listener.accept()
+        except OSError:
+            return
+        try:
+            outgoing = connect()
+        except OSError:
+            accepted.close()
+            continue
+        threading.Thread(target=_pump, args=(accepted, outgoing), daemon=True).start()
+        threading.Thread(target=_pump, args=(outgoing, accepted), daemon=True).start()
+
+
+class HostRelay:
+    """Host side: unix sockets FOLDER/PORT.sock, each forwarded to 127.0.0.1:PORT."""
+
+    def __init__(self, folder: str, ports: tuple[int, ...]):
+        self.listeners = []
+        for port in ports:
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(os.path.join(folder, f"{port}.sock"))
+            os.chmod(os.path.join(folder, f"{port}.sock"), 0o666)
+            listener.listen(64)
+            self.listeners.append(listener)
+            target = ("127.0.0.1", port)
+            connect = lambda target=target: socket.create_connection(target, timeout=30)
+            threading.Thread(target=_serve, args=(listener, connect), daemon=True).start()
+
+    def close(self) -> None:
+        for listener in self.listeners:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
+
+
+def _container_main(arguments: list[str]) -> int:
+    separator = arguments.index("--")
+    folder, ports, command = arguments[0], arguments[1:separator], arguments[separator + 1 :]
+    for port, (family, address) in itertools.product(ports, _LOOPBACKS):
+        listener = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            listener.bind((address, int(port)))
+        except OSError:
+            listener.close()  # no IPv6 loopback in this container
+            continue
+        listener.listen(64)
+        path = os.path.join(folder, f"{port}.sock")
+
+        def connect(path=path):
+            outgoing = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            outgoing.connect(path)
+            return outgoing
+
+        threading.Thread(target=_serve, args=(listener, connect), daemon=True).start()
+    try:
+        process = subprocess.Popen(command)
+    except OSError as error:
+        print(f"fence: cannot execute {command[0]}: {error.strerror}", file=sys.stderr)
+        return 127 if isinstance(error, FileNotFoundError) else 126
+    code = process.wait()
+    return 128 - code if code < 0 else code
+
+
+if __name__ == "__main__":
+    sys.exit(_container_main(sys.argv[1:]))
