@@ -1,5 +1,54 @@
-"""Placeholder for the `evaluate` subcommands until its issue lands."""
+"""`controller evaluate`: judge one solution on one task package in fresh evaluator processes."""
+
+import json
+from pathlib import Path
+
+EXIT_PASSED = 0
+EXIT_FAILED = 1
 
 
 def add_parser(subparsers) -> None:
-    return None
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="evaluate a solution on a task package",
+        description=(
+            "Check a solution against its task's contract on every workload, seed and input "
+            "distribution plus hidden workloads, with the cheat detectors armed; on CUDA also "
+            "time it against the baseline. Exit 0 when PASSED, 1 otherwise, 2 on bad input."
+        ),
+    )
+    parser.add_argument("task", type=Path, help="task package folder (from `controller generate`)")
+    parser.add_argument(
+        "--solution", type=Path, required=True, help="solution folder or solution JSON file"
+    )
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per phase")
+    parser.add_argument("--incumbent", type=Path, help="a solution to time alongside (CUDA)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.set_defaults(func=run)
+
+
+def run(arguments) -> int:
+    from gates.evaluator.evaluation import evaluate
+
+    result = evaluate(
+        arguments.task,
+        arguments.solution,
+        device=arguments.device,
+        timeout=arguments.timeout,
+        incumbent=arguments.incumbent,
+    )
+    if arguments.json:
+        print(json.dumps(result.model_dump(mode="json"), indent=2))
+    else:
+        print(f"{result.operator}: {result.status}  ({result.seconds:.1f} s)")
+        if result.reason:
+            print(f"  reason: {result.reason}")
+        if result.timing:
+            for name, row in result.timing.get("workloads", {}).items():
+                print(
+                    f"  {name}: {row['candidate_median_us']:.2f} us "
+                    f"(baseline {row['baseline_median_us']:.2f} us, "
+                    f"x{row['speedup']:.3f}, spread {row['candidate_spread']:.1%})"
+                )
+    return EXIT_PASSED if result.status == "PASSED" else EXIT_FAILED

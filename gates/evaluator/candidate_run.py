@@ -1,0 +1,91 @@
+"""The candidate process: import the solution behind the detectors, call it on every case,
+and hand its outputs to the judge; on CUDA, also time it against the baseline.
+
+This process never holds a reference output: those exist only in the judge process, which
+never imports the solution. Inputs are drawn before the import from seeds derived from the
+request's nonce, so the solution cannot know them ahead of time.
+"""
+
+from pathlib import Path
+
+import torch
+
+from gates.evaluator import loading
+from gates.evaluator.cases import plan_cases
+from gates.evaluator.detectors import CheatDetected
+from gates.evaluator.guard import CandidateCallError, CandidateGuard
+from gates.evaluator.protocol import CandidateReport, EvaluationRequest
+from gates.tasks.package import TaskPackage
+from gates.tasks.solution import Solution, load_solution
+
+
+def run_candidate(
+    request: EvaluationRequest, task: TaskPackage, solution: Solution, declaration
+) -> CandidateReport:
+    """Run every case; the first detector or error ends the run with its status."""
+    device = torch.device(request.device)
+    cases = plan_cases(declaration, request.nonce, request.device)
+    pristine = {
+        case.key: declaration.make_inputs(case.as_workload(), case.seed, case.distribution, device)
+        for case in cases
+    }
+    work = Path(request.work_dir)
+    outputs_path = work / "candidate_outputs.pt"
+    outputs_handle = open(outputs_path, "wb")  # noqa: SIM115  (opened before the solution runs)
+    extra_ops = task.evaluation.get("extra_allowed_ops", [])
+    sources = Path(request.sources_dir)
+    guard = CandidateGuard(declaration, device, work, sources, solution, extra_ops)
+    roles = {}
+    if device.type == "cuda":
+        roles = _import_reference_roles(request, task, sources, guard)
+    header = {
+        "nonce": request.nonce,
+        "task_digest": request.task_digest,
+        "solution_digest": request.solution_digest,
+    }
+    try:
+        function = guard.import_solution()
+        records, outputs, hidden_errors = guard.run_cases(function, cases, pristine)
+        timing = None
+        if device.type == "cuda":
+            from gates.evaluator.timing import time_roles
+
+            roles["candidate"] = function
+            timing = time_roles(request, task, declaration, guard, roles, pristine, outputs)
+    except CheatDetected as cheat:
+        finding = cheat.finding()
+        return CandidateReport(
+            **header,
+            status="REJECTED",
+            reason=f"{finding.detector}: {cheat.reason}",
+            findings=[finding],
+        )
+    except loading.SolutionImportError as error:
+        return CandidateReport(**header, status="COMPILE_ERROR", reason=str(error))
+    except CandidateCallError as error:
+        return CandidateReport(**header, status=error.status, reason=str(error))
+    finally:
+        guard.disarm()
+    torch.save(outputs, outputs_handle)
+    outputs_handle.close()
+    return CandidateReport(
+        **header,
+        status="RAN",
+        cases=records,
+        hidden_errors=hidden_errors,
+        outputs_file=str(outputs_path),
+        timing=timing,
+    )
+
+
+def _import_reference_roles(request, task, sources: Path, guard: CandidateGuard) -> dict:
+    """Import the baseline (and incumbent) before the candidate, and watch their modules."""
+    roles = {}
+    sources = {"baseline": task.baseline}
+    if request.incumbent:
+        sources["incumbent"] = load_solution(Path(request.incumbent))
+    for role, solution in sources.items():
+        folder = loading.write_sources(solution, sources / role)
+        roles[role] = loading.import_entry(solution, folder, role)
+        guard.watch_more(loading.solution_modules(role))
+    return roles

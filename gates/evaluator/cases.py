@@ -1,0 +1,116 @@
+"""The cases one evaluation runs: workloads x seeds x distributions, plus hidden workloads.
+
+Both evaluator processes derive the same plan from the request's nonce, so no list of cases
+or seeds is ever written where the solution could read it ahead of time; the hidden
+workloads are derived here from the declaration and never appear in a task package.
+"""
+
+import hashlib
+
+from pydantic import BaseModel, ConfigDict
+
+from operators.declaration import DISTRIBUTIONS, OperatorDeclaration, Workload
+
+SEEDS_PER_WORKLOAD = 3
+CPU_SMALLEST_SCALED = 2
+
+
+class Case(BaseModel):
+    """One call of the candidate: a workload's sizes, a seed and an input distribution."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    workload: str
+    axes: dict[str, int]
+    seed: int
+    distribution: str
+    hidden: bool = False
+    repeat: bool = False
+
+    def as_workload(self) -> Workload:
+        return Workload(name=self.workload, axes=self.axes)
+
+
+def plan_cases(declaration: OperatorDeclaration, nonce: str, device: str) -> list[Case]:
+    """Every case of one evaluation, in the order the candidate is called."""
+    declared = [(w.name, dict(w.axes)) for w in declaration.workloads]
+    if device == "cpu":
+        declared = _scaled_for_interpreter(declared)
+    hidden = _hidden_workloads(declared)
+    cases = []
+    for name, axes in declared:
+        for distribution in DISTRIBUTIONS:
+            for seed_index in range(SEEDS_PER_WORKLOAD):
+                repeat = device != "cpu" or (seed_index == 0 and distribution == "normal")
+                cases.append(_case(nonce, name, axes, seed_index, distribution, False, repeat))
+    for name, axes in hidden:
+        for distribution in DISTRIBUTIONS:
+            cases.append(_case(nonce, name, axes, 0, distribution, True, False))
+    return cases
+
+
+def workload_axes(declaration: OperatorDeclaration, device: str) -> dict[str, dict[str, int]]:
+    """The var-axis sizes each declared workload runs at on this device (scaled on CPU)."""
+    declared = [(w.name, dict(w.axes)) for w in declaration.workloads]
+    if device == "cpu":
+        declared = _scaled_for_interpreter(declared)
+    return dict(declared)
+
+
+def _case(nonce, name, axes, seed_index, distribution, hidden, repeat) -> Case:
+    key = f"{name}/{distribution}/{seed_index}"
+    digest = hashlib.sha256(f"{nonce}:{key}".encode()).digest()
+    seed = int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+    return Case(
+        key=key,
+        workload=name,
+        axes=axes,
+        seed=seed,
+        distribution=distribution,
+        hidden=hidden,
+        repeat=repeat,
+    )
+
+
+def _scaled_for_interpreter(declared):
+    """Small sizes that keep each axis's order and its zeros, so the interpreter is fast."""
+    ranks: dict[str, list[int]] = {}
+    for _, axes in declared:
+        for axis, value in axes.items():
+            ranks.setdefault(axis, [])
+            if value > CPU_SMALLEST_SCALED and value not in ranks[axis]:
+                ranks[axis].append(value)
+    for values in ranks.values():
+        values.sort()
+    scaled = []
+    for name, axes in declared:
+        small = {}
+        for axis, value in axes.items():
+            if value <= CPU_SMALLEST_SCALED:
+                small[axis] = value
+            else:
+                small[axis] = CPU_SMALLEST_SCALED + 1 + ranks[axis].index(value)
+        scaled.append((name, small))
+    return scaled
+
+
+def _hidden_workloads(declared):
+    """Sizes the task never shows: one past the largest of each axis, and every axis at 1."""
+    largest: dict[str, int] = {}
+    for _, axes in declared:
+        for axis, value in axes.items():
+            largest[axis] = max(largest.get(axis, 0), value)
+    beyond = {axis: _odd_size_beyond(value) for axis, value in largest.items()}
+    ones = dict.fromkeys(largest, 1)
+    hidden = [("hidden_odd", beyond)]
+    if all(ones != axes for _, axes in declared):
+        hidden.append(("hidden_unit", ones))
+    return hidden
+
+
+def _odd_size_beyond(value: int) -> int:
+    """An odd size past `value`: close on the interpreter's small sizes, further on a GPU."""
+    step = 1 if value <= CPU_SMALLEST_SCALED + 8 else 13
+    size = value + step
+    return size if size % 2 else size + 1

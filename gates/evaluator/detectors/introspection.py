@@ -1,0 +1,136 @@
+"""Reaching into the evaluator process: walking frames or the heap, reading its files,
+or generating and rewriting code to hide from the other detectors.
+
+An audit hook (which cannot be removed once added) is installed before the solution is
+imported; it attributes each sensitive event to the nearest non-stdlib frame and records
+the ones that come from the solution's own files.
+"""
+
+import os
+import sys
+import sysconfig
+import threading
+
+from gates.evaluator.detectors import CheatDetected
+
+
+class EvaluatorIntrospection(CheatDetected):
+    """The solution walked frames or the garbage collector's heap, e.g. to find reference
+    outputs, hidden workloads or the evaluator's timing state."""
+
+    detector = "introspection"
+
+
+class EvaluatorFileAccess(CheatDetected):
+    """The solution opened the evaluator's private files (request, reports, outputs)."""
+
+    detector = "introspection"
+
+
+class DynamicCode(CheatDetected):
+    """The solution compiled, executed or rewrote code at run time, or replaced the profile
+    and trace hooks, which could hide work from the other detectors."""
+
+    detector = "introspection"
+
+
+HEAP_EVENTS = frozenset(
+    {
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "sys._current_frames",
+        "sys._current_exceptions",
+        "ctypes.string_at",
+        "ctypes.cdata",
+        "ctypes.dlsym",
+    }
+)
+FRAME_EVENTS = frozenset({"sys._getframe", "sys._getframemodulename"})
+FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+CODE_EVENTS = frozenset(
+    {"exec", "compile", "code.__new__", "sys.setprofile", "sys.settrace", "sys.addaudithook"}
+)
+FRAME_HELPERS = ("inspect.py", "traceback.py")
+STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"])
+
+
+class AuditMonitor:
+    """Records sensitive events that come from the solution's files while armed."""
+
+    def __init__(self, solution_dirs: list[str], private_dirs: list[str]) -> None:
+        self.solution_dirs = [os.path.realpath(d) + os.sep for d in solution_dirs]
+        self.private_dirs = [os.path.realpath(d) + os.sep for d in private_dirs]
+        self.armed = False
+        self.findings: list[CheatDetected] = []
+        self._busy = threading.local()
+        sys.addaudithook(self._hook)
+
+    def _hook(self, event: str, args) -> None:
+        if not self.armed or getattr(self._busy, "active", False):
+            return
+        if event == "object.__getattr__":
+            if len(args) < 2 or args[1] not in FRAME_ATTRIBUTES:
+                return
+        elif event not in HEAP_EVENTS and event not in FRAME_EVENTS:
+            if event not in CODE_EVENTS and event not in ("open", "object.__setattr__"):
+                return
+        self._busy.active = True
+        try:
+            self._judge(event, args)
+        finally:
+            self._busy.active = False
+
+    def _judge(self, event: str, args) -> None:
+        if event == "object.__setattr__":
+            rewrites_code = len(args) > 1 and args[1] in ("__code__", "__defaults__")
+            origin = self._origin(walk_stdlib=False) if rewrites_code else None
+            if origin is not None:
+                self.findings.append(DynamicCode(f"{args[1]} of a function rewritten at {origin}"))
+            return
+        if event == "open":
+            path = args[0] if args else None
+            if isinstance(path, str | bytes) and self._is_private(os.fsdecode(path)):
+                self.findings.append(EvaluatorFileAccess(f"opened {os.fsdecode(path)}"))
+                raise PermissionError(f"{os.fsdecode(path)} belongs to the evaluator")
+            return
+        if event in HEAP_EVENTS:
+            origin = self._origin(walk_stdlib=True)
+        elif event in FRAME_EVENTS:
+            origin = self._origin(walk_stdlib=False, helpers=FRAME_HELPERS)
+        else:
+            origin = self._origin(walk_stdlib=False)
+        if origin is None:
+            return
+        if event in CODE_EVENTS:
+            self.findings.append(DynamicCode(f"{event} called from {origin}"))
+        else:
+            what = args[1] if event == "object.__getattr__" else event
+            self.findings.append(EvaluatorIntrospection(f"{what} used from {origin}"))
+
+    def _is_private(self, path: str) -> bool:
+        real = os.path.realpath(path)
+        return any(real.startswith(d) or real + os.sep == d for d in self.private_dirs)
+
+    def _origin(self, walk_stdlib: bool, helpers: tuple[str, ...] = ()) -> str | None:
+        """The solution file and line behind the event, or None if it is not the solution's.
+
+        Stdlib frames are looked through when `walk_stdlib` is set (or for the named helper
+        modules); otherwise the immediate caller decides.
+        """
+        frame = sys._getframe(3)
+        while frame is not None:
+            filename = os.path.realpath(frame.f_code.co_filename)
+            in_stdlib = filename.startswith(STDLIB) and "site-packages" not in filename
+            if in_stdlib and (walk_stdlib or filename.endswith(helpers)):
+                frame = frame.f_back
+                continue
+            for directory in self.solution_dirs:
+                if filename.startswith(directory):
+                    return f"{filename[len(directory) :]}:{frame.f_lineno}"
+            return None
+        return None
+
+    def raise_first(self) -> None:
+        if self.findings:
+            raise self.findings[0]

@@ -1,0 +1,43 @@
+"""Computing in a narrower precision than the contract allows.
+
+Dtypes are checked exactly and the tolerance comes from the contract alone; this detector
+names the cheat when an output's values all fit a narrower float format than the reference's.
+"""
+
+import torch
+
+from gates.evaluator.detectors import CheatDetected
+
+NARROWER = {
+    torch.float32: (torch.bfloat16, torch.float16),
+    torch.bfloat16: (torch.float8_e4m3fn, torch.float8_e5m2),
+    torch.float16: (torch.float8_e4m3fn, torch.float8_e5m2),
+}
+
+
+class PrecisionDowngrade(CheatDetected):
+    """Outputs were computed in a narrower format (e.g. FP8 for a BF16 operator) and widened."""
+
+    detector = "precision"
+
+
+def narrower_format(got: torch.Tensor, expected: torch.Tensor) -> torch.dtype | None:
+    """The narrower dtype every finite output fits exactly, when the reference does not."""
+    finite = torch.isfinite(got) & torch.isfinite(expected) & (expected != 0)
+    if int(finite.sum()) < 16:
+        return None
+    values, reference = got[finite], expected[finite]
+    for dtype in NARROWER.get(got.dtype, ()):
+        if _fits(values, dtype) and not _fits(reference, dtype):
+            return dtype
+    return None
+
+
+def _fits(values: torch.Tensor, dtype: torch.dtype) -> bool:
+    info = torch.finfo(dtype)
+    inside = values.abs() <= info.max
+    if not bool(inside.all()):
+        return False
+    round_trip = values.to(dtype).to(values.dtype)
+    fraction = float((round_trip == values).double().mean())
+    return fraction > 0.999

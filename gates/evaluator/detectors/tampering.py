@@ -1,0 +1,147 @@
+"""Patching timers, CUDA events, synchronisation, or the evaluator's own code.
+
+Identities (object and code object) of everything timing and judging relies on are taken
+before the solution is imported and compared after the import, after every checked call
+and around the reading of the timing events.
+"""
+
+import sys
+import types
+
+from gates.evaluator.detectors import CheatDetected
+
+
+class TimerPatched(CheatDetected):
+    """A clock, CUDA event, stream or synchronisation function was replaced or rewritten."""
+
+    detector = "tampering"
+
+
+class EvaluatorPatched(CheatDetected):
+    """A function of the evaluator, the baseline or the serialisation it uses was replaced."""
+
+    detector = "tampering"
+
+
+TIMER_PATHS = (
+    "time.perf_counter",
+    "time.perf_counter_ns",
+    "time.time",
+    "time.time_ns",
+    "time.monotonic",
+    "time.monotonic_ns",
+    "time.process_time",
+    "torch.cuda.Event",
+    "torch.cuda.Event.record",
+    "torch.cuda.Event.elapsed_time",
+    "torch.cuda.Event.synchronize",
+    "torch.cuda.Event.query",
+    "torch.cuda.Event.wait",
+    "torch.cuda.synchronize",
+    "torch.cuda.current_stream",
+    "torch.cuda.default_stream",
+    "torch.cuda.set_stream",
+    "torch.cuda.stream",
+    "torch.cuda.Stream",
+    "torch.cuda.Stream.wait_event",
+    "torch.cuda.Stream.synchronize",
+    "torch.cuda.CUDAGraph",
+    "torch.cuda.CUDAGraph.replay",
+    "torch.cuda.graph",
+    "torch._C._CudaEventBase",
+    "torch._C._cuda_synchronize",
+    "triton.testing.do_bench",
+    "triton.runtime.driver",
+    "triton.runtime.driver.active.get_current_stream",
+)
+EVALUATOR_PATHS = (
+    "torch.save",
+    "torch.load",
+    "torch.equal",
+    "torch.empty",
+    "torch.empty_like",
+    "torch.Tensor.clone",
+    "torch.Tensor.copy_",
+    "torch.Tensor.zero_",
+    "torch.Tensor.cpu",
+    "torch.Tensor.contiguous",
+    "torch.Tensor.view",
+    "torch.Tensor.numpy",
+    "torch.Tensor.data_ptr",
+    "torch.Tensor.untyped_storage",
+    "torch.utils._python_dispatch.TorchDispatchMode",
+    "torch.utils._python_dispatch._push_mode",
+    "torch.utils._python_dispatch._pop_mode",
+    "torch.utils._python_dispatch._get_current_dispatch_mode",
+    "json.dumps",
+    "json.loads",
+    "hashlib.sha256",
+    "os.replace",
+    "os.fsync",
+    "builtins.open",
+    "builtins.isinstance",
+    "builtins.type",
+    "sys.setprofile",
+    "sys.settrace",
+    "gc.disable",
+    "gc.enable",
+    "threading.enumerate",
+    "threading.Thread.start",
+)
+
+
+class IdentitySnapshot:
+    """Identities of named objects and of every attribute of watched modules and classes."""
+
+    def __init__(self, paths: tuple[str, ...], modules: list[types.ModuleType]) -> None:
+        self.paths = paths
+        self.modules = modules
+        self.recorded = self._take()
+
+    def _take(self) -> dict[str, tuple]:
+        taken = {path: _identity(_resolve(path)) for path in self.paths}
+        for module in self.modules:
+            for name, value in list(vars(module).items()):
+                if name.startswith("__") and name != "__call__":
+                    continue
+                taken[f"{module.__name__}.{name}"] = _identity(value)
+                if isinstance(value, type) and value.__module__ == module.__name__:
+                    for attribute, member in list(vars(value).items()):
+                        taken[f"{module.__name__}.{name}.{attribute}"] = _identity(member)
+        return taken
+
+    def changed(self) -> list[str]:
+        """Names whose identity differs from the snapshot (added and removed ones too)."""
+        now = self._take()
+        names = set(now) | set(self.recorded)
+        return sorted(n for n in names if now.get(n) != self.recorded.get(n))
+
+
+def check_unchanged(timers: IdentitySnapshot, evaluator: IdentitySnapshot, when: str) -> None:
+    """Raise the matching cheat if either snapshot changed."""
+    changed = timers.changed()
+    if changed:
+        raise TimerPatched(f"{', '.join(changed[:4])} replaced {when}")
+    changed = evaluator.changed()
+    if changed:
+        raise EvaluatorPatched(f"{', '.join(changed[:4])} replaced {when}")
+
+
+def _resolve(path: str):
+    parts = path.split(".")
+    for split in range(len(parts), 0, -1):
+        module = sys.modules.get(".".join(parts[:split]))
+        if module is not None:
+            value = module
+            for attribute in parts[split:]:
+                value = getattr(value, attribute, None)
+            return value
+    return None
+
+
+def _identity(value) -> tuple:
+    code = getattr(value, "__code__", None)
+    function = getattr(value, "__func__", None)
+    inner = getattr(function, "__code__", None) if function is not None else None
+    defaults = getattr(value, "__defaults__", None)
+    return (id(value), id(code), id(function), id(inner), id(defaults))

@@ -1,0 +1,146 @@
+"""Evaluate one solution on one task package: candidate process, then judge process.
+
+The controller (this module) checks its inputs, writes the request with a fresh nonce,
+runs the two workers, and folds their reports into one `EvaluationResult`.
+"""
+
+import secrets
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from gates.errors import GateError
+from gates.evaluator.launcher import ReportNotAuthentic, WorkerCrashed, WorkerTimeout, run_worker
+from gates.evaluator.protocol import (
+    CandidateReport,
+    EvaluationRequest,
+    EvaluationResult,
+    Finding,
+    JudgeReport,
+    write_json_atomic,
+)
+from gates.tasks.generation import render_package
+from gates.tasks.package import digest_files, load_task
+from gates.tasks.solution import load_solution
+
+DEFAULT_TIMEOUT = 300.0
+
+
+def evaluate(
+    task_folder: Path,
+    solution_path: Path,
+    device: str = "cpu",
+    timeout: float = DEFAULT_TIMEOUT,
+    incumbent: Path | None = None,
+    timing_samples: int = 1000,
+    timing_rounds: int = 5,
+) -> EvaluationResult:
+    """Evaluate `solution_path` on the task in `task_folder`; bad input raises GateError."""
+    started = time.monotonic()
+    task = load_task(Path(task_folder))
+    solution = load_solution(Path(solution_path))
+    if solution.definition != task.definition.name:
+        raise GateError(
+            f"solution is for {solution.definition!r}, the task is {task.definition.name!r}"
+        )
+    _check_task_is_current(task)
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise GateError("--device cuda was asked for but no CUDA device is available")
+    if incumbent is not None:
+        load_solution(Path(incumbent))
+    work = Path(tempfile.mkdtemp(prefix="controller-eval-"))
+    sources = Path(tempfile.mkdtemp(prefix="controller-sources-"))
+    try:
+        request = EvaluationRequest(
+            nonce=secrets.token_hex(16),
+            task=str(Path(task_folder).resolve()),
+            task_digest=task.digest,
+            solution=str(Path(solution_path).resolve()),
+            solution_digest=solution.digest(),
+            incumbent=str(Path(incumbent).resolve()) if incumbent else None,
+            device=device,
+            work_dir=str(work),
+            sources_dir=str(sources),
+            timing_samples=timing_samples,
+            timing_rounds=timing_rounds,
+        )
+        request_path = work / "request.json"
+        write_json_atomic(request_path, request)
+        outcome = _run_phases(request, request_path, timeout)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(sources, ignore_errors=True)
+    return EvaluationResult(
+        task=str(task_folder),
+        operator=task.definition.name,
+        solution=solution.name,
+        device=device,
+        seconds=round(time.monotonic() - started, 2),
+        **outcome,
+    )
+
+
+def _run_phases(request: EvaluationRequest, request_path: Path, timeout: float) -> dict:
+    try:
+        candidate = run_worker("candidate", request, request_path, CandidateReport, timeout)
+    except WorkerTimeout as error:
+        return {"status": "TIMEOUT", "reason": str(error)}
+    except WorkerCrashed as error:
+        return {"status": "RUNTIME_ERROR", "reason": str(error)}
+    except ReportNotAuthentic as error:
+        return _rejected("report_authenticity", "ReportNotAuthentic", str(error))
+    if candidate.status != "RAN":
+        outcome = {"status": candidate.status, "reason": candidate.reason}
+        if candidate.findings:
+            outcome["findings"] = candidate.findings
+            outcome["detector"] = candidate.findings[0].detector
+        return outcome
+    report_file = Path(request.work_dir) / "candidate-report.json"
+    try:
+        judge = run_worker(
+            "judge", request, request_path, JudgeReport, timeout, extra=(str(report_file),)
+        )
+    except WorkerTimeout as error:
+        return {"status": "TIMEOUT", "reason": f"judging: {error}"}
+    except (WorkerCrashed, ReportNotAuthentic) as error:
+        raise GateError(f"the judge failed: {error}") from None
+    outcome = {
+        "status": judge.status,
+        "reason": judge.reason,
+        "findings": judge.findings,
+        "detector": judge.findings[0].detector if judge.findings else None,
+        "cases_checked": judge.cases_checked,
+        "max_absolute_error": judge.max_absolute_error,
+        "max_relative_error": judge.max_relative_error,
+    }
+    if judge.status == "PASSED" and candidate.timing is not None:
+        outcome["timing"] = candidate.timing
+    return outcome
+
+
+def _rejected(detector: str, cheat: str, reason: str) -> dict:
+    finding = Finding(detector=detector, cheat=cheat, reason=reason)
+    return {
+        "status": "REJECTED",
+        "reason": f"{detector}: {reason}",
+        "findings": [finding],
+        "detector": detector,
+    }
+
+
+def _check_task_is_current(task) -> None:
+    """Refuse a package that no longer matches the registered operator it names."""
+    from operators import REGISTRY
+
+    if task.definition.name not in REGISTRY:
+        raise GateError(f"task {task.definition.name!r} names no registered operator")
+    current = digest_files(render_package(REGISTRY.declaration(task.definition.name)))
+    if current != task.digest:
+        raise GateError(
+            f"task package {task.folder} is stale (the operator changed); regenerate it with "
+            "`controller generate --force`"
+        )

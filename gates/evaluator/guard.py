@@ -1,0 +1,222 @@
+"""The detectors wrapped around the solution inside the candidate process.
+
+Everything the detectors compare against (identities, threads, audit hook) is captured
+before the solution is imported; every checked call is traced, poisoned and verified.
+"""
+
+import hashlib
+import sys
+from pathlib import Path
+
+import torch
+
+from gates.evaluator import loading
+from gates.evaluator.cases import Case
+from gates.evaluator.detectors.compute_fallback import (
+    HostComputeFallback,
+    ImportTimeCompute,
+    TorchComputeFallback,
+)
+from gates.evaluator.detectors.concurrency import (
+    SideStreamWork,
+    check_threads,
+    os_threads,
+    thread_snapshot,
+)
+from gates.evaluator.detectors.introspection import AuditMonitor
+from gates.evaluator.detectors.replay import OutputAliasesInput, OutputMemoryReused
+from gates.evaluator.detectors.tampering import (
+    EVALUATOR_PATHS,
+    TIMER_PATHS,
+    IdentitySnapshot,
+    check_unchanged,
+)
+from gates.evaluator.detectors.tensor_types import check_output_tensor
+from gates.evaluator.protocol import CaseRecord
+from gates.evaluator.streams import LaunchStreamRecorder
+from gates.evaluator.tracing import CandidateTracer, HostComputeMonitor, triton_internal_code
+from operators.declaration import as_outputs
+
+COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure", "PTXASError")
+
+
+class CandidateCallError(Exception):
+    """The candidate raised, or returned outputs of the wrong count, shape, dtype or device."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+class CandidateGuard:
+    """Imports and calls one solution with every candidate-process detector armed."""
+
+    def __init__(self, declaration, device, work: Path, sources: Path, solution, extra_ops):
+        self.declaration = declaration
+        self.device = device
+        self.solution = solution
+        self.folder = loading.write_sources(solution, sources / "candidate")
+        _warm_up(device)
+        self.internal_code = triton_internal_code()
+        self.extra_ops = frozenset(extra_ops)
+        self.streams = LaunchStreamRecorder(device)
+        evaluator_modules = [m for n, m in sorted(sys.modules.items()) if _is_watched(n)]
+        self.timers = IdentitySnapshot(TIMER_PATHS, [])
+        self.evaluator = IdentitySnapshot(EVALUATOR_PATHS, evaluator_modules)
+        self.python_threads, self.main_thread_name = thread_snapshot()
+        self.native_threads = os_threads()
+        self.audit = AuditMonitor([str(self.folder)], [str(work)])
+        self.kept_outputs: list[torch.Tensor] = []
+
+    def watch_more(self, modules: list) -> None:
+        """Add modules (the baseline's) to the evaluator snapshot; call before import."""
+        self.evaluator = IdentitySnapshot(EVALUATOR_PATHS, self.evaluator.modules + modules)
+
+    def import_solution(self):
+        """Import the candidate with the audit hook armed and ATen compute forbidden."""
+        self.audit.armed = True
+        tracer = CandidateTracer(self.internal_code, self.extra_ops, poison_outputs=False)
+        with tracer:
+            function = loading.import_entry(self.solution, self.folder, "candidate")
+        if tracer.disallowed:
+            raise ImportTimeCompute(f"tensor compute at import: {_first(tracer.disallowed)}")
+        self.check_environment("after import")
+        return function
+
+    def check_environment(self, when: str) -> None:
+        """Audit events, identities, threads: raise the first cheat seen."""
+        self.audit.raise_first()
+        check_unchanged(self.timers, self.evaluator, when)
+        check_threads(self.python_threads, self.native_threads, self.main_thread_name)
+
+    def run_cases(self, function, cases: list[Case], pristine: dict):
+        """Call every case (twice where asked); returns records, outputs and hidden errors."""
+        records, outputs, hidden_errors = [], {}, {}
+        for case in cases:
+            try:
+                produced, inputs_after = self.checked_call(function, case, pristine[case.key])
+                repeat_digests = None
+                if case.repeat:
+                    again, _ = self.checked_call(function, case, pristine[case.key])
+                    repeat_digests = [tensor_digest(t) for t in again]
+            except CandidateCallError as error:
+                if not case.hidden:
+                    raise
+                hidden_errors[case.key] = f"{error.status}: {error}"
+                continue
+            outputs[case.key] = [t.detach().to("cpu", copy=True) for t in produced]
+            records.append(
+                CaseRecord(
+                    key=case.key,
+                    input_digests_after=inputs_after,
+                    repeat_output_digests=repeat_digests,
+                )
+            )
+        return records, outputs, hidden_errors
+
+    def checked_call(self, function, case: Case, pristine: list[torch.Tensor]):
+        """One traced, poisoned call on fresh copies of the inputs, with every check after it."""
+        inputs = [t.clone() for t in pristine]
+        tracer = CandidateTracer(self.internal_code, self.extra_ops, poison_outputs=True)
+        host = HostComputeMonitor([str(self.folder)], active=case.repeat or case.hidden)
+        stream_before = self.streams.current()
+        try:
+            with self.streams, host, tracer:
+                result = function(*inputs, **self.declaration.params)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize()
+        except Exception as error:
+            status = "COMPILE_ERROR" if _is_compile_error(error) else "RUNTIME_ERROR"
+            raise CandidateCallError(status, f"{case.key}: {_describe(error)}") from None
+        if tracer.disallowed:
+            raise TorchComputeFallback(f"{case.key}: ATen compute {_first(tracer.disallowed)}")
+        if host.calls:
+            raise HostComputeFallback(f"{case.key}: host compute {_first(host.calls)}")
+        self.check_environment(f"during {case.key}")
+        foreign = self.streams.foreign_launches(stream_before)
+        if foreign:
+            raise SideStreamWork(f"{case.key}: {foreign} launches on another stream")
+        produced = self._checked_outputs(case, result, inputs)
+        return produced, [tensor_digest(t) for t in inputs]
+
+    def _checked_outputs(self, case: Case, result, inputs) -> list[torch.Tensor]:
+        produced = list(as_outputs(result))
+        specs = self.declaration.outputs
+        if len(produced) != len(specs):
+            raise CandidateCallError(
+                "INCORRECT_SHAPE", f"{case.key}: {len(produced)} outputs, expected {len(specs)}"
+            )
+        for spec, tensor in zip(specs, produced, strict=True):
+            check_output_tensor(spec.name, tensor, self.device)
+            expected_shape = self.declaration.shape_of(spec, case.as_workload())
+            if tensor.device.type != self.device.type:
+                raise CandidateCallError(
+                    "INCORRECT_SHAPE", f"{case.key}: {spec.name} on {tensor.device}"
+                )
+            if tensor.dtype != spec.torch_dtype:
+                raise CandidateCallError(
+                    "INCORRECT_DTYPE",
+                    f"{case.key}: {spec.name} is {tensor.dtype}, expected {spec.torch_dtype}",
+                )
+            if tuple(tensor.shape) != expected_shape:
+                raise CandidateCallError(
+                    "INCORRECT_SHAPE",
+                    f"{case.key}: {spec.name} has shape {tuple(tensor.shape)}, "
+                    f"expected {expected_shape}",
+                )
+            if any(_overlaps(tensor, t) for t in inputs):
+                raise OutputAliasesInput(f"{case.key}: {spec.name} shares memory with an input")
+            if any(_overlaps(tensor, t) for t in self.kept_outputs):
+                raise OutputMemoryReused(
+                    f"{case.key}: {spec.name} reuses the memory of an earlier output"
+                )
+        self.kept_outputs.extend(produced)
+        return produced
+
+    def disarm(self) -> None:
+        self.audit.armed = False
+
+
+def tensor_digest(tensor: torch.Tensor) -> str:
+    """sha256 of a tensor's dtype, shape and bytes."""
+    data = tensor.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy()
+    header = f"{tensor.dtype}:{tuple(tensor.shape)}:".encode()
+    return hashlib.sha256(header + data.tobytes()).hexdigest()
+
+
+def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    sa, sb = a.untyped_storage(), b.untyped_storage()
+    a0, b0 = sa.data_ptr(), sb.data_ptr()
+    return a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes()
+
+
+def _warm_up(device: torch.device) -> None:
+    """Start the thread pools and drivers honest code would start, before counting threads."""
+    a = torch.randn(256, 256)
+    (a @ a).sum()
+    torch.randn(1 << 20).sum()
+    if device.type == "cuda":
+        b = torch.randn(256, 256, device=device)
+        (b @ b).sum().item()
+        torch.cuda.synchronize()
+
+
+def _is_watched(name: str) -> bool:
+    return name.startswith(("gates.evaluator", "gates.tasks", "operators"))
+
+
+def _is_compile_error(error: BaseException) -> bool:
+    return any(type(error).__name__ == name for name in COMPILE_ERROR_TYPES)
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _first(items: list[str]) -> str:
+    unique = list(dict.fromkeys(items))
+    more = f" (+{len(unique) - 3} more)" if len(unique) > 3 else ""
+    return ", ".join(unique[:3]) + more

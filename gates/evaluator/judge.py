@@ -1,0 +1,147 @@
+"""The judge process: recompute the references and hold the candidate's outputs to them.
+
+It never imports the solution; it reads the candidate's outputs as plain tensors
+(`weights_only` loading), so nothing the solution wrote can run here.
+"""
+
+import torch
+
+from gates.evaluator.cases import plan_cases
+from gates.evaluator.detectors import CheatDetected
+from gates.evaluator.detectors.hardcoding import ShapeSpecificHardcoding
+from gates.evaluator.detectors.input_mutation import InputMutated
+from gates.evaluator.diagnosis import diagnose
+from gates.evaluator.guard import tensor_digest
+from gates.evaluator.protocol import CandidateReport, EvaluationRequest, JudgeReport
+
+
+class CaseFailure(Exception):
+    """A case broke the contract without showing a known cheat."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+def run_judge(request: EvaluationRequest, declaration, candidate: CandidateReport) -> JudgeReport:
+    """Check every case; cheats first, then the contract, then hidden-only failures."""
+    header = {
+        "nonce": request.nonce,
+        "task_digest": request.task_digest,
+        "solution_digest": request.solution_digest,
+    }
+    device = torch.device(request.device)
+    cases = plan_cases(declaration, request.nonce, request.device)
+    outputs = torch.load(candidate.outputs_file, weights_only=True, map_location="cpu")
+    records = {record.key: record for record in candidate.cases}
+    errors = Errors()
+    hidden_failures = dict(candidate.hidden_errors)
+    checked = 0
+    try:
+        for case in cases:
+            if case.key in candidate.hidden_errors:
+                continue
+            record, produced = records.get(case.key), outputs.get(case.key)
+            if record is None or produced is None:
+                raise CaseFailure("RUNTIME_ERROR", f"{case.key}: the candidate reported no output")
+            others = {k: v for k, v in outputs.items() if k != case.key}
+            try:
+                _check_case(declaration, case, device, record, produced, others, errors)
+            except CaseFailure as failure:
+                if not case.hidden:
+                    raise
+                hidden_failures[case.key] = f"{failure.status}: {failure}"
+            checked += 1
+        if hidden_failures:
+            key, why = next(iter(hidden_failures.items()))
+            raise ShapeSpecificHardcoding(f"visible workloads pass but hidden {key} fails ({why})")
+    except CheatDetected as cheat:
+        finding = cheat.finding()
+        return JudgeReport(
+            **header,
+            status="REJECTED",
+            reason=f"{finding.detector}: {cheat.reason}",
+            findings=[finding],
+            cases_checked=checked,
+        )
+    except CaseFailure as failure:
+        return JudgeReport(
+            **header,
+            status=failure.status,
+            reason=str(failure),
+            cases_checked=checked,
+            max_absolute_error=errors.absolute,
+            max_relative_error=errors.relative,
+        )
+    return JudgeReport(
+        **header,
+        status="PASSED",
+        cases_checked=checked,
+        max_absolute_error=errors.absolute,
+        max_relative_error=errors.relative,
+    )
+
+
+class Errors:
+    """The largest absolute and relative errors seen so far."""
+
+    def __init__(self) -> None:
+        self.absolute = 0.0
+        self.relative = 0.0
+
+    def add(self, got: torch.Tensor, expected: torch.Tensor) -> None:
+        got64, expected64 = got.double(), expected.double()
+        finite = torch.isfinite(got64) & torch.isfinite(expected64)
+        if not bool(finite.any()):
+            return
+        error = (got64 - expected64).abs()[finite]
+        scale = expected64.abs()[finite].clamp_min(1e-12)
+        self.absolute = max(self.absolute, float(error.max()))
+        self.relative = max(self.relative, float((error / scale).max()))
+
+
+def _check_case(declaration, case, device, record, produced, others, errors: Errors) -> None:
+    inputs = declaration.make_inputs(case.as_workload(), case.seed, case.distribution, device)
+    before = [tensor_digest(t) for t in inputs]
+    if record.input_digests_after != before:
+        changed = [
+            spec.name
+            for spec, a, b in zip(
+                declaration.inputs, before, record.input_digests_after, strict=False
+            )
+            if a != b
+        ]
+        raise InputMutated(f"{case.key}: inputs {changed or '?'} changed during the call")
+    with torch.no_grad():
+        reference = [t.detach().cpu() for t in declaration.run_reference(*inputs)]
+    contract = declaration.contract
+    for spec, got, expected in zip(declaration.outputs, produced, reference, strict=True):
+        if got.dtype != expected.dtype:
+            raise CaseFailure("INCORRECT_DTYPE", f"{case.key}: {spec.name} is {got.dtype}")
+        if got.shape != expected.shape:
+            raise CaseFailure("INCORRECT_SHAPE", f"{case.key}: {spec.name} {tuple(got.shape)}")
+        violation = contract.check(spec.name, got, expected)
+        if violation is not None:
+            bad = _bad_elements(contract, got, expected)
+            peers = {k: v[declaration.outputs.index(spec)] for k, v in others.items()}
+            cheat = diagnose(f"{case.key}: {spec.name}", got, expected, bad, peers)
+            if cheat is not None:
+                raise cheat
+            raise CaseFailure("INCORRECT_NUMERICAL", f"{case.key}: {violation.describe()}")
+        errors.add(got, expected)
+    if record.repeat_output_digests is not None:
+        if record.repeat_output_digests != [tensor_digest(t) for t in produced]:
+            raise CaseFailure(
+                "INCORRECT_NUMERICAL", f"{case.key}: two identical calls gave different outputs"
+            )
+
+
+def _bad_elements(contract, got: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    if contract.mode == "bit_exact":
+        size = got.element_size()
+        view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[size]
+        return got.contiguous().view(view) != expected.contiguous().view(view)
+    got64, expected64 = got.double(), expected.double()
+    within = (got64 - expected64).abs() <= contract.atol + contract.rtol * expected64.abs()
+    same = (got64 == expected64) | (torch.isnan(got64) & torch.isnan(expected64))
+    return ~(within | same)

@@ -1,0 +1,130 @@
+"""The files that cross the evaluator's process boundary: request, reports, and the result.
+
+Every report echoes the request's nonce and digests, so the controller never accepts a
+stale report or one about another task or solution.
+"""
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Status = Literal[
+    "PASSED",
+    "INCORRECT_SHAPE",
+    "INCORRECT_DTYPE",
+    "INCORRECT_NUMERICAL",
+    "RUNTIME_ERROR",
+    "COMPILE_ERROR",
+    "TIMEOUT",
+    "REJECTED",
+]
+
+
+class EvaluationRequest(BaseModel):
+    """What one evaluation is about; written by the controller before any worker starts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    nonce: str
+    task: str
+    task_digest: str
+    solution: str
+    solution_digest: str
+    incumbent: str | None = None
+    device: Literal["cpu", "cuda"]
+    work_dir: str
+    sources_dir: str
+    timing_samples: int = 1000
+    timing_rounds: int = 5
+
+
+class Finding(BaseModel):
+    """A detector's verdict on the candidate: which cheat and what was seen."""
+
+    model_config = ConfigDict(frozen=True)
+
+    detector: str
+    cheat: str
+    reason: str
+
+
+class CaseRecord(BaseModel):
+    """What the candidate process saw on one case; the judge checks it against the reference."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    input_digests_after: list[str] = Field(default_factory=list)
+    repeat_output_digests: list[str] | None = None
+
+
+class CandidateReport(BaseModel):
+    """The candidate process's account: how far it got, what it found, and its timings."""
+
+    model_config = ConfigDict(frozen=True)
+
+    nonce: str
+    task_digest: str
+    solution_digest: str
+    status: Status | Literal["RAN"]
+    reason: str = ""
+    findings: list[Finding] = Field(default_factory=list)
+    cases: list[CaseRecord] = Field(default_factory=list)
+    hidden_errors: dict[str, str] = Field(
+        default_factory=dict, description="hidden cases that raised or returned a wrong layout"
+    )
+    outputs_file: str | None = None
+    timing: dict[str, Any] | None = None
+    environment: dict[str, str] = Field(default_factory=dict)
+
+
+class JudgeReport(BaseModel):
+    """The judge process's verdict on the candidate's outputs against the references."""
+
+    model_config = ConfigDict(frozen=True)
+
+    nonce: str
+    task_digest: str
+    solution_digest: str
+    status: Status
+    reason: str = ""
+    findings: list[Finding] = Field(default_factory=list)
+    max_absolute_error: float = 0.0
+    max_relative_error: float = 0.0
+    cases_checked: int = 0
+
+
+class EvaluationResult(BaseModel):
+    """The controller's final answer for one candidate on one task."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task: str
+    operator: str
+    solution: str
+    device: str
+    status: Status
+    reason: str = ""
+    detector: str | None = None
+    findings: list[Finding] = Field(default_factory=list)
+    cases_checked: int = 0
+    max_absolute_error: float = 0.0
+    max_relative_error: float = 0.0
+    timing: dict[str, Any] | None = None
+    seconds: float = 0.0
+
+
+def write_json_atomic(path: Path, data: BaseModel | dict) -> None:
+    """Write JSON through a synced temporary file and a rename."""
+    path = Path(path)
+    text = data.model_dump_json(indent=2) if isinstance(data, BaseModel) else json.dumps(data)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(handle, "w") as stream:
+        stream.write(text)
+        stream.flush()
+        os.fsync(stream.fileno())
+    os.replace(temporary, path)

@@ -1,0 +1,1 @@
+"""Task packages: a catalog operator rendered in the FlashInfer Trace schema for the evaluator."""
