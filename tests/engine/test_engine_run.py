@@ -128,3 +128,26 @@ def test_an_agent_that_crashes_fails_the_run_and_its_attempt_is_closed(tmp_path,
     assert report["state"] == "failed" and report["reason"] == "ValueError: backend bug"
     assert [a["status"] for a in report["attempts"]] == ["interrupted"]
     assert "was cut short" in (store.evidence_dir / "report.md").read_text()
+
+
+def test_the_trace_is_well_formed_chrome_trace_json(tmp_path, target):
+    store = new_tiny_run(tmp_path / "runs", target)
+    run_tiny(store, GreetingAgent(good_from=2))
+    trace = json.loads((store.evidence_dir / "trace.json").read_text())
+    assert trace["displayTimeUnit"] == "ms"
+    for event in trace["traceEvents"]:
+        assert event["ph"] in {"X", "i", "M"} and isinstance(event["pid"], int)
+        if event["ph"] == "X":
+            assert isinstance(event["ts"], int) and isinstance(event["dur"], int)
+            assert event["ts"] >= 0 and event["dur"] >= 0 and event["tid"] in {1, 2, 3, 4}
+    gates = [e["name"] for e in trace["traceEvents"] if e.get("cat") == "gate"]
+    assert gates == ["gate scope", "gate greeting"] * 2
+
+
+def test_progress_is_quiet_when_stdout_is_not_a_terminal(capsys):
+    progress = Progress()
+    assert progress.enabled is False
+    progress.note("created -> prepared")
+    with progress.phase("working"):
+        pass
+    assert capsys.readouterr().out == ""
