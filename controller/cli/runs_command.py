@@ -22,6 +22,7 @@ def add_parser(subparsers) -> None:
 
 
 def show_status(arguments) -> int:
+    from controller.runs.statemachine import TERMINAL_STATES
     from controller.runs.store import RunStore
 
     store = RunStore.open(arguments.run, arguments.runs_dir)
@@ -41,7 +42,7 @@ def show_status(arguments) -> int:
         f"spent {spend['tokens']} tokens, ${spend['dollars']:.4f}, {spend['calls']} calls "
         f"({spend['failed_calls']} failed), {spend['elapsed_s']:.1f} s active; {live}"
     )
-    if status["state"] == "interrupted":
+    if status["state"] not in TERMINAL_STATES and not status["live_pid"]:
         print(f"resume with: controller {status['flow']} --resume {store.run_dir}")
     return 0
 
