@@ -10,6 +10,7 @@ import pytest
 from engine_fixtures import make_target
 from engine_processes import frozen_source, harness, harness_process, only_run
 
+from controller.cli import main
 from controller.cli.runs_command import run_status
 from controller.runs.store import RunStore
 
@@ -33,7 +34,7 @@ def wait_for_agent(runs_dir, process, limit_s=60.0):
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_interrupts_a_live_run_that_a_second_process_cannot_touch(
-    tmp_path, source, stop_signal
+    tmp_path, source, stop_signal, capsys
 ):
     target = make_target(tmp_path / "target")
     runs_dir = tmp_path / "runs"
@@ -55,6 +56,8 @@ def test_a_signal_interrupts_a_live_run_that_a_second_process_cannot_touch(
     assert f"stopped by {stop_signal.name}" in state["reason"]
     report = json.loads((run_dir / "evidence" / "report.json").read_text())
     assert [a["status"] for a in report["attempts"]] == ["interrupted"]
+    assert main(["status", str(run_dir)]) == 0
+    assert f"resume with: controller tiny --resume {run_dir}" in capsys.readouterr().out
     resumed = harness("resume", run_dir, python_path=source)
     assert resumed.returncode == 0, resumed.stderr
     report = json.loads((run_dir / "evidence" / "report.json").read_text())
