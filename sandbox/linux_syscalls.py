@@ -120,7 +120,9 @@ def create_ruleset(abi: int, fs_rights: int, net_rights: int, scopes: int) -> in
         attribute += u64(net_rights)
     if abi >= 6:
         attribute += u64(scopes)
-    return syscall("landlock_create_ruleset", attribute, len(attribute), 0)
+    ruleset = syscall("landlock_create_ruleset", attribute, len(attribute), 0)
+    os.set_inheritable(ruleset, False)  # reaches the launcher only through pass_fds
+    return ruleset
 
 
 def add_path_rule(ruleset_fd: int, path: str, rights: int) -> None:

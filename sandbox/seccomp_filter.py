@@ -61,9 +61,11 @@ def build_program(tcp_only: bool) -> list[tuple]:
         "after_clone",
         (_JEQ, 0, "allow", number("socket")),
         (_LOAD, 0, 0, _argument(0)),
-        (_JEQ, "allow", 0, AF_NETLINK),
+        # Netlink only inside a private network namespace: on the host's it lists every socket.
+        (_JEQ, "deny_socket" if tcp_only else "allow", 0, AF_NETLINK),
         (_JEQ, "internet", 0, AF_INET),
         (_JEQ, "internet", 0, AF_INET6),
+        "deny_socket",
         (_RET, 0, 0, _errno(EACCES)),  # unix sockets reach host daemons (docker.sock)
         "internet",
     ]
@@ -71,11 +73,11 @@ def build_program(tcp_only: bool) -> list[tuple]:
         program += [
             (_LOAD, 0, 0, _argument(1)),
             (_AND, 0, 0, 0xF),
-            (_JEQ, 0, "deny_socket", SOCK_STREAM),
+            (_JEQ, 0, "deny_internet", SOCK_STREAM),
             (_LOAD, 0, 0, _argument(2)),
             (_JEQ, "allow", 0, 0),
             (_JEQ, "allow", 0, IPPROTO_TCP),
-            "deny_socket",
+            "deny_internet",
             (_RET, 0, 0, _errno(EACCES)),
         ]
     program += ["allow", (_RET, 0, 0, _ALLOW)]

@@ -267,3 +267,40 @@ def test_git_refs_stay_unchanged_when_git_is_read_only(fence, layout, python_in_
     assert git("rev-parse", "main") == head
     assert git("for-each-ref", "--format=%(refname)") == "refs/heads/main"
     assert (layout.workspace / "file.txt").read_text() == "two\n"
+
+
+def test_unix_sockets_on_the_host_are_unreachable(fence, layout, python_in_fence):
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    path = layout.outside / "daemon.sock"
+    listener.bind(str(path))
+    listener.listen(4)
+    listener.setblocking(False)
+    script = (
+        "import socket\n"
+        f"for path in [{str(path)!r}, '/var/run/docker.sock', '/run/containerd/containerd.sock']:\n"
+        "    try:\n"
+        "        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(path)\n"
+        "        s.sendall(b'GET /containers/json HTTP/1.0\\r\\n\\r\\n')\n"
+        "        print('CONNECTED', path)\n"
+        "    except OSError as error:\n        print('denied', error)\n"
+    )
+    with listener:
+        result = python_in_fence(layout.policy(), script)
+        assert "CONNECTED" not in result.stdout
+        assert _received(listener) is None
+
+
+def test_signals_to_host_processes_are_refused(fence, layout, python_in_fence):
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        script = (
+            "import os, signal\n"
+            f"for pid in [{victim.pid}, 1]:\n"
+            "    try:\n        os.kill(pid, signal.SIGKILL); print('SENT', pid)\n"
+            "    except OSError as error:\n        print('denied', error)\n"
+        )
+        python_in_fence(layout.policy(), script)
+        assert victim.poll() is None
+    finally:
+        victim.kill()
+        victim.wait()
