@@ -3,6 +3,7 @@
 import random
 import socket
 import subprocess
+import sys
 
 import pytest
 
@@ -304,3 +305,23 @@ def test_signals_to_host_processes_are_refused(fence, layout, python_in_fence):
     finally:
         victim.kill()
         victim.wait()
+
+
+def test_the_attacks_work_without_a_fence(layout):
+    """Control: the same attack scripts succeed unfenced, so the fenced passes mean something."""
+    from sandbox.unfenced import Unfenced
+
+    victim = subprocess.Popen(["sleep", "60"])
+    with _listener() as listener:
+        script = (
+            "import os, signal\n"
+            f"open({str(layout.victim)!r}, 'w').write('pwned')\n"
+            f"print(open({str(layout.home_secret)!r}).read())\n"
+            f"os.kill({victim.pid}, signal.SIGKILL)\n"
+        ) + _connect_script(listener.getsockname()[1])
+        result = Unfenced().run([sys.executable, "-c", script], layout.policy())
+        assert result.returncode == 0, result.stderr
+        assert layout.victim.read_text() == "pwned"
+        assert "home-secret-4419" in result.stdout
+        assert victim.wait(timeout=10) == -9
+        assert _received(listener) == b"leak"
