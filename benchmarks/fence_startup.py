@@ -1,0 +1,96 @@
+"""Fence start-up overhead: median wall time of `true` per fence, printed as a markdown table.
+
+Run: python benchmarks/fence_startup.py [--runs 30] [--fences landlock,docker,none]
+"""
+
+import argparse
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sandbox.errors import FenceError  # noqa: E402
+from sandbox.fence import get_fence  # noqa: E402
+from sandbox.policy import FencePolicy  # noqa: E402
+
+GOALS_MS = {"landlock": 30.0, "docker": 600.0}
+
+
+def _child_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure(run_once, runs: int, warmup: int = 3) -> tuple[list[float], list[float]]:
+    """Wall and child-CPU milliseconds of run_once, after a few unmeasured warm-up calls.
+
+    CPU time (user + system of the processes started here) is far less sensitive than wall
+    time to other load on a shared machine; it does not see work done by the Docker daemon.
+    """
+    for _ in range(warmup):
+        run_once()
+    wall, cpu = [], []
+    for _ in range(runs):
+        started, cpu_started = time.perf_counter(), _child_cpu_seconds()
+        run_once()
+        wall.append((time.perf_counter() - started) * 1000)
+        cpu.append((_child_cpu_seconds() - cpu_started) * 1000)
+    return wall, cpu
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--fences", default="landlock,docker,none")
+    arguments = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="kc-fence-bench-") as workspace:
+        policy = FencePolicy(workspace=Path(workspace))
+        bare = measure(lambda: subprocess.run(["true"], check=True), arguments.runs)
+        rows.append(("bare `true` (reference)", bare, None))
+        python = [sys.executable, "-I", "-S", "-c", "pass"]
+        started_python = measure(lambda: subprocess.run(python, check=True), arguments.runs)
+        rows.append(("bare `python -I -S` (reference)", started_python, None))
+        for name in arguments.fences.split(","):
+            try:
+                fence = get_fence(name, unfenced=name == "none")
+            except FenceError as error:
+                print(f"skipping {name}: {error}", file=sys.stderr)
+                continue
+
+            def run_true(fence=fence):
+                result = fence.run(["true"], policy)
+                if result.returncode != 0:
+                    raise SystemExit(f"{fence.name}: `true` failed: {result.stderr}")
+
+            label = "unfenced (--unfenced)" if name == "none" else name
+            rows.append((label, measure(run_true, arguments.runs), GOALS_MS.get(name)))
+    print(
+        f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine: {platform.node()}, "
+        f"{platform.machine()}, {os.cpu_count()} CPUs, kernel {platform.release()}, "
+        f"load average {os.getloadavg()[0]:.2f}; Python {platform.python_version()}; "
+        f"{arguments.runs} runs of `true` each after 3 warm-up runs.\n"
+    )
+    print("| fence | median ms | min ms | p90 ms | median CPU ms | goal ms |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for label, (wall, cpu), goal in rows:
+        ordered = sorted(wall)
+        p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+        goal_text = f"< {goal:g}" if goal else "-"
+        print(
+            f"| {label} | {statistics.median(wall):.1f} | {ordered[0]:.1f} | {p90:.1f} | "
+            f"{statistics.median(cpu):.1f} | {goal_text} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
