@@ -1,6 +1,8 @@
 """Fence start-up overhead: median wall time of `true` per fence, printed as a markdown table.
 
 Run: python benchmarks/fence_startup.py [--runs 30] [--fences landlock,docker,none]
+GPU machine: add --gpu-check to also run a CUDA matmul and a Triton kernel inside the Landlock
+fence with `gpu=True` (checks that the fence grants what CUDA and Triton's JIT need).
 """
 
 import argparse
@@ -22,6 +24,34 @@ from sandbox.fence import get_fence  # noqa: E402
 from sandbox.policy import FencePolicy  # noqa: E402
 
 GOALS_MS = {"landlock": 30.0, "docker": 600.0}
+GPU_CHECK = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def add_one(x_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + 1, mask=mask)
+
+x = torch.randn(1024, 1024, device="cuda")
+y = torch.zeros(4096, device="cuda")
+add_one[(4,)](y, 4096, BLOCK=1024)
+torch.cuda.synchronize()
+print("gpu-check", torch.cuda.get_device_name(), float((x @ x).abs().sum()) > 0, float(y.sum()))
+"""
+
+
+def gpu_check(workspace: Path) -> int:
+    """Run CUDA and a Triton JIT kernel inside the Landlock fence with the GPU granted."""
+    fence = get_fence("landlock")
+    print(fence.probe().model_dump_json(indent=2))
+    policy = FencePolicy(workspace=workspace, gpu=True, timeout_s=600)
+    (workspace / "gpu_check.py").write_text(GPU_CHECK)  # Triton reads kernel source from a file
+    result = fence.run([sys.executable, "gpu_check.py"], policy)
+    print(f"returncode {result.returncode}, {result.seconds:.1f} s")
+    print(result.stdout[-4000:])
+    print(result.stderr[-4000:], file=sys.stderr)
+    return 0 if result.returncode == 0 and "gpu-check" in result.stdout else 1
 
 
 def _child_cpu_seconds() -> float:
@@ -50,9 +80,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--fences", default="landlock,docker,none")
+    parser.add_argument("--gpu-check", action="store_true", help="also run CUDA + Triton fenced")
     arguments = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="kc-fence-bench-") as workspace:
+        if arguments.gpu_check and gpu_check(Path(workspace)) != 0:
+            return 1
         policy = FencePolicy(workspace=Path(workspace))
         bare = measure(lambda: subprocess.run(["true"], check=True), arguments.runs)
         rows.append(("bare `true` (reference)", bare, None))
