@@ -57,6 +57,15 @@ class TensorSpec(BaseModel):
         description="how inputs are drawn: normal values, values in [0, 1), or cos/sin tables",
     )
 
+    large_scale: float = Field(
+        default=64.0,
+        gt=0,
+        description=(
+            "the factor the `large` distribution multiplies this input by; lower it where the "
+            "operator's mathematics amplifies magnitude (attention logits grow with q times k)"
+        ),
+    )
+
     @model_validator(mode="after")
     def _known_dtype(self) -> "TensorSpec":
         if self.dtype not in DTYPES:
@@ -172,7 +181,7 @@ def _draw(spec, shape, generator, distribution) -> torch.Tensor:
         return torch.rand(shape, generator=generator, dtype=torch.float64)
     values = torch.randn(shape, generator=generator, dtype=torch.float64)
     if distribution == "large":
-        return values * 64.0
+        return values * spec.large_scale
     if distribution == "cancellation":
         offset = torch.randn(shape[-1:] or (1,), generator=generator, dtype=torch.float64) * 16
         return offset + values * 2.0**-6
