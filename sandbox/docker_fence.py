@@ -170,7 +170,8 @@ def _mounts(policy: FencePolicy) -> list:
             continue
         mounts.append(Mount(target=text, source=str(path.resolve()), type="bind", read_only=True))
     for path in policy.readable:
-        mounts.append(Mount(target=str(path), source=str(path), type="bind", read_only=True))
+        if path not in policy.readonly_within_workspace:  # mounted below, after the workspace
+            mounts.append(Mount(target=str(path), source=str(path), type="bind", read_only=True))
     for path in (policy.workspace, *policy.writable):
         mounts.append(Mount(target=str(path), source=str(path), type="bind", read_only=False))
     for path in policy.readonly_within_workspace:

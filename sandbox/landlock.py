@@ -175,6 +175,7 @@ def _launcher_config(
         "pid_max_namespaced": pid_max_per_namespace(),
         "shm_mb": min(memory_mb, 1024) if memory_mb else 1024,
         "error_fd": error_fd,
+        "parent_pid": os.getpid(),
         "ruleset_fd": ruleset_fd,
         "namespace_rules": namespace_rules,
         "seccomp_program": assemble(build_program(tcp_only=bool(policy.allow_tcp))),

@@ -30,6 +30,10 @@ def main() -> None:
     config = marshal.loads(bytes.fromhex(sys.argv[1]))
     error_fd = config["error_fd"]
     try:
+        # If the controller dies, so does the fence (the namespace init follows the launcher).
+        linux.syscall("prctl", linux.PR_SET_PDEATHSIG, 9, 0, 0, 0)
+        if os.getppid() != config["parent_pid"]:
+            os._exit(125)
         _enter_namespaces(config)
     except Exception as error:
         _fail(error_fd, f"namespaces: {error}")

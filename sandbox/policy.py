@@ -28,7 +28,9 @@ class FencePolicy(BaseModel, frozen=True):
 
     workspace: Path = Field(description="Read-write folder the command works in; must exist.")
     readable: tuple[Path, ...] = Field(
-        (), description="Extra read-only context; system and Python paths are added by the fence."
+        (),
+        description="Extra read-only context; system and Python paths are added by the fence. "
+        "A path inside the workspace (e.g. its `.git`) is kept read-only there.",
     )
     writable: tuple[Path, ...] = Field(
         (), description="Extra writable paths (normally none); a private tmp is always provided."
@@ -83,13 +85,16 @@ class FencePolicy(BaseModel, frozen=True):
 
     @model_validator(mode="after")
     def _readonly_paths_inside_workspace(self) -> "FencePolicy":
+        """Read-only paths inside the workspace, including readable paths that lie there."""
+        inside = [path for path in self.readable if self.workspace in path.parents]
         resolved = []
-        for path in self.readonly_within_workspace:
+        for path in (*self.readonly_within_workspace, *inside):
             absolute = (path if path.is_absolute() else self.workspace / path).resolve()
             if absolute == self.workspace or self.workspace not in absolute.parents:
                 raise FenceError(f"read-only path {path} is not strictly inside the workspace")
             if not absolute.exists():
                 raise FenceError(f"read-only path {path} does not exist in the workspace")
-            resolved.append(absolute)
+            if absolute not in resolved:
+                resolved.append(absolute)
         object.__setattr__(self, "readonly_within_workspace", tuple(resolved))
         return self

@@ -48,6 +48,14 @@ def _serve(listener: socket.socket, connect) -> None:
         threading.Thread(target=_pump, args=(outgoing, accepted), daemon=True).start()
 
 
+def _connect_host_loopback(port: int) -> socket.socket:
+    """A connection to the host's loopback on port, IPv4 first, then IPv6."""
+    try:
+        return socket.create_connection(("127.0.0.1", port), timeout=30)
+    except OSError:
+        return socket.create_connection(("::1", port), timeout=30)
+
+
 class HostRelay:
     """Host side: unix sockets FOLDER/PORT.sock, each forwarded to 127.0.0.1:PORT."""
 
@@ -59,8 +67,7 @@ class HostRelay:
             os.chmod(os.path.join(folder, f"{port}.sock"), 0o666)
             listener.listen(64)
             self.listeners.append(listener)
-            target = ("127.0.0.1", port)
-            connect = lambda target=target: socket.create_connection(target, timeout=30)
+            connect = lambda port=port: _connect_host_loopback(port)
             threading.Thread(target=_serve, args=(listener, connect), daemon=True).start()
 
     def close(self) -> None:

@@ -236,7 +236,8 @@ def test_descendants_do_not_outlive_the_command(
     assert processes_with_marker(marker) == []
 
 
-def test_git_refs_stay_unchanged_when_git_is_read_only(fence, layout, python_in_fence):
+@pytest.mark.parametrize("grant", ["readable", "readonly_within_workspace"])
+def test_git_refs_stay_unchanged_when_git_is_read_only(fence, layout, python_in_fence, grant):
     def git(*arguments):
         return subprocess.run(
             ["git", *arguments], cwd=layout.workspace, capture_output=True, text=True, check=True
@@ -262,7 +263,7 @@ def test_git_refs_stay_unchanged_when_git_is_read_only(fence, layout, python_in_
         "subprocess.run(['git', 'branch', 'evil-branch'])\n"
         "open('file.txt', 'w').write('two\\n')\n"
     )
-    policy = layout.policy(readonly_within_workspace=(layout.workspace / ".git",))
+    policy = layout.policy(**{grant: (layout.workspace / ".git",)})
     result = python_in_fence(policy, script)
     assert "CHANGED" not in result.stdout, result.stdout
     assert git("rev-parse", "main") == head
