@@ -11,20 +11,20 @@ import tempfile
 import time
 from pathlib import Path
 
+from sandbox.container_init import HostRelay
 from sandbox.environment import fenced_environment
 from sandbox.errors import FenceError
 from sandbox.fence import FenceProbe, FenceResult, check_command
 from sandbox.policy import FencePolicy
 from sandbox.process import OUTPUT_LIMIT_BYTES, TIMEOUT_EXIT_CODE
 from sandbox.system_paths import SYSTEM_FOLDERS, system_read_paths
-from sandbox.tcp_relay import HostRelay
 
 LABEL = "kernel-controller"
 IMAGE_REPOSITORY = "kernel-controller/host-root"
 DOCKER_MANAGED_ETC = {"/etc/hosts", "/etc/resolv.conf", "/etc/hostname"}
 CONTAINER_TMP = Path("/tmp")
-RELAY_SOURCE = str(Path(__file__).with_name("tcp_relay.py"))
-RELAY_IN_CONTAINER = "/.kc-tcp-relay.py"
+INIT_SOURCE = str(Path(__file__).with_name("container_init.py"))
+INIT_IN_CONTAINER = "/.kc-container-init.py"
 
 
 def _top_level_links() -> dict[str, str]:
@@ -119,14 +119,12 @@ class DockerFence:
 
         started = time.monotonic()
         client = self._client()
-        relay, relay_folder, mounts = None, None, []
-        if policy.allow_tcp:
-            relay_folder = tempfile.mkdtemp(prefix="kc-fence-relay-")
-            relay = HostRelay(relay_folder, policy.allow_tcp)
-            ports = [str(port) for port in policy.allow_tcp]
-            relay_argv = [sys.executable, "-I", "-S", RELAY_IN_CONTAINER, relay_folder, *ports]
-            argv = [*relay_argv, "--", *argv]
-            mounts = _relay_mounts(relay_folder)
+        relay_folder = tempfile.mkdtemp(prefix="kc-fence-relay-")
+        relay = HostRelay(relay_folder, policy.allow_tcp)
+        ports = [str(port) for port in policy.allow_tcp]
+        init = [sys.executable, "-I", "-S", INIT_IN_CONTAINER, relay_folder, *ports]
+        argv = [*init, "--", *argv]
+        mounts = _init_mounts(relay_folder)
         try:
             options = _create_options(argv, policy, folder, stdin)
             options["mounts"] += mounts
@@ -142,21 +140,19 @@ class DockerFence:
             _close_relay(relay, relay_folder)
 
 
-def _relay_mounts(relay_folder: str) -> list:
-    """The relay's unix sockets and its in-container half, both read-only."""
+def _init_mounts(relay_folder: str) -> list:
+    """The container init script and the relay's unix sockets, both read-only."""
     from docker.types import Mount
 
     return [
         Mount(target=relay_folder, source=relay_folder, type="bind", read_only=True),
-        Mount(target=RELAY_IN_CONTAINER, source=RELAY_SOURCE, type="bind", read_only=True),
+        Mount(target=INIT_IN_CONTAINER, source=INIT_SOURCE, type="bind", read_only=True),
     ]
 
 
-def _close_relay(relay: HostRelay | None, relay_folder: str | None) -> None:
-    if relay is not None:
-        relay.close()
-    if relay_folder is not None:
-        shutil.rmtree(relay_folder, ignore_errors=True)
+def _close_relay(relay: HostRelay, relay_folder: str) -> None:
+    relay.close()
+    shutil.rmtree(relay_folder, ignore_errors=True)
 
 
 def _mounts(policy: FencePolicy) -> list:

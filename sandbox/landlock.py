@@ -99,8 +99,9 @@ class LandlockFence:
         ruleset_fd = -1
         try:
             ruleset_fd = _host_ruleset(policy, private_tmp, abi)
-            config = _launcher_config(argv, policy, folder, abi, write_fd, ruleset_fd)
-            command = [sys.executable, "-I", "-S", str(LAUNCHER), marshal.dumps(config).hex()]
+            config = _launcher_config(policy, folder, abi, write_fd, ruleset_fd)
+            launcher = [sys.executable, "-I", "-S", str(LAUNCHER), marshal.dumps(config).hex()]
+            command = [*launcher, "--", *argv]  # as separate arguments: each may be 128 KiB
             captured = run_captured(
                 command,
                 env=fenced_environment(policy, private_tmp),
@@ -157,7 +158,7 @@ def _write_rights(abi: int) -> int:
 
 
 def _launcher_config(
-    argv: list[str], policy: FencePolicy, folder: Path, abi: int, error_fd: int, ruleset_fd: int
+    policy: FencePolicy, folder: Path, abi: int, error_fd: int, ruleset_fd: int
 ) -> dict:
     """Everything the launcher needs, as plain values (marshal-encoded on its command line)."""
     # Rules on paths that only exist inside the new mount namespace are added there.
@@ -166,7 +167,6 @@ def _launcher_config(
         namespace_rules.append(("/dev/shm", _write_rights(abi)))
     memory_mb = policy.limits.memory_mb
     return {
-        "argv": list(argv),
         "cwd": str(folder),
         "readonly_mounts": [str(path) for path in policy.readonly_within_workspace],
         "network_none": not policy.allow_tcp,

@@ -1,4 +1,4 @@
-"""Launcher run as `python -I -S landlock_launcher.py HEX`: namespaces, rules, limits, exec.
+"""Launcher run as `python -I -S landlock_launcher.py HEX -- CMD...`: namespaces, rules, exec.
 
 Process tree: this launcher (outside, mirrors the exit code) -> an init process (pid 1 of a
 fresh PID namespace; when it exits the kernel kills every process left inside, setsid and
@@ -28,6 +28,7 @@ class SetupError(Exception):
 
 def main() -> None:
     config = marshal.loads(bytes.fromhex(sys.argv[1]))
+    config["argv"] = sys.argv[3:]  # after the "--" separator
     error_fd = config["error_fd"]
     try:
         # If the controller dies, so does the fence (the namespace init follows the launcher).

@@ -1,10 +1,11 @@
-"""Allowed TCP ports for the Docker fence: the container keeps network none and reaches only
-these host loopback ports through unix sockets in a mounted folder.
+"""The Docker fence's first process in the container, and the host half of its TCP relay.
 
-Inside, this file runs as the container's first process (`python -I -S tcp_relay.py FOLDER
-PORTS -- CMD...`): it listens on 127.0.0.1:PORT for each port, forwards every connection to
-FOLDER/PORT.sock, runs CMD and exits with its code. Outside, `HostRelay` accepts on those unix
-sockets and connects to 127.0.0.1:PORT on the host. No other address or port is reachable.
+Inside, this file runs as pid 1 (`python -I -S container_init.py FOLDER PORTS -- CMD...`): it
+listens on loopback PORT for each allowed port and forwards every connection to the unix socket
+FOLDER/PORT.sock, runs CMD as an ordinary child (so signals behave as usual, unlike for pid 1),
+reaps orphans, and exits with CMD's code (128+N when killed by signal N). Outside, `HostRelay`
+accepts on those unix sockets and connects to the host's loopback PORT. The container's network
+stays none: no other address or port is reachable.
 """
 
 import contextlib
@@ -101,8 +102,10 @@ def _container_main(arguments: list[str]) -> int:
     except OSError as error:
         print(f"fence: cannot execute {command[0]}: {error.strerror}", file=sys.stderr)
         return 127 if isinstance(error, FileNotFoundError) else 126
-    code = process.wait()
-    return 128 - code if code < 0 else code
+    while True:  # reap every orphan until the command itself ends
+        pid, status = os.waitpid(-1, 0)
+        if pid == process.pid:
+            return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
 if __name__ == "__main__":
