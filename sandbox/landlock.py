@@ -1,5 +1,6 @@
 """LandlockFence: kernel-enforced path, port and scope rules plus namespaces, no daemon needed."""
 
+import functools
 import marshal
 import os
 import shutil
@@ -39,6 +40,18 @@ def _user_namespaces_allowed() -> bool:
         return False
 
 
+@functools.cache
+def _trial_run() -> str:
+    """Run `true` fenced once per process: proves namespaces, mounts and rules work here."""
+    with tempfile.TemporaryDirectory(prefix="kc-fence-trial-") as workspace:
+        policy = FencePolicy(workspace=Path(workspace), timeout_s=60)
+        try:
+            result = LandlockFence().run(["true"], policy)
+        except FenceError as error:
+            return str(error).split("; pass")[0]
+    return "passed" if result.returncode == 0 else f"`true` exited {result.returncode}"
+
+
 class LandlockFence:
     """Landlock rules, fresh PID/mount/IPC (and network) namespaces, seccomp, no capabilities."""
 
@@ -54,7 +67,11 @@ class LandlockFence:
             reasons.append(f"Landlock ABI {abi} is below {MINIMUM_ABI} (kernel or LSM list)")
         if not root and not _user_namespaces_allowed():
             reasons.append("not root and user namespaces are disabled")
+        trial = _trial_run() if not reasons else "skipped"
+        if trial != "passed" and not reasons:
+            reasons.append(f"a trial run failed: {trial}")
         details = {
+            "trial_run": trial,
             "landlock_abi": str(abi),
             "kernel": os.uname().release,
             "filesystem": "deny by default; read: system, Python, context; write: workspace, tmp",

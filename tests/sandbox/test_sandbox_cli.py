@@ -110,6 +110,7 @@ def test_probe_json_lists_every_fence():
     probes = {probe["fence"]: probe for probe in json.loads(result.stdout)}
     assert set(probes) == {"landlock", "docker", "none"}
     assert probes["landlock"]["details"]["landlock_abi"].isdigit()
+    assert probes["landlock"]["details"]["trial_run"] == "passed"
 
 
 def test_probe_table_is_readable():
