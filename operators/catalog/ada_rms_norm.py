@@ -9,6 +9,7 @@ import triton
 import triton.language as tl
 
 from operators import triton_runtime  # noqa: F401  (selects the interpreter before any kernel)
+from operators.catalog.blocking import rows_per_program
 from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, action_workloads
 from operators.contract import Contract
@@ -31,6 +32,7 @@ def _ada_rms_norm_kernel(
     scale_ptr,
     shift_ptr,
     out_ptr,
+    rows,
     tokens,
     hidden,
     x_batch_stride,
@@ -38,35 +40,42 @@ def _ada_rms_norm_kernel(
     scale_batch_stride,
     shift_batch_stride,
     eps,
+    ROWS: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    row = tl.program_id(0)
+    row = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     batch = row // tokens
     token = row % tokens
     columns = tl.arange(0, BLOCK)
-    mask = columns < hidden
-    x_row = x_ptr + batch * x_batch_stride + token * x_token_stride
-    x = tl.load(x_row + columns, mask=mask, other=0.0).to(tl.float32)
-    scale = tl.load(scale_ptr + batch * scale_batch_stride + columns, mask=mask, other=0.0)
-    shift = tl.load(shift_ptr + batch * shift_batch_stride + columns, mask=mask, other=0.0)
-    inverse_rms = tl.rsqrt(tl.sum(x * x, axis=0) / hidden + eps)
-    y = x * inverse_rms * (1.0 + scale.to(tl.float32)) + shift.to(tl.float32)
-    tl.store(out_ptr + row * hidden + columns, round_to_bfloat16(y), mask=mask)
+    mask = (row[:, None] < rows) & (columns[None, :] < hidden)
+    x_rows = (batch * x_batch_stride + token * x_token_stride)[:, None]
+    x = tl.load(x_ptr + x_rows + columns[None, :], mask=mask, other=0.0).to(tl.float32)
+    scale_rows = (batch * scale_batch_stride)[:, None]
+    shift_rows = (batch * shift_batch_stride)[:, None]
+    scale = tl.load(scale_ptr + scale_rows + columns[None, :], mask=mask, other=0.0)
+    shift = tl.load(shift_ptr + shift_rows + columns[None, :], mask=mask, other=0.0)
+    inverse_rms = tl.rsqrt(tl.sum(x * x, axis=1) / hidden + eps)
+    y = x * inverse_rms[:, None] * (1.0 + scale.to(tl.float32)) + shift.to(tl.float32)
+    tl.store(out_ptr + row[:, None] * hidden + columns[None, :], round_to_bfloat16(y), mask=mask)
 
 
 def ada_rms_norm_triton(
     x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6
 ) -> torch.Tensor:
-    """Production kernel: one program per (batch, token) row, the whole row in one block."""
+    """Production kernel: whole (batch, token) rows in one block, one row per program on a GPU."""
     batch, tokens, hidden = x.shape
     x, scale, shift = (t if t.stride(-1) == 1 else t.contiguous() for t in (x, scale, shift))
     out = torch.empty((batch, tokens, hidden), dtype=x.dtype, device=x.device)
     if out.numel():
-        _ada_rms_norm_kernel[(batch * tokens,)](
+        rows = batch * tokens
+        block = triton.next_power_of_2(hidden)
+        rows_each = rows_per_program(rows, block)
+        _ada_rms_norm_kernel[(triton.cdiv(rows, rows_each),)](
             x,
             scale,
             shift,
             out,
+            rows,
             tokens,
             hidden,
             x.stride(0),
@@ -74,7 +83,8 @@ def ada_rms_norm_triton(
             scale.stride(0),
             shift.stride(0),
             eps,
-            BLOCK=triton.next_power_of_2(hidden),
+            ROWS=rows_each,
+            BLOCK=block,
         )
     return out
 

@@ -6,6 +6,7 @@ import triton
 import triton.language as tl
 
 from operators import triton_runtime  # noqa: F401  (selects the interpreter before any kernel)
+from operators.catalog.blocking import interpreter_block, rows_per_program
 from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, row_workloads
 from operators.contract import Contract
@@ -22,31 +23,50 @@ def gated_gelu_reference(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 
 @triton.jit
 def _gated_gelu_kernel(
-    gate_ptr, up_ptr, out_ptr, columns, gate_row_stride, up_row_stride, BLOCK: tl.constexpr
+    gate_ptr,
+    up_ptr,
+    out_ptr,
+    rows,
+    columns,
+    gate_row_stride,
+    up_row_stride,
+    ROWS: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):
-    row = tl.program_id(0)
+    row = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     offsets = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < columns
-    gate = tl.load(gate_ptr + row * gate_row_stride + offsets, mask=mask, other=0.0)
-    up = tl.load(up_ptr + row * up_row_stride + offsets, mask=mask, other=0.0)
+    mask = (row[:, None] < rows) & (offsets[None, :] < columns)
+    gate = tl.load(
+        gate_ptr + row[:, None] * gate_row_stride + offsets[None, :], mask=mask, other=0.0
+    )
+    up = tl.load(up_ptr + row[:, None] * up_row_stride + offsets[None, :], mask=mask, other=0.0)
     gate = gate.to(tl.float32)
     inner = SQRT_2_OVER_PI * (gate + 0.044715 * gate * gate * gate)
     # 0.5 * (1 + tanh(z)) == sigmoid(2z): no cancellation for negative gates; the clamp keeps
     # exp finite where the activation is zero to within BF16 anyway.
     activated = round_to_bfloat16(gate / (1.0 + tl.exp(tl.minimum(-2.0 * inner, 80.0))))
     out = round_to_bfloat16(activated * up.to(tl.float32))
-    tl.store(out_ptr + row * columns + offsets, out, mask=mask)
+    tl.store(out_ptr + row[:, None] * columns + offsets[None, :], out, mask=mask)
 
 
 def gated_gelu_triton(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
-    """Production kernel: one program per (row, 1024 columns), GELU rounded like eager."""
+    """Production kernel: one program per (rows, 1024 columns), GELU rounded like eager."""
     tokens, columns = gate.shape
     gate, up = (t if t.stride(-1) == 1 else t.contiguous() for t in (gate, up))
     out = torch.empty((tokens, columns), dtype=gate.dtype, device=gate.device)
     if out.numel():
-        block = min(BLOCK_COLUMNS, triton.next_power_of_2(columns))
-        _gated_gelu_kernel[(tokens, triton.cdiv(columns, block))](
-            gate, up, out, columns, gate.stride(0), up.stride(0), BLOCK=block
+        block = interpreter_block(columns, min(BLOCK_COLUMNS, triton.next_power_of_2(columns)))
+        rows_each = rows_per_program(tokens, block)
+        _gated_gelu_kernel[(triton.cdiv(tokens, rows_each), triton.cdiv(columns, block))](
+            gate,
+            up,
+            out,
+            tokens,
+            columns,
+            gate.stride(0),
+            up.stride(0),
+            ROWS=rows_each,
+            BLOCK=block,
         )
     return out
 

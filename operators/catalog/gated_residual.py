@@ -9,6 +9,7 @@ import triton
 import triton.language as tl
 
 from operators import triton_runtime  # noqa: F401  (selects the interpreter before any kernel)
+from operators.catalog.blocking import interpreter_block, rows_per_program
 from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, action_workloads
 from operators.contract import Contract
@@ -30,6 +31,7 @@ def _gated_residual_kernel(
     update_ptr,
     gate_ptr,
     out_ptr,
+    rows,
     tokens,
     hidden,
     residual_batch_stride,
@@ -37,39 +39,44 @@ def _gated_residual_kernel(
     update_batch_stride,
     update_token_stride,
     gate_batch_stride,
+    ROWS: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    row = tl.program_id(0)
+    row = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     batch = row // tokens
     token = row % tokens
     columns = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    mask = columns < hidden
-    residual_row = residual_ptr + batch * residual_batch_stride + token * residual_token_stride
-    update_row = update_ptr + batch * update_batch_stride + token * update_token_stride
-    residual = tl.load(residual_row + columns, mask=mask, other=0.0).to(tl.float32)
-    update = tl.load(update_row + columns, mask=mask, other=0.0).to(tl.float32)
-    gate = tl.load(gate_ptr + batch * gate_batch_stride + columns, mask=mask, other=0.0)
-    product = round_to_bfloat16(update * gate.to(tl.float32))
-    out = round_to_bfloat16(residual + product)
-    tl.store(out_ptr + row * hidden + columns, out, mask=mask)
+    mask = (row[:, None] < rows) & (columns[None, :] < hidden)
+    residual_rows = (batch * residual_batch_stride + token * residual_token_stride)[:, None]
+    update_rows = (batch * update_batch_stride + token * update_token_stride)[:, None]
+    gate_rows = (batch * gate_batch_stride)[:, None]
+    residual = tl.load(residual_ptr + residual_rows + columns[None, :], mask=mask, other=0.0)
+    update = tl.load(update_ptr + update_rows + columns[None, :], mask=mask, other=0.0)
+    gate = tl.load(gate_ptr + gate_rows + columns[None, :], mask=mask, other=0.0)
+    product = round_to_bfloat16(update.to(tl.float32) * gate.to(tl.float32))
+    out = round_to_bfloat16(residual.to(tl.float32) + product)
+    tl.store(out_ptr + row[:, None] * hidden + columns[None, :], out, mask=mask)
 
 
 def gated_residual_triton(
     residual: torch.Tensor, update: torch.Tensor, gate: torch.Tensor
 ) -> torch.Tensor:
-    """Production kernel: one program per (row, 1024 columns), product rounded before the add."""
+    """Production kernel: one program per (rows, 1024 columns), product rounded before the add."""
     batch, tokens, hidden = residual.shape
     residual, update, gate = (
         t if t.stride(-1) == 1 else t.contiguous() for t in (residual, update, gate)
     )
     out = torch.empty((batch, tokens, hidden), dtype=residual.dtype, device=residual.device)
     if out.numel():
-        block = min(BLOCK_HIDDEN, triton.next_power_of_2(hidden))
-        _gated_residual_kernel[(batch * tokens, triton.cdiv(hidden, block))](
+        rows = batch * tokens
+        block = interpreter_block(hidden, min(BLOCK_HIDDEN, triton.next_power_of_2(hidden)))
+        rows_each = rows_per_program(rows, block)
+        _gated_residual_kernel[(triton.cdiv(rows, rows_each), triton.cdiv(hidden, block))](
             residual,
             update,
             gate,
             out,
+            rows,
             tokens,
             hidden,
             residual.stride(0),
@@ -77,6 +84,7 @@ def gated_residual_triton(
             update.stride(0),
             update.stride(1),
             gate.stride(0),
+            ROWS=rows_each,
             BLOCK=block,
         )
     return out

@@ -5,6 +5,7 @@ import triton
 import triton.language as tl
 
 from operators import triton_runtime  # noqa: F401  (selects the interpreter before any kernel)
+from operators.catalog.blocking import rows_per_program
 from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, row_workloads
 from operators.contract import Contract
@@ -19,27 +20,42 @@ def rms_norm_reference(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6)
 
 
 @triton.jit
-def _rms_norm_kernel(x_ptr, weight_ptr, out_ptr, row_stride, hidden, eps, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+def _rms_norm_kernel(
+    x_ptr,
+    weight_ptr,
+    out_ptr,
+    rows,
+    row_stride,
+    hidden,
+    eps,
+    ROWS: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    row = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     columns = tl.arange(0, BLOCK)
-    mask = columns < hidden
-    x = tl.load(x_ptr + row * row_stride + columns, mask=mask, other=0.0).to(tl.float32)
-    weight = tl.load(weight_ptr + columns, mask=mask, other=0.0).to(tl.float32)
-    inverse_rms = tl.rsqrt(tl.sum(x * x, axis=0) / hidden + eps)
-    y = round_to_bfloat16(x * inverse_rms * weight)
-    tl.store(out_ptr + row * hidden + columns, y, mask=mask)
+    column_mask = columns < hidden
+    mask = (row[:, None] < rows) & column_mask[None, :]
+    x = tl.load(x_ptr + row[:, None] * row_stride + columns[None, :], mask=mask, other=0.0)
+    x = x.to(tl.float32)
+    weight = tl.load(weight_ptr + columns, mask=column_mask, other=0.0).to(tl.float32)
+    inverse_rms = tl.rsqrt(tl.sum(x * x, axis=1) / hidden + eps)
+    y = round_to_bfloat16(x * inverse_rms[:, None] * weight[None, :])
+    tl.store(out_ptr + row[:, None] * hidden + columns[None, :], y, mask=mask)
 
 
 def rms_norm_triton(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """Production kernel: one program per row, the whole row in one block."""
+    """Production kernel: whole rows in one block, one row per program on a GPU."""
     hidden = x.shape[-1]
     rows = x.reshape(-1, hidden)
     if rows.stride(-1) != 1:
         rows = rows.contiguous()
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    if rows.shape[0]:
-        _rms_norm_kernel[(rows.shape[0],)](
-            rows, weight, out, rows.stride(0), hidden, eps, BLOCK=triton.next_power_of_2(hidden)
+    count = rows.shape[0]
+    if count:
+        block = triton.next_power_of_2(hidden)
+        rows_each = rows_per_program(count, block)
+        _rms_norm_kernel[(triton.cdiv(count, rows_each),)](
+            rows, weight, out, count, rows.stride(0), hidden, eps, ROWS=rows_each, BLOCK=block
         )
     return out
 

@@ -8,12 +8,14 @@ import triton
 import triton.language as tl
 
 from operators import triton_runtime  # noqa: F401  (selects the interpreter before any kernel)
+from operators.catalog.blocking import rows_per_program
 from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, sequence_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
 
 ROWS_PER_PROGRAM = 8
+"""Rows one compiled program rotates; the interpreter takes many more (see `blocking`)."""
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -135,7 +137,7 @@ def _rotate_qk_kernel(
 def rotate_qk_triton(
     q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Production kernel: one launch for both; each program rotates 8 (batch, head, token) rows."""
+    """Production kernel: one launch for both; a program rotates 8 (batch, head, token) rows."""
     batch, query_heads, tokens, head_dim = q.shape
     kv_heads = k.shape[1]
     q, k = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k))
@@ -143,8 +145,10 @@ def rotate_qk_triton(
     q_out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     k_out = torch.empty(k.shape, dtype=k.dtype, device=k.device)
     q_rows, k_rows = batch * query_heads * tokens, batch * kv_heads * tokens
-    q_programs = triton.cdiv(q_rows, ROWS_PER_PROGRAM)
-    programs = q_programs + triton.cdiv(k_rows, ROWS_PER_PROGRAM)
+    block_dim = triton.next_power_of_2(head_dim)
+    rows_each = rows_per_program(max(q_rows, k_rows), block_dim, ROWS_PER_PROGRAM)
+    q_programs = triton.cdiv(q_rows, rows_each)
+    programs = q_programs + triton.cdiv(k_rows, rows_each)
     if programs and head_dim:
         _rotate_qk_kernel[(programs,)](
             q,
@@ -163,8 +167,8 @@ def rotate_qk_triton(
             *k.stride()[:3],
             head_dim,
             q_programs,
-            ROWS=ROWS_PER_PROGRAM,
-            BLOCK_DIM=triton.next_power_of_2(head_dim),
+            ROWS=rows_each,
+            BLOCK_DIM=block_dim,
         )
     return q_out, k_out
 

@@ -15,6 +15,10 @@ from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
 
 LOG2_E = 1.4426950408889634
+INTERPRETER_MAX_BLOCK = 64
+"""Largest query and key block under the interpreter (a prefix of 65 still spans two)."""
+INTERPRETER_MAX_HEADS = 8
+"""Most query heads one interpreted program serves."""
 
 
 def split_kv_attention_reference(
@@ -104,23 +108,28 @@ def _split_kv_attention_kernel(
     kv_head_stride,
     kv_token_stride,
     score_scale,
+    HEADS: tl.constexpr,
     BLOCK_QUERIES: tl.constexpr,
     BLOCK_KEYS: tl.constexpr,
     BLOCK_DIM: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
-    batch_head = tl.program_id(1)
-    batch = batch_head // query_heads
-    head = batch_head % query_heads
-    kv_head = head // (query_heads // kv_heads)
-    queries = tl.program_id(0) * BLOCK_QUERIES + tl.arange(0, BLOCK_QUERIES)
+    # A program serves HEADS query heads of one key/value group: its block's rows are
+    # (head, query) pairs, so the group's keys and values are read once for all of them.
+    head_groups = query_heads // HEADS
+    batch = tl.program_id(1) // head_groups
+    first_head = (tl.program_id(1) % head_groups) * HEADS
+    kv_head = first_head // (query_heads // kv_heads)
+    rows = tl.arange(0, HEADS * BLOCK_QUERIES)
+    head = first_head + rows // BLOCK_QUERIES
+    queries = tl.program_id(0) * BLOCK_QUERIES + rows % BLOCK_QUERIES
     dims = tl.arange(0, BLOCK_DIM)
     mask = (queries[:, None] < tokens) & (dims[None, :] < head_dim)
-    q_base = q_ptr + batch * q_batch_stride + head * q_head_stride
-    q = tl.load(q_base + queries[:, None] * q_token_stride + dims[None, :], mask=mask, other=0.0)
-    acc = tl.zeros((BLOCK_QUERIES, BLOCK_DIM), dtype=tl.float32)
-    row_max = tl.full((BLOCK_QUERIES,), float("-inf"), dtype=tl.float32)
-    row_sum = tl.zeros((BLOCK_QUERIES,), dtype=tl.float32)
+    q_rows = batch * q_batch_stride + head * q_head_stride + queries * q_token_stride
+    q = tl.load(q_ptr + q_rows[:, None] + dims[None, :], mask=mask, other=0.0)
+    acc = tl.zeros((HEADS * BLOCK_QUERIES, BLOCK_DIM), dtype=tl.float32)
+    row_max = tl.full((HEADS * BLOCK_QUERIES,), float("-inf"), dtype=tl.float32)
+    row_sum = tl.zeros((HEADS * BLOCK_QUERIES,), dtype=tl.float32)
     cache = batch * cache_batch_stride + kv_head * cache_head_stride
     acc, row_max, row_sum = _attend_to_keys(
         q,
@@ -154,8 +163,24 @@ def _split_kv_attention_kernel(
         UPCAST,
     )
     out = round_to_bfloat16(acc / row_sum[:, None])
-    out_base = out_ptr + batch_head * tokens * head_dim
-    tl.store(out_base + queries[:, None] * head_dim + dims[None, :], out, mask=mask)
+    out_rows = ((batch * query_heads + head) * tokens + queries) * head_dim
+    tl.store(out_ptr + out_rows[:, None] + dims[None, :], out, mask=mask)
+
+
+def _blocks(group: int, tokens: int, prefix: int) -> tuple[int, int, int]:
+    """Query heads per program, query block and key block for this launch.
+
+    Compiled: one head per program, 16 or 64 queries, 64 keys. Interpreted, where every program
+    instance costs the same fixed overhead: all of a group's heads (a power of two dividing it)
+    and all queries up to 64 in one program, and key blocks up to 64.
+    """
+    if not triton_runtime.interpreting():
+        return 1, 16 if tokens <= 64 else 64, 64
+    heads = group & -group  # the largest power of two dividing the group
+    heads = min(heads, INTERPRETER_MAX_HEADS)
+    block_queries = min(INTERPRETER_MAX_BLOCK, max(16, triton.next_power_of_2(tokens)))
+    block_keys = min(INTERPRETER_MAX_BLOCK, max(16, triton.next_power_of_2(max(tokens, prefix))))
+    return heads, block_queries, block_keys
 
 
 def split_kv_attention_triton(
@@ -166,7 +191,7 @@ def split_kv_attention_triton(
     v: torch.Tensor,
     scale: float = PI05.head_dim**-0.5,
 ) -> torch.Tensor:
-    """Production kernel: flash-style online softmax, one program per (query block, head)."""
+    """Production kernel: flash-style online softmax, a program per (query block, head(s))."""
     batch, query_heads, tokens, head_dim = q.shape
     kv_heads, prefix = k.shape[1], k_cache.shape[2]
     q, k_cache, v_cache, k, v = (
@@ -181,8 +206,8 @@ def split_kv_attention_triton(
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     if out.numel() == 0:
         return out
-    block_queries = 16 if tokens <= 64 else 64
-    grid = (triton.cdiv(tokens, block_queries), batch * query_heads)
+    heads, block_queries, block_keys = _blocks(query_heads // kv_heads, tokens, prefix)
+    grid = (triton.cdiv(tokens, block_queries), batch * query_heads // heads)
     _split_kv_attention_kernel[grid](
         q,
         k_cache,
@@ -199,8 +224,9 @@ def split_kv_attention_triton(
         *k_cache.stride()[:3],
         *k.stride()[:3],
         scale * LOG2_E,
+        HEADS=heads,
         BLOCK_QUERIES=block_queries,
-        BLOCK_KEYS=64 if triton_runtime.cuda_available() else 32,
+        BLOCK_KEYS=block_keys,
         BLOCK_DIM=max(16, triton.next_power_of_2(head_dim)),
         UPCAST=triton_runtime.interpreting(),
         num_warps=4 if block_queries == 16 else 8,
