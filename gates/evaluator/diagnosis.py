@@ -18,20 +18,23 @@ def diagnose(
 ) -> CheatDetected | None:
     """The cheat a failing output shows, or None for a plain numerical error."""
     unwritten = poisoned_mask(got) & ~poisoned_mask(expected)
-    trailing = _trailing_rows(bad if not bool(unwritten.any()) else unwritten)
-    if trailing is not None:
-        first, total = trailing
-        return TrailingRowsSkipped(f"{where}: rows {first}..{total - 1} of {total} not computed")
     if bool(unwritten.any()):
-        return UninitialisedOutput(
-            f"{where}: {int(unwritten.sum())} output elements were never written"
-        )
+        trailing = _trailing_rows(unwritten)
+        if trailing is not None:
+            first, total = trailing
+            return TrailingRowsSkipped(f"{where}: rows {first}..{total - 1} of {total} unwritten")
+        count = int(unwritten.sum())
+        return UninitialisedOutput(f"{where}: {count} output elements were never written")
     for key, other in others.items():
         if other.shape == got.shape and other.dtype == got.dtype and torch.equal(other, got):
             return OutputReplayed(f"{where}: output equals the output for {key}")
-    copied = _copied_rows(got, expected)
+    copied = _copied_rows(got, bad)
     if copied:
-        return RowsCopiedAcrossBatch(f"{where}: {copied} rows duplicate other rows")
+        return RowsCopiedAcrossBatch(f"{where}: {copied} wrong rows are copies of computed rows")
+    trailing = _trailing_rows(bad)
+    if trailing is not None:
+        first, total = trailing
+        return TrailingRowsSkipped(f"{where}: rows {first}..{total - 1} of {total} not computed")
     narrower = narrower_format(got, expected)
     if narrower is not None:
         return PrecisionDowngrade(f"{where}: every value fits {narrower}; computed too narrow")
@@ -45,15 +48,15 @@ def _rows(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def _trailing_rows(bad: torch.Tensor) -> tuple[int, int] | None:
-    """(first bad row, rows) when exactly a trailing block of leading-axis rows is bad."""
+    """(first bad row, rows) when the leading rows are right and a trailing block is wrong."""
     for view in _leading_views(bad):
-        rows_bad = view.any(dim=1)
-        rows_all_bad = view.all(dim=1)
-        total = rows_bad.numel()
-        if total < 2 or not bool(rows_bad.any()):
+        fraction = view.float().mean(dim=1)
+        total = fraction.numel()
+        wrong = fraction > 0.5
+        if total < 2 or not bool(wrong.any()):
             continue
-        first = int(rows_bad.nonzero()[0, 0])
-        if first > 0 and bool(rows_all_bad[first:].all()):
+        first = int(wrong.nonzero()[0, 0])
+        if first > 0 and bool((fraction[:first] == 0).all()) and bool(wrong[first:].all()):
             return first, total
     return None
 
@@ -65,19 +68,17 @@ def _leading_views(mask: torch.Tensor):
         yield mask.reshape(-1, mask.shape[-1])
 
 
-def _copied_rows(got: torch.Tensor, expected: torch.Tensor) -> int:
-    """How many more duplicated rows the output has than the reference."""
+def _copied_rows(got: torch.Tensor, bad: torch.Tensor) -> int:
+    """How many wrong rows are byte copies of rows that were computed correctly."""
     if got.dim() < 2:
         return 0
     width = got.shape[-1]
-    got_rows = got.contiguous().reshape(-1, width)
-    ref_rows = expected.contiguous().reshape(-1, width)
-    if got_rows.shape[0] < 2:
+    rows = got.contiguous().reshape(-1, width)
+    bad_rows = bad.reshape(-1, width).any(dim=1)
+    if rows.shape[0] < 2 or not bool(bad_rows.any()) or bool(bad_rows.all()):
         return 0
-    extra = _duplicates(got_rows) - _duplicates(ref_rows)
-    return extra if extra > 0 and extra * 4 >= got_rows.shape[0] else 0
-
-
-def _duplicates(rows: torch.Tensor) -> int:
-    as_int = rows.view(torch.int16) if rows.element_size() == 2 else rows.view(torch.int32)
-    return rows.shape[0] - torch.unique(as_int, dim=0).shape[0]
+    view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[rows.element_size()]
+    _, inverse = torch.unique(rows.view(view), dim=0, return_inverse=True)
+    good_ids = set(inverse[~bad_rows].tolist())
+    copies = sum(1 for row_id in inverse[bad_rows].tolist() if row_id in good_ids)
+    return copies if copies * 2 >= int(bad_rows.sum()) else 0

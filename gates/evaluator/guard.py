@@ -193,9 +193,11 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _warm_up(device: torch.device) -> None:
-    """Start the thread pools and drivers honest code would start, before counting threads."""
+    """Start the thread pools, drivers and lazy imports honest code would start, before
+    counting threads and arming the audit hook."""
     a = torch.randn(256, 256)
-    (a @ a).sum()
+    with CandidateTracer(frozenset(), frozenset(), poison_outputs=False):
+        (a @ a).sum()
     torch.randn(1 << 20).sum()
     if device.type == "cuda":
         b = torch.randn(256, 256, device=device)

@@ -47,10 +47,10 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
             others = {k: v for k, v in outputs.items() if k != case.key}
             try:
                 _check_case(declaration, case, device, record, produced, others, errors)
-            except CaseFailure as failure:
+            except (CaseFailure, CheatDetected) as failure:
                 if not case.hidden:
                     raise
-                hidden_failures[case.key] = f"{failure.status}: {failure}"
+                hidden_failures[case.key] = str(failure)
             checked += 1
         if hidden_failures:
             key, why = next(iter(hidden_failures.items()))
@@ -129,11 +129,11 @@ def _check_case(declaration, case, device, record, produced, others, errors: Err
                 raise cheat
             raise CaseFailure("INCORRECT_NUMERICAL", f"{case.key}: {violation.describe()}")
         errors.add(got, expected)
-    if record.repeat_output_digests is not None:
-        if record.repeat_output_digests != [tensor_digest(t) for t in produced]:
-            raise CaseFailure(
-                "INCORRECT_NUMERICAL", f"{case.key}: two identical calls gave different outputs"
-            )
+    repeated = record.repeat_output_digests
+    if repeated is not None and repeated != [tensor_digest(t) for t in produced]:
+        raise CaseFailure(
+            "INCORRECT_NUMERICAL", f"{case.key}: two identical calls gave different outputs"
+        )
 
 
 def _bad_elements(contract, got: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:

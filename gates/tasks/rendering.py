@@ -7,7 +7,9 @@ refuse a task package that no longer matches the operator it claims to describe.
 import ast
 import inspect
 import textwrap
+import types
 
+from gates.errors import GateError
 from gates.tasks.definition import ConstAxis, Definition, TraceTensor, VarAxis
 from gates.tasks.trace import Trace
 from gates.tasks.workload import RandomInput, ScalarInput, Workload
@@ -57,18 +59,47 @@ def render_definition(declaration: OperatorDeclaration) -> Definition:
 
 
 def reference_source(declaration: OperatorDeclaration) -> str:
-    """The Torch reference's own source plus a `run` that takes every input by name."""
+    """The Torch reference as standalone source: its imports, constants and helpers, the
+    function itself (defaults dropped: `run` passes every parameter), and a `run` wrapper."""
     function = declaration.reference
-    body = textwrap.dedent(inspect.getsource(function))
+    imports, constants, functions = {"import torch"}, [], []
+    _gather(function, imports, constants, functions, set())
     tensor_names = [spec.name for spec in declaration.inputs]
     parameters = ", ".join(tensor_names + list(declaration.params))
     arguments = ", ".join(tensor_names + [f"{name}={name}" for name in declaration.params])
-    return (
-        "import torch\n\n\n"
-        f"{body.rstrip()}\n\n\n"
-        f"def run({parameters}):\n"
-        f"    return {function.__name__}({arguments})\n"
-    )
+    parts = ["\n".join(sorted(imports))]
+    if constants:
+        parts.append("\n".join(constants))
+    parts.extend(functions)
+    parts.append(f"def run({parameters}):\n    return {function.__name__}({arguments})")
+    return "\n\n\n".join(parts) + "\n"
+
+
+def _gather(function, imports: set, constants: list, functions: list, seen: set) -> None:
+    """Add `function` after everything it names from its own module."""
+    if function.__name__ in seen:
+        return
+    seen.add(function.__name__)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    definition = tree.body[0]
+    definition.args.defaults = []
+    definition.args.kw_defaults = [None] * len(definition.args.kwonlyargs)
+    namespace = function.__globals__
+    for name in sorted({n.id for n in ast.walk(definition) if isinstance(n, ast.Name)}):
+        if name not in namespace or name in seen:
+            continue
+        value = namespace[name]
+        if isinstance(value, types.ModuleType):
+            module = value.__name__
+            imports.add(f"import {module}" if module == name else f"import {module} as {name}")
+        elif isinstance(value, types.FunctionType) and value.__module__ == function.__module__:
+            _gather(value, imports, constants, functions, seen)
+        elif isinstance(value, bool | int | float | str):
+            constants.append(f"{name} = {value!r}")
+            seen.add(name)
+        elif not isinstance(value, type):
+            raise GateError(f"reference {function.__name__} uses {name!r}, which cannot be inlined")
+    functions.append(ast.unparse(definition))
 
 
 def render_workloads(declaration: OperatorDeclaration) -> list[Trace]:

@@ -71,7 +71,7 @@ HOST_TRANSFER_METHODS = frozenset(
 
 
 class TorchComputeFallback(CheatDetected):
-    """The candidate computed with PyTorch ops (arithmetic, reductions, casts) instead of a kernel."""
+    """The candidate computed with PyTorch ops (arithmetic, reductions, casts), not a kernel."""
 
     detector = "compute_fallback"
 

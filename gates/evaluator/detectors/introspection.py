@@ -52,6 +52,7 @@ CODE_EVENTS = frozenset(
     {"exec", "compile", "code.__new__", "sys.setprofile", "sys.settrace", "sys.addaudithook"}
 )
 FRAME_HELPERS = ("inspect.py", "traceback.py")
+WATCHED_EVENTS = HEAP_EVENTS | FRAME_EVENTS | CODE_EVENTS | {"open", "object.__setattr__"}
 STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"])
 
 
@@ -72,9 +73,8 @@ class AuditMonitor:
         if event == "object.__getattr__":
             if len(args) < 2 or args[1] not in FRAME_ATTRIBUTES:
                 return
-        elif event not in HEAP_EVENTS and event not in FRAME_EVENTS:
-            if event not in CODE_EVENTS and event not in ("open", "object.__setattr__"):
-                return
+        elif event not in WATCHED_EVENTS:
+            return
         self._busy.active = True
         try:
             self._judge(event, args)

@@ -22,11 +22,15 @@ class PrecisionDowngrade(CheatDetected):
 
 
 def narrower_format(got: torch.Tensor, expected: torch.Tensor) -> torch.dtype | None:
-    """The narrower dtype every finite output fits exactly, when the reference does not."""
+    """The narrower dtype every finite output fits exactly, when the reference does not and
+    the output still approximates it (so a wrong answer is not called a precision cheat)."""
     finite = torch.isfinite(got) & torch.isfinite(expected) & (expected != 0)
     if int(finite.sum()) < 16:
         return None
     values, reference = got[finite], expected[finite]
+    relative = ((values.double() - reference.double()).abs() / reference.double().abs()).median()
+    if float(relative) > 0.25:
+        return None
     for dtype in NARROWER.get(got.dtype, ()):
         if _fits(values, dtype) and not _fits(reference, dtype):
             return dtype

@@ -1,0 +1,31 @@
+"""An honest RMSNorm row kernel the cheat fixtures build on (shipped beside each cheat)."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rms_rows_kernel(x_ptr, w_ptr, out_ptr, row_stride, hidden, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    columns = tl.arange(0, BLOCK)
+    mask = columns < hidden
+    x = tl.load(x_ptr + row * row_stride + columns, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + columns, mask=mask, other=0.0).to(tl.float32)
+    inverse_rms = tl.rsqrt(tl.sum(x * x, axis=0) / hidden + eps)
+    tl.store(out_ptr + row * hidden + columns, x * inverse_rms * w, mask=mask)
+
+
+def launch(x: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor, rows=None):
+    """Normalise the first `rows` rows of x (all rows by default) into out."""
+    hidden = x.shape[-1]
+    flat = x.reshape(-1, hidden)
+    count = flat.shape[0] if rows is None else rows
+    if count:
+        block = triton.next_power_of_2(hidden)
+        rms_rows_kernel[(count,)](flat, weight, out, flat.stride(0), hidden, eps, BLOCK=block)
+    return out
+
+
+def honest(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    return launch(x, weight, eps, torch.empty(x.shape, dtype=x.dtype, device=x.device))

@@ -1,0 +1,94 @@
+"""`controller evaluate`: baselines pass on every catalog task; bad input exits 2 in one line."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import cheat_solution, evaluate_many
+
+from operators import REGISTRY
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def controller(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "controller", *arguments],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "TRITON_INTERPRET": "1"},
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="session")
+def baseline_results(task_root):
+    jobs = {d.name: (task_root / d.name, task_root / d.name / "solution") for d in REGISTRY}
+    return evaluate_many(jobs)
+
+
+@pytest.mark.parametrize("operator", REGISTRY.names())
+def test_the_baseline_of_every_catalog_task_passes(operator, baseline_results):
+    result = baseline_results[operator]
+    assert result.status == "PASSED", result.reason
+    assert result.cases_checked >= len(REGISTRY.declaration(operator).workloads) * 9
+    assert result.timing is None  # no latency on CPU
+
+
+def test_evaluate_exit_codes_and_json(task_root, tmp_path):
+    passed = controller(
+        "evaluate",
+        str(task_root / "rms_norm"),
+        "--solution",
+        str(task_root / "rms_norm" / "solution"),
+        "--json",
+    )
+    assert passed.returncode == 0, passed.stderr
+    assert json.loads(passed.stdout)["status"] == "PASSED"
+    cheat = cheat_solution("torch_fallback", tmp_path)
+    failed = controller("evaluate", str(task_root / "rms_norm"), "--solution", str(cheat))
+    assert failed.returncode == 1
+    assert "REJECTED" in failed.stdout and "compute_fallback" in failed.stdout
+
+
+def test_bad_input_exits_2_with_one_line(task_root, tmp_path):
+    task, solution = task_root / "rms_norm", task_root / "rms_norm" / "solution"
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    tampered = tmp_path / "tampered"
+    subprocess.run(["cp", "-r", str(task), str(tampered)], check=True)
+    (tampered / "workloads.jsonl").write_text("")
+    other = task_root / "gated_gelu" / "solution"
+    cases = [
+        ("evaluate", str(tmp_path / "missing"), "--solution", str(solution)),
+        ("evaluate", str(task), "--solution", str(tmp_path / "missing.json")),
+        ("evaluate", str(task), "--solution", str(broken)),
+        ("evaluate", str(tampered), "--solution", str(solution)),
+        ("evaluate", str(task), "--solution", str(other)),
+        ("evaluate", str(task), "--solution", str(solution), "--device", "cuda"),
+    ]
+    for arguments in cases:
+        completed = controller(*arguments)
+        assert completed.returncode == 2, (arguments, completed.stdout, completed.stderr)
+        lines = completed.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("controller: error:"), completed.stderr
+
+
+def test_a_hanging_solution_times_out(task_root, tmp_path):
+    source = "import time\n\ndef rms_norm(x, weight, eps=1e-6):\n    time.sleep(600)\n"
+    document = {
+        "name": "sleeper",
+        "definition": "rms_norm",
+        "author": "tests",
+        "spec": {"language": "triton", "target_hardware": ["cpu"], "entry_point": "s.py::rms_norm"},
+        "sources": [{"path": "s.py", "content": source}],
+    }
+    path = tmp_path / "sleeper.json"
+    path.write_text(json.dumps(document))
+    from gates.evaluator.evaluation import evaluate
+
+    result = evaluate(task_root / "rms_norm", path, timeout=20)
+    assert result.status == "TIMEOUT"
