@@ -50,7 +50,16 @@ def system_read_paths(gpu: bool = False) -> list[Path]:
     if gpu:
         paths += [Path("/sys"), Path("/proc/driver/nvidia")]
     paths += python_install_paths()
-    return [path for path in paths if path.exists()]
+    return _outermost([path for path in paths if path.exists()])
+
+
+def _outermost(paths: list[Path]) -> list[Path]:
+    """Drop duplicates and paths inside another listed path (Docker refuses duplicate mounts)."""
+    kept = []
+    for path in sorted(set(paths), key=lambda item: len(item.parts)):
+        if not any(path == other or other in path.parents for other in kept):
+            kept.append(path)
+    return kept
 
 
 def gpu_devices() -> list[Path]:
