@@ -1,7 +1,7 @@
 """The Docker fence's first process in the container, and the host half of its TCP relay.
 
-Inside, this file runs as pid 1 (`python -I -S container_init.py FOLDER PORTS -- CMD...`): it
-listens on loopback PORT for each allowed port and forwards every connection to the unix socket
+Inside, this file runs as pid 1 (`python -I -S container_init.py DEADLINE_S FOLDER PORTS -- CMD`):
+it listens on loopback PORT for each allowed port and forwards each connection to the unix socket
 FOLDER/PORT.sock, runs CMD as an ordinary child (so signals behave as usual, unlike for pid 1),
 reaps orphans, and exits with CMD's code (128+N when killed by signal N). Outside, `HostRelay`
 accepts on those unix sockets and connects to the host's loopback PORT. The container's network
@@ -11,6 +11,7 @@ stays none: no other address or port is reachable.
 import contextlib
 import itertools
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -80,7 +81,11 @@ class HostRelay:
 
 def _container_main(arguments: list[str]) -> int:
     separator = arguments.index("--")
-    folder, ports, command = arguments[0], arguments[1:separator], arguments[separator + 1 :]
+    deadline_s, folder = int(arguments[0]), arguments[1]
+    ports, command = arguments[2:separator], arguments[separator + 1 :]
+    # Should the controller die, the container still ends: pid 1 exiting kills everything.
+    signal.signal(signal.SIGALRM, lambda *_: os._exit(124))
+    signal.alarm(deadline_s)
     for port, (family, address) in itertools.product(ports, _LOOPBACKS):
         listener = socket.socket(family, socket.SOCK_STREAM)
         try:

@@ -122,7 +122,8 @@ class DockerFence:
         relay_folder = tempfile.mkdtemp(prefix="kc-fence-relay-")
         relay = HostRelay(relay_folder, policy.allow_tcp)
         ports = [str(port) for port in policy.allow_tcp]
-        init = [sys.executable, "-I", "-S", INIT_IN_CONTAINER, relay_folder, *ports]
+        deadline_s = str(int(policy.timeout_s) + 30)  # a backstop; the controller kills first
+        init = [sys.executable, "-I", "-S", INIT_IN_CONTAINER, deadline_s, relay_folder, *ports]
         argv = [*init, "--", *argv]
         mounts = _init_mounts(relay_folder)
         try:
