@@ -1,5 +1,6 @@
 """The host paths every fenced command may read: system libraries, tools and the Python install."""
 
+import functools
 import glob
 import sys
 from pathlib import Path
@@ -44,22 +45,27 @@ def python_install_paths() -> list[Path]:
 
 def system_read_paths(gpu: bool = False) -> list[Path]:
     """Existing system folders, /etc entries and Python prefixes, read-only inside the fence."""
+    return list(_system_read_paths(gpu))
+
+
+@functools.cache
+def _system_read_paths(gpu: bool) -> tuple[Path, ...]:
     paths = [Path(folder) for folder in SYSTEM_FOLDERS]
     paths += [Path("/etc") / entry for entry in ETC_ENTRIES]
     paths += [Path("/sys/devices/system/cpu")]
     if gpu:
         paths += [Path("/sys"), Path("/proc/driver/nvidia")]
     paths += python_install_paths()
-    return _outermost([path for path in paths if path.exists()])
+    return tuple(_outermost([path for path in paths if path.exists()]))
 
 
 def _outermost(paths: list[Path]) -> list[Path]:
     """Drop duplicates and paths inside another listed path (Docker refuses duplicate mounts)."""
-    kept = []
-    for path in sorted(set(paths), key=lambda item: len(item.parts)):
-        if not any(path == other or other in path.parents for other in kept):
-            kept.append(path)
-    return kept
+    kept: list[str] = []
+    for text in sorted({str(path) for path in paths}, key=lambda item: item.count("/")):
+        if not any(text == other or text.startswith(other.rstrip("/") + "/") for other in kept):
+            kept.append(text)
+    return [Path(text) for text in kept]
 
 
 def gpu_devices() -> list[Path]:
