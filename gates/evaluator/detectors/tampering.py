@@ -51,8 +51,8 @@ TIMER_PATHS = (
     "torch._C._CudaEventBase",
     "torch._C._cuda_synchronize",
     "triton.testing.do_bench",
-    "triton.runtime.driver",
-    "triton.runtime.driver.active.get_current_stream",
+    "triton.runtime.driver.driver",
+    "triton.runtime.driver.driver.active.get_current_stream",
 )
 EVALUATOR_PATHS = (
     "torch.save",
@@ -134,7 +134,10 @@ def _resolve(path: str):
         if module is not None:
             value = module
             for attribute in parts[split:]:
-                value = getattr(value, attribute, None)
+                try:
+                    value = getattr(value, attribute, None)
+                except Exception:  # a lazy attribute that cannot start here (no GPU driver)
+                    return None
             return value
     return None
 

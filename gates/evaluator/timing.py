@@ -1,0 +1,183 @@
+"""Device-only timing on CUDA: L2 flush and input reset queued before each start event, no
+host synchronisation between samples, events read after the loop, roles interleaved.
+
+Each sample's inputs are one of two pristine sets chosen in an order derived from the nonce,
+and every timed output of the candidate is compared on the device with its verified output
+for that set, so a solution cannot skip or replay work only while it is being timed.
+"""
+
+import math
+import random
+
+import torch
+
+from gates.evaluator.detectors.concurrency import SideStreamWork
+from gates.evaluator.detectors.plausibility import check_plausible, roofline_floor_ms
+from gates.evaluator.detectors.replay import TimedOutputWrong
+from gates.evaluator.promotion import promotion_verdict
+from gates.evaluator.statistics import median, spread
+
+BANDWIDTH_BYTES = 1 << 30
+L2_FLUSH_FACTOR = 2
+
+
+def time_roles(request, task, declaration, guard, roles, pristine, outputs) -> dict:
+    """Time every role on every declared workload; returns the timing report."""
+    device = guard.device
+    properties = torch.cuda.get_device_properties(device)
+    flush_bytes = max(L2_FLUSH_FACTOR * properties.L2_cache_size, 64 << 20)
+    flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device=device)
+    bandwidth = measure_bandwidth(device)
+    graphs = bool(task.evaluation.get("cuda_graphs", False))
+    rounds = max(1, request.timing_rounds)
+    per_round = math.ceil(request.timing_samples / rounds)
+    order = random.Random(request.nonce)
+    report = {"workloads": {}}
+    wrong_outputs = []
+    for workload in declaration.workloads:
+        keys = [f"{workload.name}/normal/0", f"{workload.name}/normal/1"]
+        sets = [pristine[key] for key in keys]
+        expected = [[t.to(device) for t in outputs[key]] for key in keys]
+        choices = [order.randrange(2) for _ in range(per_round)]
+        samples = {role: [] for role in roles}
+        foreign = mismatched = 0
+        for round_index in range(rounds):
+            names = list(roles)
+            names = names[round_index % len(names) :] + names[: round_index % len(names)]
+            for role in names:
+                times, wrong_stream, wrong_output = _time_role(
+                    guard,
+                    roles[role],
+                    role,
+                    declaration.params,
+                    sets,
+                    expected,
+                    choices,
+                    flush,
+                    graphs,
+                )
+                samples[role].append(times)
+                if role == "candidate":
+                    foreign, mismatched = foreign + wrong_stream, mismatched + wrong_output
+        row = _summarise(workload, declaration, sets[0], expected[0], samples, bandwidth)
+        report["workloads"][workload.name] = row
+        if foreign:
+            raise SideStreamWork(f"{workload.name}: {foreign} timed launches on another stream")
+        check_plausible(workload.name, row["candidate_median_us"] / 1e3, row["floor_us"] / 1e3)
+        if mismatched:
+            wrong_outputs.append(f"{workload.name}: {mismatched} timed outputs")
+    if wrong_outputs:
+        raise TimedOutputWrong(f"{', '.join(wrong_outputs)} differ from the verified outputs")
+    report.update(
+        samples_per_role=rounds * per_round,
+        rounds=rounds,
+        l2_flush_bytes=flush_bytes,
+        bandwidth_gb_per_s=round(bandwidth / 1e6, 1),
+        cuda_graphs=graphs,
+    )
+    report["promotion"] = promotion_verdict(report, list(roles))
+    return report
+
+
+def _time_role(guard, function, role, params, sets, expected, choices, flush, graphs):
+    """One round of samples for one role; returns per-sample milliseconds."""
+    live = [t.clone() for t in sets[0]]
+    replay = _capture(function, live, params) if graphs else None
+    count = len(choices)
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+    mismatches = torch.zeros((), dtype=torch.int64, device=flush.device)
+    stream = guard.streams.current()
+    recent = []
+    with guard.streams:
+        for index, choice in enumerate(choices):
+            flush.zero_()
+            for target, source in zip(live, sets[choice], strict=True):
+                target.copy_(source)
+            starts[index].record()
+            result = replay() if replay else function(*live, **params)
+            ends[index].record()
+            if role == "candidate":
+                produced = result if isinstance(result, tuple | list) else (result,)
+                for got, want in zip(produced, expected[choice], strict=True):
+                    mismatches += _differs(got, want)
+                if not graphs:
+                    recent = _keep_recent(recent, produced, role)
+    foreign = guard.streams.foreign_launches(stream) if not graphs else 0
+    torch.cuda.synchronize()
+    guard.check_environment(f"while timing {role}")
+    times = [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
+    guard.check_environment(f"while reading {role}'s events")
+    return times, foreign, int(mismatches.item())
+
+
+def _keep_recent(recent, produced, role):
+    """Keep the last outputs alive so a replayed buffer cannot pass as a fresh allocation."""
+    from gates.evaluator.detectors.replay import OutputMemoryReused
+
+    for tensor in produced:
+        for kept in recent:
+            if tensor.data_ptr() == kept.data_ptr() and tensor.numel():
+                raise OutputMemoryReused(f"{role} returned the same buffer for two timed calls")
+    return list(produced)
+
+
+def _differs(got: torch.Tensor, want: torch.Tensor) -> torch.Tensor:
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return torch.ones((), dtype=torch.int64, device=want.device)
+    view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[got.element_size()]
+    return (got.contiguous().view(view) != want.view(view)).any().to(torch.int64)
+
+
+def _capture(function, live, params):
+    """Capture one call in a CUDA graph (after warm-up) and return a replay that yields it."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            function(*live, **params)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static = function(*live, **params)
+
+    def replay():
+        graph.replay()
+        return static
+
+    return replay
+
+
+def measure_bandwidth(device) -> float:
+    """Device-memory bandwidth in bytes per millisecond, from timed copies (best of five)."""
+    source = torch.empty(BANDWIDTH_BYTES // 4, dtype=torch.int32, device=device)
+    target = torch.empty_like(source)
+    best = math.inf
+    for _ in range(5):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        target.copy_(source)
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end))
+    del source, target
+    return 2 * BANDWIDTH_BYTES / best
+
+
+def _summarise(workload, declaration, inputs, outputs, samples, bandwidth) -> dict:
+    moved = sum(t.numel() * t.element_size() for t in inputs)
+    moved += sum(t.numel() * t.element_size() for t in outputs)
+    row = {
+        "weight": workload.weight,
+        "bytes": moved,
+        "floor_us": roofline_floor_ms(moved, bandwidth) * 1e3,
+    }
+    for role, rounds in samples.items():
+        everything = [value for values in rounds for value in values]
+        row[f"{role}_median_us"] = median(everything) * 1e3
+        row[f"{role}_spread"] = spread(everything)
+        row[f"{role}_round_medians_us"] = [median(values) * 1e3 for values in rounds]
+    if "baseline" in samples:
+        row["speedup"] = row["baseline_median_us"] / row["candidate_median_us"]
+    return row
