@@ -1,10 +1,14 @@
-"""Raw Linux syscalls the Landlock fence needs, through `_ctypes` so the launcher starts fast."""
+"""Raw Linux syscalls the Landlock fence needs, through `_ctypes` so the launcher starts fast.
+
+Only builtin modules (`posix`, not `os`; `_ctypes`, not `ctypes`): the launcher imports this
+before every fenced command, and `os` plus `ctypes` cost several milliseconds there.
+"""
 
 import _ctypes
-import os
+import posix
 import sys
 
-MACHINE = os.uname().machine
+MACHINE = posix.uname().machine
 # name: (x86_64, aarch64); numbers 424 and up are shared by every architecture.
 _NUMBERS = {
     "ioctl": (16, 29),
@@ -72,7 +76,7 @@ def syscall(name: str, *arguments) -> int:
     result = _syscall(_Long(number(name)), *converted)
     if result == -1:
         error = _ctypes.get_errno()
-        raise OSError(error, f"{name}: {os.strerror(error)}")
+        raise OSError(error, f"{name}: {posix.strerror(error)}")
     return result
 
 
@@ -121,22 +125,20 @@ def create_ruleset(abi: int, fs_rights: int, net_rights: int, scopes: int) -> in
     if abi >= 6:
         attribute += u64(scopes)
     ruleset = syscall("landlock_create_ruleset", attribute, len(attribute), 0)
-    os.set_inheritable(ruleset, False)  # reaches the launcher only through pass_fds
+    posix.set_inheritable(ruleset, False)  # reaches the launcher only through pass_fds
     return ruleset
 
 
 def add_path_rule(ruleset_fd: int, path: str, rights: int) -> None:
     """Allow rights beneath path (file rights only when path is not a folder)."""
-    descriptor = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    descriptor = posix.open(path, posix.O_PATH | posix.O_CLOEXEC)
     try:
-        import stat
-
-        if not stat.S_ISDIR(os.fstat(descriptor).st_mode):
+        if posix.fstat(descriptor).st_mode & 0o170000 != 0o040000:  # not a folder
             rights &= FS_FILE_RIGHTS
         attribute = u64(rights) + descriptor.to_bytes(4, sys.byteorder, signed=True)
         syscall("landlock_add_rule", ruleset_fd, 1, attribute, 0)
     finally:
-        os.close(descriptor)
+        posix.close(descriptor)
 
 
 def add_port_rule(ruleset_fd: int, port: int, rights: int) -> None:
@@ -167,7 +169,7 @@ def drop_all_capabilities() -> None:
     try:
         syscall("prctl", PR_SET_SECUREBITS, SECUREBITS_LOCKED_NOROOT, 0, 0, 0)
     except OSError:
-        if os.geteuid() == 0:
+        if posix.geteuid() == 0:
             raise
     for capability in range(64):
         try:
