@@ -9,7 +9,7 @@ import triton
 
 from operators import triton_runtime
 
-INTERPRETER_MAX_ROWS = 128
+INTERPRETER_MAX_ROWS = 1024
 """Most rows one interpreted program takes."""
 
 INTERPRETER_MAX_ELEMENTS = 1 << 17

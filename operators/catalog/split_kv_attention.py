@@ -19,6 +19,8 @@ INTERPRETER_MAX_BLOCK = 64
 """Largest query and key block under the interpreter (a prefix of 65 still spans two)."""
 INTERPRETER_MAX_HEADS = 8
 """Most query heads one interpreted program serves."""
+INTERPRETER_MAX_SCORES = 1 << 18
+"""Most scores in one interpreted key block: folding batches multiplies both of its sides."""
 
 
 def split_kv_attention_reference(
@@ -46,20 +48,39 @@ def _attend_to_keys(
     k_ptr,
     v_ptr,
     length,
+    batch_stride,
     token_stride,
     head_dim,
     score_scale,
+    row_batch,
+    batches_left,
+    BATCHES: tl.constexpr,
     BLOCK_KEYS: tl.constexpr,
     BLOCK_DIM: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
-    """Online-softmax accumulation of one query block over `length` keys (base-2 scores)."""
+    """Online-softmax accumulation of one query block over `length` keys (base-2 scores).
+
+    With BATCHES > 1 the key block holds BLOCK_KEYS keys of each batch side by side, and a query
+    row scores only its own batch's keys (`row_batch`, relative to the program's first batch).
+    """
     dims = tl.arange(0, BLOCK_DIM)
+    columns = tl.arange(0, BATCHES * BLOCK_KEYS)
+    key_batch = columns // BLOCK_KEYS
+    key_index = columns % BLOCK_KEYS
     for start in range(0, length, BLOCK_KEYS):
-        keys = start + tl.arange(0, BLOCK_KEYS)
-        valid = keys < length
-        offsets = keys[:, None] * token_stride + dims[None, :]
-        mask = valid[:, None] & (dims[None, :] < head_dim)
+        if BATCHES == 1:
+            keys = start + tl.arange(0, BLOCK_KEYS)
+            valid = keys < length
+            offsets = keys[:, None] * token_stride + dims[None, :]
+            mask = valid[:, None] & (dims[None, :] < head_dim)
+            scored = valid[None, :]
+        else:
+            keys = start + key_index
+            valid = keys < length
+            offsets = (key_batch * batch_stride + keys * token_stride)[:, None] + dims[None, :]
+            mask = (valid & (key_batch < batches_left))[:, None] & (dims[None, :] < head_dim)
+            scored = valid[None, :] & (key_batch[None, :] == row_batch[:, None])
         key = tl.load(k_ptr + offsets, mask=mask, other=0.0)
         value = tl.load(v_ptr + offsets, mask=mask, other=0.0)
         if UPCAST:  # the interpreter multiplies BF16 dot operands as raw integers
@@ -67,7 +88,7 @@ def _attend_to_keys(
         else:
             scores = tl.dot(q, tl.trans(key))
         scores = scores * score_scale
-        scores = tl.where(valid[None, :], scores, float("-inf"))
+        scores = tl.where(scored, scores, float("-inf"))
         new_max = tl.maximum(row_max, tl.max(scores, axis=1))
         correction = tl.exp2(row_max - new_max)
         weights = tl.exp2(scores - new_max[:, None])
@@ -108,29 +129,36 @@ def _split_kv_attention_kernel(
     kv_head_stride,
     kv_token_stride,
     score_scale,
+    batches,
+    BATCHES: tl.constexpr,
     HEADS: tl.constexpr,
     BLOCK_QUERIES: tl.constexpr,
     BLOCK_KEYS: tl.constexpr,
     BLOCK_DIM: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
-    # A program serves HEADS query heads of one key/value group: its block's rows are
-    # (head, query) pairs, so the group's keys and values are read once for all of them.
+    # A program serves BATCHES batch rows and HEADS query heads of one key/value group: its
+    # block's rows are (batch, head, query) triples, the group's keys read once for its heads.
     head_groups = query_heads // HEADS
-    batch = tl.program_id(1) // head_groups
+    first_batch = tl.program_id(1) // head_groups * BATCHES
     first_head = (tl.program_id(1) % head_groups) * HEADS
     kv_head = first_head // (query_heads // kv_heads)
-    rows = tl.arange(0, HEADS * BLOCK_QUERIES)
-    head = first_head + rows // BLOCK_QUERIES
+    rows = tl.arange(0, BATCHES * HEADS * BLOCK_QUERIES)
+    row_batch = rows // (HEADS * BLOCK_QUERIES)
+    batch = first_batch + row_batch
+    head = first_head + (rows // BLOCK_QUERIES) % HEADS
     queries = tl.program_id(0) * BLOCK_QUERIES + rows % BLOCK_QUERIES
     dims = tl.arange(0, BLOCK_DIM)
-    mask = (queries[:, None] < tokens) & (dims[None, :] < head_dim)
+    present = (queries < tokens) & (batch < batches)
+    mask = present[:, None] & (dims[None, :] < head_dim)
     q_rows = batch * q_batch_stride + head * q_head_stride + queries * q_token_stride
     q = tl.load(q_ptr + q_rows[:, None] + dims[None, :], mask=mask, other=0.0)
-    acc = tl.zeros((HEADS * BLOCK_QUERIES, BLOCK_DIM), dtype=tl.float32)
-    row_max = tl.full((HEADS * BLOCK_QUERIES,), float("-inf"), dtype=tl.float32)
-    row_sum = tl.zeros((HEADS * BLOCK_QUERIES,), dtype=tl.float32)
-    cache = batch * cache_batch_stride + kv_head * cache_head_stride
+    block_rows: tl.constexpr = BATCHES * HEADS * BLOCK_QUERIES
+    acc = tl.zeros((block_rows, BLOCK_DIM), dtype=tl.float32)
+    row_max = tl.full((block_rows,), float("-inf"), dtype=tl.float32)
+    row_sum = tl.zeros((block_rows,), dtype=tl.float32)
+    batches_left = batches - first_batch
+    cache = first_batch * cache_batch_stride + kv_head * cache_head_stride
     acc, row_max, row_sum = _attend_to_keys(
         q,
         acc,
@@ -139,14 +167,18 @@ def _split_kv_attention_kernel(
         k_cache_ptr + cache,
         v_cache_ptr + cache,
         prefix,
+        cache_batch_stride,
         cache_token_stride,
         head_dim,
         score_scale,
+        row_batch,
+        batches_left,
+        BATCHES,
         BLOCK_KEYS,
         BLOCK_DIM,
         UPCAST,
     )
-    current = batch * kv_batch_stride + kv_head * kv_head_stride
+    current = first_batch * kv_batch_stride + kv_head * kv_head_stride
     acc, row_max, row_sum = _attend_to_keys(
         q,
         acc,
@@ -155,9 +187,13 @@ def _split_kv_attention_kernel(
         k_ptr + current,
         v_ptr + current,
         tokens,
+        kv_batch_stride,
         kv_token_stride,
         head_dim,
         score_scale,
+        row_batch,
+        batches_left,
+        BATCHES,
         BLOCK_KEYS,
         BLOCK_DIM,
         UPCAST,
@@ -167,20 +203,25 @@ def _split_kv_attention_kernel(
     tl.store(out_ptr + out_rows[:, None] + dims[None, :], out, mask=mask)
 
 
-def _blocks(group: int, tokens: int, prefix: int) -> tuple[int, int, int]:
-    """Query heads per program, query block and key block for this launch.
+def _blocks(batch: int, group: int, tokens: int, prefix: int) -> tuple[int, int, int, int]:
+    """Batch rows and query heads per program, query block and key block for this launch.
 
-    Compiled: one head per program, 16 or 64 queries, 64 keys. Interpreted, where every program
-    instance costs the same fixed overhead: all of a group's heads (a power of two dividing it)
-    and all queries up to 64 in one program, and key blocks up to 64.
+    Compiled: one batch row and head per program, 16 or 64 queries, 64 keys. Interpreted, where
+    every program instance costs the same fixed overhead: all of a group's heads (a power of
+    two dividing it), all queries up to 64, key blocks up to 64, and as many batch rows as keep
+    the score block within INTERPRETER_MAX_SCORES.
     """
     if not triton_runtime.interpreting():
-        return 1, 16 if tokens <= 64 else 64, 64
-    heads = group & -group  # the largest power of two dividing the group
-    heads = min(heads, INTERPRETER_MAX_HEADS)
+        return 1, 1, 16 if tokens <= 64 else 64, 64
+    heads = min(group & -group, INTERPRETER_MAX_HEADS)  # & -group: largest power of two dividing
     block_queries = min(INTERPRETER_MAX_BLOCK, max(16, triton.next_power_of_2(tokens)))
     block_keys = min(INTERPRETER_MAX_BLOCK, max(16, triton.next_power_of_2(max(tokens, prefix))))
-    return heads, block_queries, block_keys
+    batches = triton.next_power_of_2(batch)
+    while batches > 1 and batches * batches * heads * block_queries * block_keys > (
+        INTERPRETER_MAX_SCORES
+    ):
+        batches //= 2
+    return batches, heads, block_queries, block_keys
 
 
 def split_kv_attention_triton(
@@ -206,8 +247,10 @@ def split_kv_attention_triton(
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     if out.numel() == 0:
         return out
-    heads, block_queries, block_keys = _blocks(query_heads // kv_heads, tokens, prefix)
-    grid = (triton.cdiv(tokens, block_queries), batch * query_heads // heads)
+    batches, heads, block_queries, block_keys = _blocks(
+        batch, query_heads // kv_heads, tokens, prefix
+    )
+    grid = (triton.cdiv(tokens, block_queries), triton.cdiv(batch, batches) * query_heads // heads)
     _split_kv_attention_kernel[grid](
         q,
         k_cache,
@@ -224,6 +267,8 @@ def split_kv_attention_triton(
         *k_cache.stride()[:3],
         *k.stride()[:3],
         scale * LOG2_E,
+        batch,
+        BATCHES=batches,
         HEADS=heads,
         BLOCK_QUERIES=block_queries,
         BLOCK_KEYS=block_keys,

@@ -20,7 +20,7 @@ KERNELS = {
     "gated_residual": (
         "operators.catalog.gated_residual",
         "_gated_residual_kernel",
-        {"BLOCK": 1024},
+        {"ROWS": 1, "BLOCK": 1024},
     ),
     "rotate_qk": (
         "operators.catalog.rotate_qk",
