@@ -213,6 +213,7 @@ def test_memory_past_the_limit_fails(fence, layout, python_in_fence):
 def test_descendants_do_not_outlive_the_command(
     fence, layout, python_in_fence, processes_with_marker, command_waits
 ):
+    """Also: the container is removed, after a timeout as after a normal exit."""
     marker = f"{random.randint(10**6, 10**7)}.5"
     script = (
         "import os, subprocess, time\n"
@@ -234,6 +235,8 @@ def test_descendants_do_not_outlive_the_command(
     assert result.timed_out is command_waits
     assert result.returncode == (124 if command_waits else 0)
     assert processes_with_marker(marker) == []
+    if fence.name == "docker":
+        assert labelled_containers_mentioning(marker) == []
 
 
 @pytest.mark.parametrize("grant", ["readable", "readonly_within_workspace"])
@@ -326,3 +329,31 @@ def test_the_attacks_work_without_a_fence(layout):
         assert "home-secret-4419" in result.stdout
         assert victim.wait(timeout=10) == -9
         assert _received(listener) == b"leak"
+
+
+def labelled_containers_mentioning(marker: str) -> list[str]:
+    """Containers of this project (running or not) whose command line contains marker."""
+    import docker
+
+    client = docker.from_env()
+    containers = client.containers.list(all=True, filters={"label": "kernel-controller=1"})
+    return [c.id for c in containers if marker in " ".join(c.attrs["Args"] or [])]
+
+
+@pytest.mark.docker
+def test_container_check_sees_a_leftover_container():
+    """Control for the removal check: a labelled container left behind is found."""
+    import docker
+
+    from sandbox.docker_fence import DockerFence
+
+    marker = f"{random.randint(10**6, 10**7)}.75"
+    client = docker.from_env()
+    leftover = client.containers.create(
+        DockerFence(client)._image(), command=["sleep", marker], labels={"kernel-controller": "1"}
+    )
+    try:
+        assert labelled_containers_mentioning(marker) == [leftover.id]
+    finally:
+        leftover.remove(force=True)
+    assert labelled_containers_mentioning(marker) == []
