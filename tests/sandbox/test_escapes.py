@@ -1,6 +1,8 @@
 """Escape suite: each attack runs inside the fence and its effect is checked from outside."""
 
+import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -311,17 +313,23 @@ def test_signals_to_host_processes_are_refused(fence, layout, python_in_fence):
         victim.wait()
 
 
-def test_the_attacks_work_without_a_fence(layout):
+def test_the_attacks_work_without_a_fence(layout, processes_with_marker):
     """Control: the same attack scripts succeed unfenced, so the fenced passes mean something."""
     from sandbox.unfenced import Unfenced
 
     victim = subprocess.Popen(["sleep", "60"])
-    with _listener() as listener:
+    marker = f"{random.randint(10**6, 10**7)}.125"
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", 0))
+    with _listener() as listener, receiver:
         script = (
-            "import os, signal\n"
+            "import os, signal, socket, subprocess\n"
             f"open({str(layout.victim)!r}, 'w').write('pwned')\n"
             f"print(open({str(layout.home_secret)!r}).read())\n"
             f"os.kill({victim.pid}, signal.SIGKILL)\n"
+            f"subprocess.Popen(['setsid', 'sleep', {marker!r}])\n"
+            "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            f"u.sendto(b'udp', ('127.0.0.1', {receiver.getsockname()[1]}))\n"
         ) + _connect_script(listener.getsockname()[1])
         result = Unfenced().run([sys.executable, "-c", script], layout.policy())
         assert result.returncode == 0, result.stderr
@@ -329,6 +337,12 @@ def test_the_attacks_work_without_a_fence(layout):
         assert "home-secret-4419" in result.stdout
         assert victim.wait(timeout=10) == -9
         assert _received(listener) == b"leak"
+        receiver.settimeout(10)
+        assert receiver.recv(10) == b"udp"
+        survivors = processes_with_marker(marker)
+        assert survivors, "unfenced, a setsid descendant outlives the command"
+        for pid in survivors:
+            os.kill(pid, signal.SIGKILL)
 
 
 def labelled_containers_mentioning(marker: str) -> list[str]:
