@@ -37,7 +37,7 @@ def plan_cases(declaration: OperatorDeclaration, nonce: str, device: str) -> lis
     declared = [(w.name, dict(w.axes)) for w in declaration.workloads]
     if device == "cpu":
         declared = _scaled_for_interpreter(declared)
-    hidden = _hidden_workloads(declared)
+    hidden = _hidden_workloads(declared, nonce)
     cases = []
     for name, axes in declared:
         for distribution in DISTRIBUTIONS:
@@ -95,13 +95,18 @@ def _scaled_for_interpreter(declared):
     return scaled
 
 
-def _hidden_workloads(declared):
-    """Sizes the task never shows: one past the largest of each axis, and every axis at 1."""
+def _hidden_workloads(declared, nonce: str):
+    """Sizes the task never shows: an odd size a nonce-chosen step past the largest of each
+    axis, and every axis at 1."""
     largest: dict[str, int] = {}
     for _, axes in declared:
         for axis, value in axes.items():
             largest[axis] = max(largest.get(axis, 0), value)
-    beyond = {axis: _odd_size_beyond(value) for axis, value in largest.items()}
+    steps = hashlib.sha256(f"{nonce}:hidden".encode()).digest()
+    beyond = {
+        axis: _odd_size_beyond(value, steps[index % len(steps)])
+        for index, (axis, value) in enumerate(sorted(largest.items()))
+    }
     ones = dict.fromkeys(largest, 1)
     hidden = [("hidden_odd", beyond)]
     if all(ones != axes for _, axes in declared):
@@ -109,8 +114,9 @@ def _hidden_workloads(declared):
     return hidden
 
 
-def _odd_size_beyond(value: int) -> int:
-    """An odd size past `value`: close on the interpreter's small sizes, further on a GPU."""
-    step = 1 if value <= CPU_SMALLEST_SCALED + 8 else 13
-    size = value + step
+def _odd_size_beyond(value: int, entropy: int) -> int:
+    """An odd size past `value`: a few past on the interpreter's small sizes, up to 64 past
+    on a GPU's, by a nonce-chosen step."""
+    span = 2 if value <= CPU_SMALLEST_SCALED + 8 else 64
+    size = value + 1 + entropy % span
     return size if size % 2 else size + 1

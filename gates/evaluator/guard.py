@@ -32,6 +32,7 @@ from gates.evaluator.detectors.tampering import (
     check_unchanged,
 )
 from gates.evaluator.detectors.tensor_types import check_output_tensor
+from gates.evaluator.detectors.trace_evasion import TraceEvasionTripwires
 from gates.evaluator.protocol import CaseRecord
 from gates.evaluator.streams import LaunchStreamRecorder
 from gates.evaluator.tracing import CandidateTracer, HostComputeMonitor, triton_internal_code
@@ -60,6 +61,7 @@ class CandidateGuard:
         self.internal_code = triton_internal_code()
         self.extra_ops = frozenset(extra_ops)
         self.streams = LaunchStreamRecorder(device)
+        self.tripwires = TraceEvasionTripwires([str(self.folder)])
         evaluator_modules = [m for n, m in sorted(sys.modules.items()) if _is_watched(n)]
         self.timers = IdentitySnapshot(TIMER_PATHS, [])
         self.evaluator = IdentitySnapshot(EVALUATOR_PATHS, evaluator_modules)
@@ -86,6 +88,7 @@ class CandidateGuard:
     def check_environment(self, when: str) -> None:
         """Audit events, identities, threads: raise the first cheat seen."""
         self.audit.raise_first()
+        self.tripwires.raise_first()
         check_unchanged(self.timers, self.evaluator, when)
         check_threads(self.python_threads, self.native_threads, self.main_thread_name)
 

@@ -9,6 +9,8 @@ CPU_CHEATS = {
     "functional_fallback": ("REJECTED", "compute_fallback"),
     "host_compute": ("REJECTED", "compute_fallback"),
     "import_compute": ("REJECTED", "compute_fallback"),
+    "dispatch_disable": ("REJECTED", "compute_fallback"),
+    "child_process": ("REJECTED", "concurrency"),
     "shape_memo": ("REJECTED", "output_replay"),
     "kept_buffer": ("REJECTED", "output_replay"),
     "aliased_output": ("REJECTED", "output_replay"),

@@ -12,6 +12,13 @@ class ExtraThreads(CheatDetected):
     detector = "concurrency"
 
 
+class ChildProcess(CheatDetected):
+    """The solution started another process (fork, spawn, subprocess) to work outside the
+    evaluator's view."""
+
+    detector = "concurrency"
+
+
 class SideStreamWork(CheatDetected):
     """The solution launched work on a CUDA stream other than the evaluator's, so the end
     event does not wait for it."""

@@ -12,6 +12,7 @@ import sysconfig
 import threading
 
 from gates.evaluator.detectors import CheatDetected
+from gates.evaluator.detectors.concurrency import ChildProcess
 
 
 class EvaluatorIntrospection(CheatDetected):
@@ -51,8 +52,22 @@ FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f
 CODE_EVENTS = frozenset(
     {"exec", "compile", "code.__new__", "sys.setprofile", "sys.settrace", "sys.addaudithook"}
 )
+PROCESS_EVENTS = frozenset(
+    {
+        "os.fork",
+        "os.forkpty",
+        "os.system",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.exec",
+        "subprocess.Popen",
+        "pty.spawn",
+    }
+)
 FRAME_HELPERS = ("inspect.py", "traceback.py")
-WATCHED_EVENTS = HEAP_EVENTS | FRAME_EVENTS | CODE_EVENTS | {"open", "object.__setattr__"}
+WATCHED_EVENTS = (
+    HEAP_EVENTS | FRAME_EVENTS | CODE_EVENTS | PROCESS_EVENTS | {"open", "object.__setattr__"}
+)
 STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"])
 
 
@@ -94,7 +109,7 @@ class AuditMonitor:
                 self.findings.append(EvaluatorFileAccess(f"opened {os.fsdecode(path)}"))
                 raise PermissionError(f"{os.fsdecode(path)} belongs to the evaluator")
             return
-        if event in HEAP_EVENTS:
+        if event in HEAP_EVENTS or event in PROCESS_EVENTS:
             origin = self._origin(walk_stdlib=True)
         elif event in FRAME_EVENTS:
             origin = self._origin(walk_stdlib=False, helpers=FRAME_HELPERS)
@@ -104,6 +119,8 @@ class AuditMonitor:
             return
         if event in CODE_EVENTS:
             self.findings.append(DynamicCode(f"{event} called from {origin}"))
+        elif event in PROCESS_EVENTS:
+            self.findings.append(ChildProcess(f"{event} called from {origin}"))
         else:
             what = args[1] if event == "object.__getattr__" else event
             self.findings.append(EvaluatorIntrospection(f"{what} used from {origin}"))
