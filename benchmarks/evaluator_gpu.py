@@ -28,7 +28,7 @@ CHEATS = {
 
 def main() -> int:
     import torch
-    from conftest import cheat_solution
+    from cheat_packing import cheat_solution
 
     from gates.evaluator.evaluation import evaluate
     from gates.tasks.generation import write_package

@@ -30,6 +30,8 @@ def add_parser(subparsers) -> None:
 
 def run(arguments) -> int:
     from gates.evaluator.evaluation import evaluate
+    from gates.evaluator.traces import result_traces
+    from gates.tasks.package import load_task
 
     result = evaluate(
         arguments.task,
@@ -39,7 +41,10 @@ def run(arguments) -> int:
         incumbent=arguments.incumbent,
     )
     if arguments.json:
-        print(json.dumps(result.model_dump(mode="json"), indent=2))
+        document = result.model_dump(mode="json")
+        traces = result_traces(result, load_task(arguments.task))
+        document["traces"] = [trace.model_dump(mode="json", exclude_none=True) for trace in traces]
+        print(json.dumps(document, indent=2))
     else:
         print(f"{result.operator}: {result.status}  ({result.seconds:.1f} s)")
         if result.reason:

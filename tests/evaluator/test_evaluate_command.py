@@ -6,8 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import cheat_solution, evaluate_many
+from cheat_packing import cheat_solution
+from conftest import evaluate_many
 
+from gates.tasks.trace import Trace
 from operators import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +49,11 @@ def test_evaluate_exit_codes_and_json(task_root, tmp_path):
         "--json",
     )
     assert passed.returncode == 0, passed.stderr
-    assert json.loads(passed.stdout)["status"] == "PASSED"
+    document = json.loads(passed.stdout)
+    assert document["status"] == "PASSED"
+    traces = [Trace.model_validate(trace) for trace in document["traces"]]
+    assert len(traces) == len(REGISTRY.declaration("rms_norm").workloads)
+    assert all(t.evaluation.status == "PASSED" and t.evaluation.correctness for t in traces)
     cheat = cheat_solution("torch_fallback", tmp_path)
     failed = controller("evaluate", str(task_root / "rms_norm"), "--solution", str(cheat))
     assert failed.returncode == 1

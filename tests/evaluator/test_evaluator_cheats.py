@@ -1,7 +1,8 @@
 """Every cheat class the CPU can show is rejected, with the detector that names it."""
 
 import pytest
-from conftest import cheat_solution, evaluate_many
+from cheat_packing import cheat_solution
+from conftest import evaluate_many
 
 # fixture file -> (expected status, expected detector or None)
 CPU_CHEATS = {

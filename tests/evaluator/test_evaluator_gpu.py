@@ -2,7 +2,7 @@
 the timing-only cheats (side stream, timer patch, implausible speed) are rejected."""
 
 import pytest
-from conftest import cheat_solution
+from cheat_packing import cheat_solution
 
 GPU_CHEATS = {
     "side_stream": {"concurrency", "plausibility"},

@@ -112,3 +112,16 @@ def test_generate_command_lists_writes_and_refuses(tmp_path):
     assert again.returncode == 2 and "--force" in again.stderr
     unknown = controller("generate", "no_such_operator", "--output", str(tmp_path))
     assert unknown.returncode == 2 and len(unknown.stderr.strip().splitlines()) == 1
+
+
+def test_packages_load_in_flashinfer_bench_where_installed(task_root):
+    data = pytest.importorskip("flashinfer_bench.data")
+    for declaration in REGISTRY:
+        folder = task_root / declaration.name
+        definition = json.loads((folder / "definition.json").read_text())
+        data.Definition.model_validate(definition)
+        data.Solution.model_validate(
+            json.loads((folder / "solution" / "solution.json").read_text())
+        )
+        for line in (folder / "workloads.jsonl").read_text().splitlines():
+            data.Trace.model_validate_json(line)

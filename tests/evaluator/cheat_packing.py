@@ -1,0 +1,29 @@
+"""Pack a cheat fixture and the shared honest kernel into one solution JSON (no pytest, so
+the GPU benchmark can use it too)."""
+
+import json
+from pathlib import Path
+
+CHEATS = Path(__file__).resolve().parent / "cheats"
+
+
+def cheat_solution(name: str, folder: Path, definition: str = "rms_norm") -> Path:
+    """Write cheats/<name>.py plus cheats/rms_kernel.py as <folder>/<name>.json."""
+    sources = [
+        {"path": "cheat.py", "content": (CHEATS / f"{name}.py").read_text()},
+        {"path": "rms_kernel.py", "content": (CHEATS / "rms_kernel.py").read_text()},
+    ]
+    document = {
+        "name": f"cheat_{name}",
+        "definition": definition,
+        "author": "tests",
+        "spec": {
+            "language": "triton",
+            "target_hardware": ["cpu", "NVIDIA H200"],
+            "entry_point": "cheat.py::rms_norm",
+        },
+        "sources": sources,
+    }
+    path = Path(folder) / f"{name}.json"
+    path.write_text(json.dumps(document))
+    return path
