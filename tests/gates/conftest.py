@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from target_fixture import GOOD_EDITS, apply_edits, write_target
 
-from gates.registration.commands import UnfencedRunner
+from gates.registration.commands import UnfencedRunner, make_runner
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +35,13 @@ def make_candidate(base_tree, tmp_path) -> Callable[..., Path]:
 
 @pytest.fixture(scope="session")
 def runner():
-    return UnfencedRunner()
+    """The Landlock fence where this machine can enforce it (as the gates run by default)."""
+    from sandbox.errors import FenceError
+
+    try:
+        return make_runner("landlock")
+    except FenceError:
+        return UnfencedRunner()
 
 
 @pytest.fixture

@@ -187,9 +187,7 @@ def write_target(root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     runtime = root / "operators"
     shutil.copytree(REPO / "operators", runtime, ignore=shutil.ignore_patterns("__pycache__"))
-    for extra in (runtime / "catalog").iterdir():
-        if extra.name not in ("rms_norm.py", "shapes.py"):
-            extra.unlink() if extra.is_file() else shutil.rmtree(extra)
+    (runtime / "catalog" / "gelu_tanh.py").unlink(missing_ok=True)
     files = {
         "pyproject.toml": PYPROJECT,
         "operators/catalog/__init__.py": CATALOG_BASE,
