@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Every GPU check and benchmark of the project in one or two device calls, logs under $OUT.
+#   part 1: catalog kernels, the example model at pi0.5 size, fences with a GPU
+#   part 2: the evaluator benchmark and the GPU-marked tests
+# Usage on the GPU machine, from the repository root: bash benchmarks/gpu_session.sh 1|2
+set -u
+cd "$(dirname "$0")/.."
+part=${1:-1}
+OUT=${OUT:-/tmp/gpu-session}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+# The GPU image lacks pydantic: install carried wheels (see docs/benchmarks.md) beside the repo.
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl >/dev/null 2>&1
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD
+fi
+{
+  date -u +%Y-%m-%dT%H:%MZ
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 -c 'import sys, torch, triton; print("python", sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__)'
+} | tee "$OUT/versions_$part.txt"
+
+run() {  # run NAME SECONDS CMD...: tee output to $OUT/NAME.log, never stop the script
+  local name=$1 seconds=$2; shift 2
+  echo "=== $name: $*"
+  timeout "$seconds" "$@" > "$OUT/$name.log" 2>&1
+  echo "=== $name exit $?"
+  tail -n 40 "$OUT/$name.log"
+}
+
+if [ "$part" = 1 ]; then
+  run catalog 240 python3 benchmarks/catalog_gpu.py
+  run example_pi05_b1 120 python3 -m controller example run --size pi05 --batch 1
+  run example_pi05_b8 120 python3 -m controller example run --size pi05 --batch 8
+  run fences 90 python3 benchmarks/fence_startup.py --runs 30 --fences landlock,none --gpu-check
+else
+  run evaluator 400 python3 benchmarks/evaluator_gpu.py
+  run pytest_gpu 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator tests/examples
+fi
