@@ -1,18 +1,11 @@
 """Whole register runs on the fixture target: feedback, acceptance, the branch, rejection."""
 
 import json
-import subprocess
 from pathlib import Path
 
-from register_session import GOOD_EDITS, SITE_ARGUMENTS, good_actions
+from register_session import SITE_ARGUMENTS, expected_tree, git, good_actions, only_run
 
 from controller.cli import main
-
-
-def git(repo: Path, *arguments: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *arguments], capture_output=True, text=True, check=True
-    ).stdout.strip()
 
 
 def run_register(target, session, tmp_path, fence_arguments, *extra: str) -> int:
@@ -21,24 +14,9 @@ def run_register(target, session, tmp_path, fence_arguments, *extra: str) -> int
     return main([*arguments, "--runs-dir", str(tmp_path / "runs"), *extra])
 
 
-def only_run(tmp_path) -> Path:
-    (run,) = (tmp_path / "runs").glob("register-*")
-    return run
-
-
 def verdicts(run: Path, attempt: int) -> dict[str, dict]:
     folder = run / "attempts" / f"{attempt:04d}" / "verdicts"
     return {v["gate"]: v for v in (json.loads(f.read_text()) for f in folder.glob("*.json"))}
-
-
-def expected_tree(target: Path, tmp_path: Path) -> str:
-    """The tree id BASE plus the good edits has (git tree ids depend on content only)."""
-    copy = tmp_path / "expected"
-    subprocess.run(["git", "clone", "-q", str(target), str(copy)], check=True)
-    for path, text in GOOD_EDITS.items():
-        (copy / path).write_text(text)
-    git(copy, "add", "-A")
-    return git(copy, "write-tree")
 
 
 def test_a_forgotten_site_gets_feedback_and_the_second_attempt_is_branched(
