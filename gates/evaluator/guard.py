@@ -19,11 +19,13 @@ from gates.evaluator.detectors.compute_fallback import (
 )
 from gates.evaluator.detectors.concurrency import (
     SideStreamWork,
+    ThreadStartTripwire,
     check_threads,
     os_threads,
     thread_snapshot,
 )
 from gates.evaluator.detectors.introspection import AuditMonitor
+from gates.evaluator.detectors.precision import PrecisionDowngrade
 from gates.evaluator.detectors.replay import OutputAliasesInput, OutputMemoryReused
 from gates.evaluator.detectors.tampering import (
     EVALUATOR_PATHS,
@@ -38,6 +40,7 @@ from gates.evaluator.streams import LaunchStreamRecorder
 from gates.evaluator.tracing import CandidateTracer, HostComputeMonitor, triton_internal_code
 from operators.declaration import as_outputs
 
+REPEAT_SUFFIX = "#repeat"
 COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure", "PTXASError")
 
 
@@ -62,6 +65,7 @@ class CandidateGuard:
         self.extra_ops = frozenset(extra_ops)
         self.streams = LaunchStreamRecorder(device)
         self.tripwires = TraceEvasionTripwires([str(self.folder)])
+        self.thread_starts = ThreadStartTripwire([str(self.folder)])
         evaluator_modules = [m for n, m in sorted(sys.modules.items()) if _is_watched(n)]
         self.timers = IdentitySnapshot(TIMER_PATHS, [])
         self.evaluator = IdentitySnapshot(EVALUATOR_PATHS, evaluator_modules)
@@ -89,6 +93,7 @@ class CandidateGuard:
         """Audit events, identities, threads: raise the first cheat seen."""
         self.audit.raise_first()
         self.tripwires.raise_first()
+        self.thread_starts.raise_first()
         check_unchanged(self.timers, self.evaluator, when)
         check_threads(self.python_threads, self.native_threads, self.main_thread_name)
 
@@ -102,6 +107,9 @@ class CandidateGuard:
                 if case.repeat:
                     again, _ = self.checked_call(function, case, pristine[case.key])
                     repeat_digests = [tensor_digest(t) for t in again]
+                    outputs[case.key + REPEAT_SUFFIX] = [
+                        t.detach().to("cpu", copy=True) for t in again
+                    ]
             except CandidateCallError as error:
                 if not case.hidden:
                     raise
@@ -131,6 +139,8 @@ class CandidateGuard:
         except Exception as error:
             status = "COMPILE_ERROR" if _is_compile_error(error) else "RUNTIME_ERROR"
             raise CandidateCallError(status, f"{case.key}: {_describe(error)}") from None
+        if tracer.narrowing and len(tracer.casts) == len(tracer.disallowed):
+            raise PrecisionDowngrade(f"{case.key}: narrowing casts {_first(tracer.narrowing)}")
         if tracer.disallowed:
             raise TorchComputeFallback(f"{case.key}: ATen compute {_first(tracer.disallowed)}")
         if host.calls:

@@ -11,7 +11,7 @@ from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.detectors.hardcoding import ShapeSpecificHardcoding
 from gates.evaluator.detectors.input_mutation import InputMutated
 from gates.evaluator.diagnosis import diagnose
-from gates.evaluator.guard import tensor_digest
+from gates.evaluator.guard import REPEAT_SUFFIX, tensor_digest
 from gates.evaluator.protocol import CandidateReport, EvaluationRequest, JudgeReport
 
 
@@ -44,9 +44,10 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
             record, produced = records.get(case.key), outputs.get(case.key)
             if record is None or produced is None:
                 raise CaseFailure("RUNTIME_ERROR", f"{case.key}: the candidate reported no output")
-            others = {k: v for k, v in outputs.items() if k != case.key}
+            others = {k: v for k, v in outputs.items() if k.split(REPEAT_SUFFIX)[0] != case.key}
             try:
-                _check_case(declaration, case, device, record, produced, others, errors)
+                repeat = outputs.get(case.key + REPEAT_SUFFIX)
+                _check_case(declaration, case, device, record, produced, repeat, others, errors)
             except (CaseFailure, CheatDetected) as failure:
                 if not case.hidden:
                     raise
@@ -100,7 +101,7 @@ class Errors:
         self.relative = max(self.relative, float((error / scale).max()))
 
 
-def _check_case(declaration, case, device, record, produced, others, errors: Errors) -> None:
+def _check_case(declaration, case, device, record, produced, repeat, others, errors) -> None:
     inputs = declaration.make_inputs(case.as_workload(), case.seed, case.distribution, device)
     before = [tensor_digest(t) for t in inputs]
     if record.input_digests_after != before:
@@ -114,6 +115,18 @@ def _check_case(declaration, case, device, record, produced, others, errors: Err
         raise InputMutated(f"{case.key}: inputs {changed or '?'} changed during the call")
     with torch.no_grad():
         reference = [t.detach().cpu() for t in declaration.run_reference(*inputs)]
+    for attempt in [produced] + ([repeat] if repeat is not None else []):
+        _check_outputs(declaration, case, attempt, reference, others, errors)
+    if record.repeat_output_digests is not None:
+        if repeat is None:
+            raise CaseFailure("INCORRECT_NUMERICAL", f"{case.key}: the repeated call is missing")
+        if [tensor_digest(t) for t in repeat] != [tensor_digest(t) for t in produced]:
+            raise CaseFailure(
+                "INCORRECT_NUMERICAL", f"{case.key}: two identical calls gave different outputs"
+            )
+
+
+def _check_outputs(declaration, case, produced, reference, others, errors: Errors) -> None:
     contract = declaration.contract
     for spec, got, expected in zip(declaration.outputs, produced, reference, strict=True):
         if got.dtype != expected.dtype:
@@ -129,11 +142,6 @@ def _check_case(declaration, case, device, record, produced, others, errors: Err
                 raise cheat
             raise CaseFailure("INCORRECT_NUMERICAL", f"{case.key}: {violation.describe()}")
         errors.add(got, expected)
-    repeated = record.repeat_output_digests
-    if repeated is not None and repeated != [tensor_digest(t) for t in produced]:
-        raise CaseFailure(
-            "INCORRECT_NUMERICAL", f"{case.key}: two identical calls gave different outputs"
-        )
 
 
 def _bad_elements(contract, got: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:

@@ -15,6 +15,7 @@ import triton
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from gates.evaluator.detectors.compute_fallback import HOST_TRANSFER_METHODS, is_allowed_op
+from gates.evaluator.detectors.precision import narrows_precision
 from gates.evaluator.detectors.uninitialised_memory import poison
 
 POISONED_ALLOCATIONS = frozenset(
@@ -73,6 +74,8 @@ class CandidateTracer(TorchDispatchMode):
         self.extra_allowed = extra_allowed
         self.poison_outputs = poison_outputs
         self.disallowed: list[str] = []
+        self.narrowing: list[str] = []
+        self.casts: list[str] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -82,6 +85,10 @@ class CandidateTracer(TorchDispatchMode):
         name = func.overloadpacket.__name__
         if not is_allowed_op(name, func._overloadname, args, kwargs, self.extra_allowed):
             self.disallowed.append(str(func))
+            if name in ("_to_copy", "copy_"):
+                self.casts.append(str(func))
+            if narrows_precision(name, args, kwargs, result):
+                self.narrowing.append(str(func))
         elif self.poison_outputs and name in POISONED_ALLOCATIONS:
             poison(result)
         return result

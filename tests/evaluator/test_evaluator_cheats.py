@@ -12,6 +12,8 @@ CPU_CHEATS = {
     "import_compute": ("REJECTED", "compute_fallback"),
     "dispatch_disable": ("REJECTED", "compute_fallback"),
     "child_process": ("REJECTED", "concurrency"),
+    "thread_offload": ("REJECTED", "concurrency"),
+    "narrow_inputs": ("REJECTED", "precision"),
     "shape_memo": ("REJECTED", "output_replay"),
     "kept_buffer": ("REJECTED", "output_replay"),
     "aliased_output": ("REJECTED", "output_replay"),

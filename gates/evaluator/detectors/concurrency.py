@@ -57,3 +57,48 @@ def _thread_name(tid: int) -> str:
             return handle.read().strip()
     except OSError:
         return ""
+
+
+class ThreadStartTripwire:
+    """Wraps the thread-start entry points and records starts made from the solution's files
+    (a short-lived thread escapes both the thread count and the caller's ATen trace)."""
+
+    ENTRY_POINTS = (
+        ("threading", "_start_new_thread"),
+        ("threading", "_start_joinable_thread"),
+        ("_thread", "start_new_thread"),
+        ("_thread", "start_joinable_thread"),
+    )
+
+    def __init__(self, solution_dirs: list[str]) -> None:
+        import sys
+
+        self.solution_dirs = tuple(os.path.realpath(d) + os.sep for d in solution_dirs)
+        self.findings: list[ExtraThreads] = []
+        for module_name, name in self.ENTRY_POINTS:
+            module = sys.modules.get(module_name) or __import__(module_name)
+            original = getattr(module, name, None)
+            if original is not None:
+                setattr(module, name, self._wrap(original))
+
+    def _wrap(self, original):
+        import sys
+        import sysconfig
+
+        stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"])
+        tripwire = self
+
+        def start_thread(*args, **kwargs):
+            frame = sys._getframe(1)
+            while frame is not None and frame.f_code.co_filename.startswith(stdlib):
+                frame = frame.f_back
+            if frame is not None and frame.f_code.co_filename.startswith(tripwire.solution_dirs):
+                where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+                tripwire.findings.append(ExtraThreads(f"a thread was started from {where}"))
+            return original(*args, **kwargs)
+
+        return start_thread
+
+    def raise_first(self) -> None:
+        if self.findings:
+            raise self.findings[0]

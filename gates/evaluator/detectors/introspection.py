@@ -12,7 +12,7 @@ import sysconfig
 import threading
 
 from gates.evaluator.detectors import CheatDetected
-from gates.evaluator.detectors.concurrency import ChildProcess
+from gates.evaluator.detectors.concurrency import ChildProcess, ExtraThreads
 
 
 class EvaluatorIntrospection(CheatDetected):
@@ -65,8 +65,14 @@ PROCESS_EVENTS = frozenset(
     }
 )
 FRAME_HELPERS = ("inspect.py", "traceback.py")
+THREAD_EVENTS = frozenset({"_thread.start_new_thread"})  # raised by Python 3.13+
 WATCHED_EVENTS = (
-    HEAP_EVENTS | FRAME_EVENTS | CODE_EVENTS | PROCESS_EVENTS | {"open", "object.__setattr__"}
+    HEAP_EVENTS
+    | FRAME_EVENTS
+    | CODE_EVENTS
+    | PROCESS_EVENTS
+    | THREAD_EVENTS
+    | {"open", "object.__setattr__"}
 )
 STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"])
 
@@ -109,7 +115,7 @@ class AuditMonitor:
                 self.findings.append(EvaluatorFileAccess(f"opened {os.fsdecode(path)}"))
                 raise PermissionError(f"{os.fsdecode(path)} belongs to the evaluator")
             return
-        if event in HEAP_EVENTS or event in PROCESS_EVENTS:
+        if event in HEAP_EVENTS or event in PROCESS_EVENTS or event in THREAD_EVENTS:
             origin = self._origin(walk_stdlib=True)
         elif event in FRAME_EVENTS:
             origin = self._origin(walk_stdlib=False, helpers=FRAME_HELPERS)
@@ -121,6 +127,8 @@ class AuditMonitor:
             self.findings.append(DynamicCode(f"{event} called from {origin}"))
         elif event in PROCESS_EVENTS:
             self.findings.append(ChildProcess(f"{event} called from {origin}"))
+        elif event in THREAD_EVENTS:
+            self.findings.append(ExtraThreads(f"a thread was started from {origin}"))
         else:
             what = args[1] if event == "object.__getattr__" else event
             self.findings.append(EvaluatorIntrospection(f"{what} used from {origin}"))

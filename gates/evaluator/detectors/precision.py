@@ -45,3 +45,18 @@ def _fits(values: torch.Tensor, dtype: torch.dtype) -> bool:
     round_trip = values.to(dtype).to(values.dtype)
     fraction = float((round_trip == values).double().mean())
     return fraction > 0.999
+
+
+def narrows_precision(name: str, args, kwargs, result) -> bool:
+    """True for a cast or copy that moves floating values into a narrower float format."""
+    if name not in ("_to_copy", "copy_", "to", "type_as") or not args:
+        return False
+    source = args[1] if name == "copy_" and len(args) > 1 else args[0]
+    target = args[0] if name == "copy_" else result
+    if not isinstance(source, torch.Tensor) or not isinstance(target, torch.Tensor):
+        return False
+    if not (source.is_floating_point() and target.is_floating_point()):
+        return False
+    return torch.finfo(target.dtype).bits < torch.finfo(source.dtype).bits or (
+        torch.finfo(target.dtype).eps > torch.finfo(source.dtype).eps
+    )
