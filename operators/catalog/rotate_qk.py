@@ -7,7 +7,7 @@ import torch
 import triton
 import triton.language as tl
 
-from operators import triton_runtime  # noqa: F401  (selects the interpreter before any kernel)
+from operators import triton_runtime  # first: it selects the interpreter before any kernel
 from operators.catalog.blocking import rows_per_program
 from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, sequence_workloads
@@ -92,9 +92,12 @@ def _rotate_qk_kernel(
     k_token_stride,
     table_stride,
     q_programs,
+    k_first_program,
     ROWS: tl.constexpr,
     BLOCK_DIM: tl.constexpr,
 ):
+    # Programs [0, q_programs) rotate query rows and programs from k_first_program on rotate
+    # key rows: disjoint ranges when compiled, overlapping under the interpreter.
     program = tl.program_id(0)
     if program < q_programs:
         _rotate_rows(
@@ -114,13 +117,13 @@ def _rotate_qk_kernel(
             ROWS,
             BLOCK_DIM,
         )
-    else:
+    if program >= k_first_program:
         _rotate_rows(
             k_ptr,
             k_out_ptr,
             cos_ptr,
             sin_ptr,
-            (program - q_programs) * ROWS,
+            (program - k_first_program) * ROWS,
             k_rows,
             kv_heads,
             tokens,
@@ -147,8 +150,10 @@ def rotate_qk_triton(
     q_rows, k_rows = batch * query_heads * tokens, batch * kv_heads * tokens
     block_dim = triton.next_power_of_2(head_dim)
     rows_each = rows_per_program(max(q_rows, k_rows), block_dim, ROWS_PER_PROGRAM)
-    q_programs = triton.cdiv(q_rows, rows_each)
-    programs = q_programs + triton.cdiv(k_rows, rows_each)
+    q_programs, k_programs = triton.cdiv(q_rows, rows_each), triton.cdiv(k_rows, rows_each)
+    # Interpreted, where each program instance costs the same, one program does both.
+    k_first_program = 0 if triton_runtime.interpreting() else q_programs
+    programs = max(q_programs, k_first_program + k_programs)
     if programs and head_dim:
         _rotate_qk_kernel[(programs,)](
             q,
@@ -167,6 +172,7 @@ def rotate_qk_triton(
             *k.stride()[:3],
             head_dim,
             q_programs,
+            k_first_program,
             ROWS=rows_each,
             BLOCK_DIM=block_dim,
         )
