@@ -142,7 +142,8 @@ def run_demo(arguments: argparse.Namespace) -> int:
     )
     code = run_register(run_arguments)
     for manifest in sorted(runs_dir.glob("register-*/manifest.json")):
-        if json.loads(manifest.read_text()).get("target") == str(scratch):
+        stored = json.loads(manifest.read_text())
+        if stored.get("manifest", stored).get("target") == str(scratch):
             published = manifest.parent / "publish.json"
             if published.is_file():
                 branch = json.loads(published.read_text())["branch"]
