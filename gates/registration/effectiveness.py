@@ -25,23 +25,29 @@ PYTEST_CAUGHT = (1, 2)  # tests failed, or collection failed on the mutant
 def check(
     base: Path,
     candidate: Path,
-    probe: ProbeResult,
+    probe: ProbeResult | None,
     runner: CommandRunner,
     workdir: Path,
     timeout: float = 300,
+    reference: tuple[str, str] | None = None,
 ) -> Verdict:
-    """Run the new tests on the candidate and on each mutant of the new reference."""
+    """Run the new tests on the candidate and on each mutant of the new reference.
+
+    `reference` is (file, qualname) when known from the source; otherwise the probe says.
+    """
     started = time.monotonic()
     tests = new_test_files(tree_changes(base, candidate))
     if not tests:
         return Verdict(gate=GATE, passed=False, summary="the candidate added no new test files")
-    if probe.problem:
-        return Verdict(gate=GATE, passed=False, summary=probe.problem)
-    declaration = (probe.declaration or {}).get("operator")
-    if not declaration:
-        return Verdict(gate=GATE, passed=False, summary="the new operator is not registered")
-    reference_file = declaration["reference_file"]
-    qualname = declaration["reference_qualname"]
+    if reference is None:
+        if probe is None or probe.problem:
+            summary = probe.problem if probe else "the new operator's reference was not found"
+            return Verdict(gate=GATE, passed=False, summary=summary)
+        declaration = (probe.declaration or {}).get("operator")
+        if not declaration:
+            return Verdict(gate=GATE, passed=False, summary="the new operator is not registered")
+        reference = (declaration["reference_file"], declaration["reference_qualname"])
+    reference_file, qualname = reference
     if not (candidate / reference_file).is_file():
         summary = f"the reference {qualname} must be a function defined in the target's files"
         return Verdict(gate=GATE, passed=False, summary=summary)

@@ -22,6 +22,7 @@ from gates.registration import (
 )
 from gates.registration.call_sites import CallSite
 from gates.registration.commands import CommandRunner
+from gates.registration.declared import reference_location
 from gates.registration.probes import cached_probe, run_probe
 from gates.target import TargetConfig
 from gates.verdict import Verdict
@@ -60,7 +61,8 @@ def check_attempt(
     workdir.mkdir(parents=True, exist_ok=True)
     operator, sites = request.operator, list(request.call_sites)
     started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    reference = reference_location(candidate, config, operator)
+    with ThreadPoolExecutor(max_workers=4) as pool:
         base_job = pool.submit(cached_probe, base, base_probe_dir, config, operator, runner)
         candidate_job = pool.submit(
             run_probe,
@@ -74,11 +76,26 @@ def check_attempt(
         tests_job = pool.submit(
             target_tests.check, candidate, config, runner, settings.test_timeout_s
         )
+        effective_job = None
+        if reference is not None:  # known from the source: no need to wait for the probe
+            effective_job = pool.submit(
+                effectiveness.check,
+                base,
+                candidate,
+                None,
+                runner,
+                workdir,
+                settings.test_timeout_s,
+                reference,
+            )
         base_probe, candidate_probe = base_job.result(), candidate_job.result()
         probes_seconds = time.monotonic() - started
-        effective = effectiveness.check(
-            base, candidate, candidate_probe, runner, workdir, settings.test_timeout_s
-        )
+        if effective_job is None:
+            effective = effectiveness.check(
+                base, candidate, candidate_probe, runner, workdir, settings.test_timeout_s
+            )
+        else:
+            effective = effective_job.result()
         tested = tests_job.result()
     probed = {"seconds": probes_seconds}
     return [
