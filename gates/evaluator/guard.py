@@ -128,9 +128,11 @@ class CandidateGuard:
     def checked_call(self, function, case: Case, pristine: list[torch.Tensor]):
         """One traced, poisoned call on fresh copies of the inputs, with every check after it."""
         inputs = [t.clone() for t in pristine]
-        tracer = CandidateTracer(self.internal_code, self.extra_ops, poison_outputs=True)
-        host = HostComputeMonitor([str(self.folder)], active=case.repeat or case.hidden)
         stream_before = self.streams.current()
+        tracer = CandidateTracer(
+            self.internal_code, self.extra_ops, poison_outputs=True, expected_stream=stream_before
+        )
+        host = HostComputeMonitor([str(self.folder)], active=case.repeat or case.hidden)
         try:
             with self.streams, host, tracer:
                 result = function(*inputs, **self.declaration.params)
@@ -146,7 +148,7 @@ class CandidateGuard:
         if host.calls:
             raise HostComputeFallback(f"{case.key}: host compute {_first(host.calls)}")
         self.check_environment(f"during {case.key}")
-        foreign = self.streams.foreign_launches(stream_before)
+        foreign = self.streams.foreign_launches(stream_before) + len(tracer.side_stream_ops)
         if foreign:
             raise SideStreamWork(f"{case.key}: {foreign} launches on another stream")
         produced = self._checked_outputs(case, result, inputs)

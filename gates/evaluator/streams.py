@@ -1,7 +1,7 @@
-"""Which CUDA stream each Triton launch of the candidate went to.
+"""Which CUDA stream each Triton launch and CUDA-graph replay of the candidate went to.
 
-Triton asks its driver for the current stream at every launch; wrapping that call (before
-the solution is imported) shows launches redirected to a side stream.
+Triton asks its driver for the current stream at every launch; wrapping that call and
+`CUDAGraph.replay` (before the solution is imported) shows work redirected to a side stream.
 """
 
 import torch
@@ -28,6 +28,15 @@ class LaunchStreamRecorder:
             return handle
 
         active.get_current_stream = recording_get_current_stream
+        graph_class = torch.cuda.CUDAGraph
+        original_replay = graph_class.replay
+
+        def recording_replay(graph, *args, **kwargs):
+            if self.active:
+                self.handles.append(int(torch.cuda.current_stream().cuda_stream))
+            return original_replay(graph, *args, **kwargs)
+
+        graph_class.replay = recording_replay
 
     def current(self) -> int | None:
         if self.device.type != "cuda":

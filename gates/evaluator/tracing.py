@@ -68,8 +68,16 @@ def _add_code(code: types.CodeType, codes: set) -> None:
 class CandidateTracer(TorchDispatchMode):
     """Records the candidate's disallowed ATen ops and poisons its fresh allocations."""
 
-    def __init__(self, internal_code: frozenset, extra_allowed: frozenset, poison_outputs: bool):
+    def __init__(
+        self,
+        internal_code: frozenset,
+        extra_allowed: frozenset,
+        poison_outputs: bool,
+        expected_stream: int | None = None,
+    ):
         super().__init__()
+        self.expected_stream = expected_stream
+        self.side_stream_ops: list[str] = []
         self.internal_code = internal_code
         self.extra_allowed = extra_allowed
         self.poison_outputs = poison_outputs
@@ -83,6 +91,8 @@ class CandidateTracer(TorchDispatchMode):
         if not self._issued_by_candidate():
             return result
         name = func.overloadpacket.__name__
+        if self.expected_stream is not None and self._on_side_stream():
+            self.side_stream_ops.append(str(func))
         if not is_allowed_op(name, func._overloadname, args, kwargs, self.extra_allowed):
             self.disallowed.append(str(func))
             if name in ("_to_copy", "copy_"):
@@ -92,6 +102,9 @@ class CandidateTracer(TorchDispatchMode):
         elif self.poison_outputs and name in POISONED_ALLOCATIONS:
             poison(result)
         return result
+
+    def _on_side_stream(self) -> bool:
+        return torch.cuda.current_stream().cuda_stream != self.expected_stream
 
     def _issued_by_candidate(self) -> bool:
         frame = sys._getframe(2)
