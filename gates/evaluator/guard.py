@@ -82,18 +82,26 @@ class CandidateGuard:
         """Import the candidate with the audit hook armed and ATen compute forbidden."""
         self.audit.armed = True
         tracer = CandidateTracer(self.internal_code, self.extra_ops, poison_outputs=False)
-        with tracer:
-            function = loading.import_entry(self.solution, self.folder, "candidate")
+        try:
+            with tracer:
+                function = loading.import_entry(self.solution, self.folder, "candidate")
+        except loading.SolutionImportError:
+            self.raise_recorded_findings()
+            raise
         if tracer.disallowed:
             raise ImportTimeCompute(f"tensor compute at import: {_first(tracer.disallowed)}")
         self.check_environment("after import")
         return function
 
-    def check_environment(self, when: str) -> None:
-        """Audit events, identities, threads: raise the first cheat seen."""
+    def raise_recorded_findings(self) -> None:
+        """Raise what the hooks recorded (a blocked action surfaces as the solution's error)."""
         self.audit.raise_first()
         self.tripwires.raise_first()
         self.thread_starts.raise_first()
+
+    def check_environment(self, when: str) -> None:
+        """Audit events, identities, threads: raise the first cheat seen."""
+        self.raise_recorded_findings()
         check_unchanged(self.timers, self.evaluator, when)
         check_threads(self.python_threads, self.native_threads, self.main_thread_name)
 
@@ -139,6 +147,7 @@ class CandidateGuard:
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
         except Exception as error:
+            self.raise_recorded_findings()
             status = "COMPILE_ERROR" if _is_compile_error(error) else "RUNTIME_ERROR"
             raise CandidateCallError(status, f"{case.key}: {_describe(error)}") from None
         if tracer.narrowing and len(tracer.casts) == len(tracer.disallowed):

@@ -18,6 +18,17 @@ ALLOCATION_OPS = frozenset(
         "zeros_like",
         "new_zeros",
         "zero_",
+        "ones",
+        "ones_like",
+        "new_ones",
+        "full",
+        "full_like",
+        "new_full",
+        "scalar_tensor",
+        "lift_fresh",
+        "lift_fresh_copy",
+        "resize_",
+        "record_stream",
     }
 )
 VIEW_OPS = frozenset(

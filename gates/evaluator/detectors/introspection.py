@@ -2,8 +2,9 @@
 or generating and rewriting code to hide from the other detectors.
 
 An audit hook (which cannot be removed once added) is installed before the solution is
-imported; it attributes each sensitive event to the nearest non-stdlib frame and records
-the ones that come from the solution's own files.
+imported; it attributes each sensitive event to the nearest non-stdlib frame, records the
+ones that come from the solution's own files, and blocks them (the call raises), so a
+solution cannot act on what it found before the finding is reported.
 """
 
 import os
@@ -62,6 +63,23 @@ PROCESS_EVENTS = frozenset(
         "os.exec",
         "subprocess.Popen",
         "pty.spawn",
+        "os.kill",
+        "os.killpg",
+    }
+)
+PATH_EVENTS = frozenset(
+    {
+        "os.rename",
+        "os.link",
+        "os.symlink",
+        "os.truncate",
+        "os.remove",
+        "os.rmdir",
+        "os.chmod",
+        "os.utime",
+        "shutil.copyfile",
+        "shutil.move",
+        "shutil.rmtree",
     }
 )
 FRAME_HELPERS = ("inspect.py", "traceback.py")
@@ -72,6 +90,7 @@ WATCHED_EVENTS = (
     | CODE_EVENTS
     | PROCESS_EVENTS
     | THREAD_EVENTS
+    | PATH_EVENTS
     | {"open", "object.__setattr__"}
 )
 STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"])
@@ -83,6 +102,7 @@ class AuditMonitor:
     def __init__(self, solution_dirs: list[str], private_dirs: list[str]) -> None:
         self.solution_dirs = [os.path.realpath(d) + os.sep for d in solution_dirs]
         self.private_dirs = [os.path.realpath(d) + os.sep for d in private_dirs]
+        self.private_files = {f"/proc/{os.getpid()}/mem", f"/proc/{os.getpid()}/environ"}
         self.armed = False
         self.findings: list[CheatDetected] = []
         self._busy = threading.local()
@@ -109,11 +129,11 @@ class AuditMonitor:
             if origin is not None:
                 self.findings.append(DynamicCode(f"{args[1]} of a function rewritten at {origin}"))
             return
-        if event == "open":
-            path = args[0] if args else None
-            if isinstance(path, str | bytes) and self._is_private(os.fsdecode(path)):
-                self.findings.append(EvaluatorFileAccess(f"opened {os.fsdecode(path)}"))
-                raise PermissionError(f"{os.fsdecode(path)} belongs to the evaluator")
+        if event == "open" or event in PATH_EVENTS:
+            for path in args[:2]:
+                if isinstance(path, str | bytes) and self._is_private(os.fsdecode(path)):
+                    self.findings.append(EvaluatorFileAccess(f"{event} {os.fsdecode(path)}"))
+                    raise PermissionError(f"{os.fsdecode(path)} belongs to the evaluator")
             return
         if event in HEAP_EVENTS or event in PROCESS_EVENTS or event in THREAD_EVENTS:
             origin = self._origin(walk_stdlib=True)
@@ -125,16 +145,20 @@ class AuditMonitor:
             return
         if event in CODE_EVENTS:
             self.findings.append(DynamicCode(f"{event} called from {origin}"))
-        elif event in PROCESS_EVENTS:
+            return
+        if event in PROCESS_EVENTS:
             self.findings.append(ChildProcess(f"{event} called from {origin}"))
         elif event in THREAD_EVENTS:
             self.findings.append(ExtraThreads(f"a thread was started from {origin}"))
         else:
             what = args[1] if event == "object.__getattr__" else event
             self.findings.append(EvaluatorIntrospection(f"{what} used from {origin}"))
+        raise PermissionError(f"{event} is not allowed in the evaluator")
 
     def _is_private(self, path: str) -> bool:
         real = os.path.realpath(path)
+        if real in self.private_files:
+            return True
         return any(real.startswith(d) or real + os.sep == d for d in self.private_dirs)
 
     def _origin(self, walk_stdlib: bool, helpers: tuple[str, ...] = ()) -> str | None:
