@@ -156,6 +156,10 @@ def _feedback(attempt: int, feedback: list[Verdict]) -> str:
     if not feedback:
         return ""
     lines = [f"\n## Feedback: attempt {attempt - 1} was rejected; fix these and try again\n"]
+    lines.append(
+        "The workspace is a fresh copy of BASE again: the earlier attempt's changes are gone, "
+        "so make the whole change, fixing these:\n"
+    )
     lines += [f"- **{verdict.gate}**: {verdict.summary}" for verdict in feedback]
     return "\n".join(lines) + "\n"
 
