@@ -80,7 +80,12 @@ class LandlockFence:
             "network_ports": "host network; TCP only to allowed ports (any address); "
             "UDP and other sockets refused by seccomp (so no DNS over UDP)",
             "scopes": "abstract unix sockets and signals" if abi >= SCOPES_ABI else "none",
-            "unix_sockets": "socket(AF_UNIX) refused by seccomp (socketpair allowed)",
+            "unix_sockets": "socket(AF_UNIX) refused by seccomp (socketpair allowed); "
+            "with the GPU, SOCK_SEQPACKET ones are allowed (CUDA listens on one at start-up), "
+            "stream and datagram ones stay refused",
+            "proc": "a fresh /proc, read-only; with the GPU, files of the fence's own processes "
+            "are writable (CUDA needs one) after every global entry is bound read-only and "
+            "kernel-memory, key and timer files are masked",
             "namespaces": "pid, mount, ipc (+net)" + ("" if root else " in a user namespace"),
             "capabilities": "all dropped, bounding set emptied, no_new_privs",
             "processes": "per-namespace pid_max (min 300)"
@@ -179,7 +184,12 @@ def _launcher_config(
 ) -> dict:
     """Everything the launcher needs, as plain values (marshal-encoded on its command line)."""
     # Rules on paths that only exist inside the new mount namespace are added there.
-    namespace_rules = [("/proc", linux.FS_READ_RIGHTS)]
+    # With the GPU, CUDA writes a file of its own process under /proc: the launcher first makes
+    # every global part of that /proc read-only or masked, leaving only /proc/<pid> writable.
+    proc_rights = linux.FS_READ_RIGHTS
+    if policy.gpu:
+        proc_rights |= linux.FS_WRITE_FILE | linux.FS_TRUNCATE
+    namespace_rules = [("/proc", proc_rights)]
     if Path("/dev/shm").is_dir():
         namespace_rules.append(("/dev/shm", _write_rights(abi)))
     memory_mb = policy.limits.memory_mb
@@ -195,5 +205,5 @@ def _launcher_config(
         "parent_pid": os.getpid(),
         "ruleset_fd": ruleset_fd,
         "namespace_rules": namespace_rules,
-        "seccomp_program": assemble(build_program(tcp_only=bool(policy.allow_tcp))),
+        "seccomp_program": assemble(build_program(bool(policy.allow_tcp), gpu=policy.gpu)),
     }

@@ -20,6 +20,27 @@ CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 SIOCSIFFLAGS, LOOPBACK_UP = 0x8914, 1 | 8 | 64  # IFF_UP | IFF_LOOPBACK | IFF_RUNNING
+S_IFMT, S_IFDIR, S_IFLNK = 0o170000, 0o040000, 0o120000
+# Host-wide /proc entries hidden outright when /proc is writable (GPU): kernel memory and
+# symbols, the kernel log, keys, timers and scheduler internals, hardware tables.
+MASKED_PROC_ENTRIES = frozenset(
+    (
+        "acpi",
+        "kallsyms",
+        "kcore",
+        "key-users",
+        "keys",
+        "kmsg",
+        "kpagecgroup",
+        "kpagecount",
+        "kpageflags",
+        "latency_stats",
+        "sched_debug",
+        "scsi",
+        "timer_list",
+        "timer_stats",
+    )
+)
 
 
 class SetupError(Exception):
@@ -96,6 +117,8 @@ def _prepare_mounts(config: dict) -> None:
         if not config["pid_max_namespaced"]:
             raise SetupError("no per-namespace pid_max on this kernel")
         _write("/proc/sys/kernel/pid_max", str(max(processes + 2, 301)))
+    if config["gpu"]:
+        _lock_global_proc()
     if _is_folder("/dev/shm"):
         size = f"size={config['shm_mb']}m,mode=1777".encode()
         linux.syscall("mount", b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, size)
@@ -104,6 +127,28 @@ def _prepare_mounts(config: dict) -> None:
         linux.syscall("mount", encoded, encoded, 0, MS_BIND | MS_REC, 0)
         remount = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
         linux.syscall("mount", 0, encoded, 0, remount, 0)
+
+
+def _lock_global_proc() -> None:
+    """Leave only the fence's own /proc/<pid> folders writable: the command runs as uid 0, so
+    without this a plain write to /proc/sysrq-trigger or /proc/sys would act on the host."""
+    remount = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+    for name in posix.listdir("/proc"):
+        if name.isdigit():
+            continue
+        path = f"/proc/{name}".encode()
+        kind = posix.lstat(path).st_mode & S_IFMT
+        if kind == S_IFLNK:  # self, thread-self, net, mounts: links into a process folder
+            continue
+        if name in MASKED_PROC_ENTRIES and kind == S_IFDIR:
+            empty = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+            linux.syscall("mount", b"tmpfs", path, b"tmpfs", empty, b"mode=0555")
+        elif name in MASKED_PROC_ENTRIES:  # reads as empty, like /dev/null
+            linux.syscall("mount", b"/dev/null", path, 0, MS_BIND, 0)
+            linux.syscall("mount", 0, path, 0, remount & ~MS_NODEV, 0)
+        else:
+            linux.syscall("mount", path, path, 0, MS_BIND | MS_REC, 0)
+            linux.syscall("mount", 0, path, 0, remount, 0)
 
 
 def _run_command(config: dict) -> None:

@@ -50,7 +50,12 @@ class FencePolicy(BaseModel, frozen=True):
     )
     limits: ResourceLimits = Field(default_factory=ResourceLimits)
     timeout_s: float = Field(600, gt=0, description="Wall-clock limit; the command is killed.")
-    gpu: bool = Field(False, description="Expose the NVIDIA devices to the command.")
+    gpu: bool = Field(
+        False,
+        description="Expose the NVIDIA devices to the command. Under Landlock this also allows "
+        "what the CUDA driver needs at start-up: sequenced-packet unix sockets and writes to "
+        "the fence's own /proc/<pid> files (every global /proc entry is kept read-only).",
+    )
 
     @field_validator("workspace")
     @classmethod

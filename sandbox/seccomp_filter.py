@@ -5,7 +5,7 @@ import sys
 from sandbox.linux_syscalls import AUDIT_ARCH, MACHINE, number
 
 AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
-SOCK_STREAM, IPPROTO_TCP = 1, 6
+SOCK_STREAM, SOCK_SEQPACKET, SOCK_TYPE_MASK, IPPROTO_TCP = 1, 5, 0xF, 6
 EPERM, EACCES, ENOSYS, EAFNOSUPPORT = 1, 13, 38, 97
 NAMESPACE_FLAGS = 0x7E020000  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET
 DENIED_CALLS = (
@@ -36,8 +36,13 @@ def _errno(code: int) -> int:
     return 0x00050000 | code
 
 
-def build_program(tcp_only: bool) -> list[tuple]:
-    """Filter instructions; tcp_only also refuses non-TCP internet sockets (UDP, ICMP, SCTP)."""
+def build_program(tcp_only: bool, gpu: bool = False) -> list[tuple]:
+    """Filter instructions; tcp_only also refuses non-TCP internet sockets (UDP, ICMP, SCTP).
+
+    gpu lets unix sockets of type SOCK_SEQPACKET through: the CUDA driver listens on one at
+    start-up. Stream and datagram unix sockets stay refused (a sequenced-packet socket cannot
+    connect to the stream listeners host daemons use).
+    """
     program = [
         (_LOAD, 0, 0, _ARCH),
         (_JEQ, "native", 0, AUDIT_ARCH[MACHINE]),
@@ -65,6 +70,15 @@ def build_program(tcp_only: bool) -> list[tuple]:
         (_JEQ, "deny_socket" if tcp_only else "allow", 0, AF_NETLINK),
         (_JEQ, "internet", 0, AF_INET),
         (_JEQ, "internet", 0, AF_INET6),
+    ]
+    if gpu:
+        program += [
+            (_JEQ, 0, "deny_socket", AF_UNIX),
+            (_LOAD, 0, 0, _argument(1)),
+            (_AND, 0, 0, SOCK_TYPE_MASK),  # the low bits; SOCK_CLOEXEC and SOCK_NONBLOCK above
+            (_JEQ, "allow", "deny_socket", SOCK_SEQPACKET),
+        ]
+    program += [
         "deny_socket",
         (_RET, 0, 0, _errno(EACCES)),  # unix sockets reach host daemons (docker.sock)
         "internet",
@@ -72,7 +86,7 @@ def build_program(tcp_only: bool) -> list[tuple]:
     if tcp_only:
         program += [
             (_LOAD, 0, 0, _argument(1)),
-            (_AND, 0, 0, 0xF),
+            (_AND, 0, 0, SOCK_TYPE_MASK),
             (_JEQ, 0, "deny_internet", SOCK_STREAM),
             (_LOAD, 0, 0, _argument(2)),
             (_JEQ, "allow", 0, 0),
