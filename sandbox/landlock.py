@@ -21,6 +21,7 @@ LAUNCHER = Path(__file__).with_name("landlock_launcher.py")
 MINIMUM_ABI = 3  # below 3 Landlock cannot stop truncating read-only files
 TCP_RULES_ABI = 4
 SCOPES_ABI = 6
+SOCKET_LISTENING = 0x10000  # __SO_ACCEPTCON in the flags column of /proc/net/unix
 
 
 def _kernel_version() -> tuple[int, int]:
@@ -50,6 +51,26 @@ def _trial_run() -> str:
         except FenceError as error:
             return str(error).split("; pass")[0]
     return "passed" if result.returncode == 0 else f"`true` exited {result.returncode}"
+
+
+def host_seqpacket_listeners() -> list[str]:
+    """Paths of sequenced-packet unix listeners on this host (udev's control socket, say).
+
+    With the GPU such sockets may be created inside the fence, and Landlock ABI 7 cannot
+    refuse connecting to a socket file, so the launcher hides these paths instead.
+    """
+    try:
+        lines = Path("/proc/net/unix").read_text(errors="replace").splitlines()[1:]
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        fields = line.split(maxsplit=7)
+        if len(fields) < 8 or not fields[7].startswith("/"):
+            continue  # unbound, abstract (Landlock scopes those) or relative
+        if fields[4] == "0005" and int(fields[3], 16) & SOCKET_LISTENING:
+            found.append(fields[7])
+    return sorted(set(found))
 
 
 class LandlockFence:
@@ -82,7 +103,8 @@ class LandlockFence:
             "scopes": "abstract unix sockets and signals" if abi >= SCOPES_ABI else "none",
             "unix_sockets": "socket(AF_UNIX) refused by seccomp (socketpair allowed); "
             "with the GPU, SOCK_SEQPACKET ones are allowed (CUDA listens on one at start-up), "
-            "stream and datagram ones stay refused",
+            "stream and datagram ones stay refused, and the host's sequenced-packet listeners "
+            "present at start are hidden by mounts (Landlock cannot refuse connecting by path)",
             "proc": "a fresh /proc, read-only; with the GPU, files of the fence's own processes "
             "are writable (CUDA needs one) after every global entry is bound read-only and "
             "kernel-memory, key and timer files are masked",
@@ -205,5 +227,7 @@ def _launcher_config(
         "parent_pid": os.getpid(),
         "ruleset_fd": ruleset_fd,
         "namespace_rules": namespace_rules,
+        # Host sockets a sequenced-packet socket could reach, hidden when the GPU allows one.
+        "masked_paths": host_seqpacket_listeners() if policy.gpu else [],
         "seccomp_program": assemble(build_program(bool(policy.allow_tcp), gpu=policy.gpu)),
     }

@@ -119,6 +119,8 @@ def _prepare_mounts(config: dict) -> None:
         _write("/proc/sys/kernel/pid_max", str(max(processes + 2, 301)))
     if config["gpu"]:
         _lock_global_proc()
+    for path in config["masked_paths"]:
+        _mask(path.encode())
     if _is_folder("/dev/shm"):
         size = f"size={config['shm_mb']}m,mode=1777".encode()
         linux.syscall("mount", b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, size)
@@ -137,18 +139,29 @@ def _lock_global_proc() -> None:
         if name.isdigit():
             continue
         path = f"/proc/{name}".encode()
-        kind = posix.lstat(path).st_mode & S_IFMT
-        if kind == S_IFLNK:  # self, thread-self, net, mounts: links into a process folder
+        if (
+            posix.lstat(path).st_mode & S_IFMT == S_IFLNK
+        ):  # self, thread-self, net, mounts: links into a process folder
             continue
-        if name in MASKED_PROC_ENTRIES and kind == S_IFDIR:
-            empty = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
-            linux.syscall("mount", b"tmpfs", path, b"tmpfs", empty, b"mode=0555")
-        elif name in MASKED_PROC_ENTRIES:  # reads as empty, like /dev/null
-            linux.syscall("mount", b"/dev/null", path, 0, MS_BIND, 0)
-            linux.syscall("mount", 0, path, 0, remount & ~MS_NODEV, 0)
+        if name in MASKED_PROC_ENTRIES:
+            _mask(path)
         else:
             linux.syscall("mount", path, path, 0, MS_BIND | MS_REC, 0)
             linux.syscall("mount", 0, path, 0, remount, 0)
+
+
+def _mask(path: bytes) -> None:
+    """Hide a host path: an empty read-only tmpfs over a folder, /dev/null over anything else."""
+    try:
+        kind = posix.stat(path).st_mode & S_IFMT
+    except (FileNotFoundError, NotADirectoryError):
+        return  # gone, or under a folder masked already
+    flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+    if kind == S_IFDIR:
+        linux.syscall("mount", b"tmpfs", path, b"tmpfs", flags, b"mode=0555")
+    else:
+        linux.syscall("mount", b"/dev/null", path, 0, MS_BIND, 0)
+        linux.syscall("mount", 0, path, 0, MS_REMOUNT | MS_BIND | flags & ~MS_NODEV, 0)
 
 
 def _run_command(config: dict) -> None:

@@ -87,6 +87,32 @@ for kind in (socket.SOCK_STREAM, socket.SOCK_SEQPACKET):
     assert result.stdout.count("refused") == 2
 
 
+def test_host_seqpacket_listener_hidden_with_gpu(landlock, layout, tmp_path):
+    address = tmp_path / "host-seqpacket.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(str(address))
+    listener.listen()
+    listener.setblocking(False)
+    script = """
+import socket, sys
+client = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+try:
+    client.connect(sys.argv[1])
+    client.send(b"from-the-fence")
+    print("connected")
+except OSError as error:
+    print("refused", error.errno)
+"""
+    try:
+        result = run_python(landlock, layout.policy(gpu=True), script, str(address))
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    finally:
+        listener.close()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("refused"), result.stdout
+
+
 @pytest.mark.parametrize("path", ["/proc/sysrq-trigger", "/proc/sys/vm/drop_caches"])
 def test_global_proc_files_stay_unwritable_with_gpu(landlock, layout, path):
     if not Path(path).exists():
