@@ -101,9 +101,11 @@ class RegisterFlow:
 
     def check(self, run: RunContext, attempt: int, candidate: Candidate) -> list[Verdict]:
         """All eight gates on a fresh copy of the candidate, outside the agent's fence."""
-        work = run.attempt_dir(attempt) / "gates"
-        if work.exists():  # left by a controller that stopped mid-gates: start them over
-            shutil.rmtree(work)
+        # A controller stopped mid-gates may leave fenced children still writing into their
+        # folder, so every check gets a new one and the gates start over there.
+        checks = run.attempt_dir(attempt) / "gates"
+        checks.mkdir(parents=True, exist_ok=True)
+        work = checks / f"check-{len(list(checks.iterdir())) + 1}"
         tree = candidate.copy_to(work / "tree")
         return check_attempt(
             run.base_path,

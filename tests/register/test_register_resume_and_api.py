@@ -83,7 +83,7 @@ def test_resume_after_sigkill_mid_gates_reaches_the_same_branch(
     )
     try:
         deadline = time.monotonic() + 300
-        while not list(runs.glob("register-*/attempts/0001/gates/probe")):
+        while not list(runs.glob("register-*/attempts/0001/gates/check-1/probe")):
             assert process.poll() is None, "the run ended before its gates started"
             assert time.monotonic() < deadline, "the gates never started"
             time.sleep(0.2)
@@ -100,3 +100,4 @@ def test_resume_after_sigkill_mid_gates_reaches_the_same_branch(
     assert git(target, "rev-parse", f"{branch}^{{tree}}") == expected_tree(target, tmp_path)
     events = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
     assert [e["attempt"] for e in events if e["kind"] == "agent_started"] == [1]
+    assert (run / "attempts" / "0001" / "gates" / "check-2" / "probe" / "probe.json").is_file()
