@@ -19,7 +19,8 @@ class FencedRunner:
 
     def __init__(self, fence: "str | Fence") -> None:
         self.fence = get_fence(fence) if isinstance(fence, str) else fence
-        self.description = f"{self.fence.name} fence"
+        name = self.fence.name
+        self.description = "unfenced" if name == "none" else f"{name} fence"
 
     def run(
         self, argv: list[str], cwd: Path, *, writable: tuple[Path, ...] = (), timeout: float = 600
