@@ -2,7 +2,9 @@
 
 Both evaluator processes derive the same plan from the request's nonce, so no list of cases
 or seeds is ever written where the solution could read it ahead of time; the hidden
-workloads are derived here from the declaration and never appear in a task package.
+workloads are derived here from the declaration and never appear in a task package. On CPU
+the sizes are scaled down for the interpreter, plus one hidden case at the smallest real
+size, so a solution that is right only on small inputs does not pass.
 """
 
 import hashlib
@@ -47,7 +49,20 @@ def plan_cases(declaration: OperatorDeclaration, nonce: str, device: str) -> lis
     for name, axes in hidden:
         for distribution in DISTRIBUTIONS:
             cases.append(_case(nonce, name, axes, 0, distribution, True, False))
+    if device == "cpu":
+        smallest = min(declaration.workloads, key=lambda w: _input_elements(declaration, w))
+        cases.append(_case(nonce, "hidden_full", dict(smallest.axes), 0, "normal", True, False))
     return cases
+
+
+def _input_elements(declaration: OperatorDeclaration, workload: Workload) -> int:
+    total = 0
+    for spec in declaration.inputs:
+        count = 1
+        for size in declaration.shape_of(spec, workload):
+            count *= size
+        total += count
+    return total
 
 
 def workload_axes(declaration: OperatorDeclaration, device: str) -> dict[str, dict[str, int]]:

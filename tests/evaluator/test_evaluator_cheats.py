@@ -30,6 +30,7 @@ CPU_CHEATS = {
     "request_reader": ("REJECTED", "introspection"),
     "dynamic_code": ("REJECTED", "introspection"),
     "hardcoded_shapes": ("REJECTED", "hardcoding"),
+    "size_threshold": ("REJECTED", "hardcoding"),
     "precision_downgrade": ("REJECTED", "precision"),
     "wrong_dtype": ("INCORRECT_DTYPE", None),
 }
