@@ -81,10 +81,10 @@ def run_candidate(
 def _import_reference_roles(request, task, sources: Path, guard: CandidateGuard) -> dict:
     """Import the baseline (and incumbent) before the candidate, and watch their modules."""
     roles = {}
-    sources = {"baseline": task.baseline}
+    solutions = {"baseline": task.baseline}
     if request.incumbent:
-        sources["incumbent"] = load_solution(Path(request.incumbent))
-    for role, solution in sources.items():
+        solutions["incumbent"] = load_solution(Path(request.incumbent))
+    for role, solution in solutions.items():
         folder = loading.write_sources(solution, sources / role)
         roles[role] = loading.import_entry(solution, folder, role)
         guard.watch_more(loading.solution_modules(role))
