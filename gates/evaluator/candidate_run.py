@@ -15,6 +15,7 @@ from gates.evaluator.cases import plan_cases
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.guard import CandidateCallError, CandidateGuard
 from gates.evaluator.protocol import CandidateReport, EvaluationRequest
+from gates.evaluator.timing import time_roles  # imported before the guard's module snapshot
 from gates.tasks.package import TaskPackage
 from gates.tasks.solution import Solution, load_solution
 
@@ -48,8 +49,6 @@ def run_candidate(
         records, outputs, hidden_errors = guard.run_cases(function, cases, pristine)
         timing = None
         if device.type == "cuda":
-            from gates.evaluator.timing import time_roles
-
             roles["candidate"] = function
             timing = time_roles(request, task, declaration, guard, roles, pristine, outputs)
     except CheatDetected as cheat:
