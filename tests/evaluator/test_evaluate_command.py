@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from cheat_packing import cheat_solution
-from conftest import evaluate_many
+from evaluation_jobs import evaluate_many
 
 from gates.tasks.trace import Trace
 from operators import REGISTRY

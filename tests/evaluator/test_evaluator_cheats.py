@@ -2,7 +2,7 @@
 
 import pytest
 from cheat_packing import cheat_solution
-from conftest import evaluate_many
+from evaluation_jobs import evaluate_many
 
 # fixture file -> (expected status, expected detector or None)
 CPU_CHEATS = {
