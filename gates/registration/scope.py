@@ -1,13 +1,15 @@
 """Gate 1, scope: the candidate changed only what a registration may change.
 
 Rejects paths outside `allowed_paths`, any change to `protected_paths`, symlinks, binary files,
-and an existing test function that was edited or removed (so a test cannot be weakened).
+an existing test function that was edited or removed (so a test cannot be weakened), and
+changed source that patches other modules at run time (`patching.py`).
 """
 
 import ast
 import time
 from pathlib import Path
 
+from gates.registration.patching import patching_violations
 from gates.registration.tree_changes import TreeChange, is_test_file, tree_changes
 from gates.target import TargetConfig
 from gates.verdict import Verdict
@@ -60,6 +62,8 @@ def _violations(base: Path, candidate: Path, config: TargetConfig, change: TreeC
         return
     if change.kind == "modified" and is_test_file(path):
         yield from _weakened_tests(path, (base / path).read_text(), content.decode())
+    if path.endswith(".py") and not is_test_file(path):
+        yield from patching_violations(path, content.decode())
 
 
 def _is_text(content: bytes) -> bool:

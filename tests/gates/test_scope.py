@@ -78,3 +78,18 @@ def test_rejects_an_empty_candidate(base_tree, make_candidate):
     verdict = judge(base_tree, make_candidate(good=False))
     assert not verdict.passed
     assert verdict.summary == "the candidate changed nothing"
+
+
+def test_rejects_source_that_patches_another_module(base_tree, make_candidate):
+    patcher = "import operators.ops as registry\n\nregistry._count_hit = lambda *args: None\n"
+    verdict = judge(base_tree, make_candidate({"model/patcher.py": patcher}))
+    assert not verdict.passed
+    assert "model/patcher.py:3: assigns to an attribute of module registry" in verdict.summary
+
+
+def test_rejects_setattr_and_sys_modules_in_source(base_tree, make_candidate):
+    sneaky = 'import sys\n\nimport torch\n\nsetattr(torch, "add", None)\nsys.modules.pop("x")\n'
+    verdict = judge(base_tree, make_candidate({"model/sneaky.py": sneaky}))
+    assert not verdict.passed
+    assert "model/sneaky.py:5: calls setattr() (runtime patching)" in verdict.summary
+    assert "touches sys.modules" in str(verdict.details["violations"])

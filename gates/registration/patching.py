@@ -1,0 +1,66 @@
+"""Static tripwire: changed source must not patch other modules at run time.
+
+A registration adds functions and routes calls; it never needs to reassign another module's
+attributes, call `setattr`/`delattr` on them, reach into `sys.modules`, `builtins` or
+`gc`, or import dynamically. Such code could fake a registry hit, silence the ATen recorder
+or swap a kernel only while a gate watches, so the scope gate refuses it in non-test files.
+"""
+
+import ast
+
+FORBIDDEN_CALLS = {"setattr", "delattr", "__import__", "exec", "eval", "compile", "globals"}
+FORBIDDEN_MODULES = {"builtins", "gc", "importlib", "ctypes", "inspect"}
+
+
+def patching_violations(path: str, source: str) -> list[str]:
+    """One line per construct that could patch other code at run time."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        return [f"{path}: does not parse ({error.msg}, line {error.lineno})"]
+    modules = _imported_module_names(tree)
+    found = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            names.append(getattr(node, "module", None) or "")
+            bad = sorted({n.split(".")[0] for n in names} & FORBIDDEN_MODULES)
+            if bad:
+                found.append(f"{path}:{line}: imports {bad[0]} (a registration never needs it)")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in FORBIDDEN_CALLS:
+                found.append(f"{path}:{line}: calls {node.func.id}() (runtime patching)")
+        elif isinstance(node, ast.Attribute) and node.attr == "modules":
+            if isinstance(node.value, ast.Name) and node.value.id == "sys":
+                found.append(f"{path}:{line}: touches sys.modules (runtime patching)")
+        elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+            targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+            for target in targets:
+                root = _attribute_root(target)
+                if root in modules:
+                    found.append(f"{path}:{line}: assigns to an attribute of module {root}")
+    return found
+
+
+def _imported_module_names(tree: ast.Module) -> set[str]:
+    """Local names bound to modules by `import x`, `import x as y` or `from pkg import module`."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            # A from-import may bind a module (from operators import ops); treat every bound
+            # name as a possible module: assigning attributes of imported objects is patching too.
+            names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+def _attribute_root(target: ast.expr) -> str | None:
+    """`a.b.c = ...` -> "a"; subscripts and plain names -> None."""
+    if not isinstance(target, ast.Attribute):
+        return None
+    node = target.value
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
