@@ -8,7 +8,25 @@ or swap a kernel only while a gate watches, so the scope gate refuses it in non-
 
 import ast
 
-FORBIDDEN_CALLS = {"setattr", "delattr", "__import__", "exec", "eval", "compile", "globals"}
+FORBIDDEN_CALLS = {
+    "setattr",
+    "delattr",
+    "__import__",
+    "exec",
+    "eval",
+    "compile",
+    "globals",
+    "vars",
+}
+DUNDER_HANDLES = {
+    "__dict__",
+    "__globals__",
+    "__code__",
+    "__builtins__",
+    "__setattr__",
+    "__class__",
+    "__subclasses__",
+}
 FORBIDDEN_MODULES = {"builtins", "gc", "importlib", "ctypes", "inspect"}
 
 
@@ -31,6 +49,8 @@ def patching_violations(path: str, source: str) -> list[str]:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id in FORBIDDEN_CALLS:
                 found.append(f"{path}:{line}: calls {node.func.id}() (runtime patching)")
+        elif isinstance(node, ast.Attribute) and node.attr in DUNDER_HANDLES:
+            found.append(f"{path}:{line}: uses {node.attr} (runtime patching)")
         elif isinstance(node, ast.Attribute) and node.attr == "modules":
             if isinstance(node.value, ast.Name) and node.value.id == "sys":
                 found.append(f"{path}:{line}: touches sys.modules (runtime patching)")

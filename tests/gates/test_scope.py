@@ -93,3 +93,10 @@ def test_rejects_setattr_and_sys_modules_in_source(base_tree, make_candidate):
     assert not verdict.passed
     assert "model/sneaky.py:5: calls setattr() (runtime patching)" in verdict.summary
     assert "touches sys.modules" in str(verdict.details["violations"])
+
+
+def test_rejects_patching_through_dunder_handles(base_tree, make_candidate):
+    sneaky = 'import torch\n\ntorch.__dict__["add"] = None\n'
+    verdict = judge(base_tree, make_candidate({"model/sneaky.py": sneaky}))
+    assert not verdict.passed
+    assert "model/sneaky.py:3: uses __dict__ (runtime patching)" in verdict.summary
