@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import os
-
 import anthropic
 
-from controller.agents.base import AgentSession, SessionResult
+from controller.agents.api_agent import ApiAgent
 from controller.agents.chat_loop import (
-    ChatLoop,
     MalformedReply,
     ModelReply,
     ProviderError,
-    RetryPolicy,
     ToolCall,
     TransientError,
     TurnTimeout,
 )
-from controller.agents.pricing import price_for
 from controller.agents.tools import TOOL_SPECS, ToolOutcome
-from controller.errors import ControllerError
 
 MAX_OUTPUT_TOKENS = 8192
 TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -106,39 +100,13 @@ class AnthropicProvider:
         return [{"role": "user", "content": content}]
 
 
-class AnthropicAgent:
+class AnthropicAgent(ApiAgent):
     """Runs a session against an Anthropic model; tool calls go through the session's fence."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        retry: RetryPolicy | None = None,
-    ):
-        if not model:
-            raise ControllerError("agent spec 'anthropic:' needs a model, e.g. anthropic:<model>")
-        self.model = model
-        self.spec = f"anthropic:{model}"
-        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        self.api_key = api_key
-        self.retry = retry
+    family = "anthropic"
+    key_variable = "ANTHROPIC_API_KEY"
+    base_url_variable = "ANTHROPIC_BASE_URL"
 
-    def _key(self) -> str | None:
-        return self.api_key or os.environ.get("ANTHROPIC_API_KEY") or None
-
-    def check_available(self) -> None:
-        """Refuse before the run starts when no API key is set."""
-        if not self._key():
-            raise ControllerError(
-                f"agent {self.spec} needs ANTHROPIC_API_KEY in the controller's environment"
-            )
-
-    def run(self, session: AgentSession) -> SessionResult:
-        """Hold the conversation here; only tool calls cross into the fence."""
-        self.check_available()
+    def provider(self):
         client = anthropic.Anthropic(api_key=self._key(), base_url=self.base_url, max_retries=0)
-        price, note = price_for(self.model)
-        provider = AnthropicProvider(client, self.model)
-        return ChatLoop(provider, price, note, self.retry).run(session)
+        return AnthropicProvider(client, self.model)

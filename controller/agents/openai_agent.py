@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 
 import openai
 
-from controller.agents.base import AgentSession, SessionResult
+from controller.agents.api_agent import ApiAgent
 from controller.agents.chat_loop import (
-    ChatLoop,
     MalformedReply,
     ModelReply,
     ProviderError,
-    RetryPolicy,
     ToolCall,
     TransientError,
     TurnTimeout,
 )
-from controller.agents.pricing import price_for
 from controller.agents.tools import TOOL_SPECS, ToolOutcome
-from controller.errors import ControllerError
 
 TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
@@ -100,39 +95,14 @@ class OpenAIProvider:
         ]
 
 
-class OpenAIAgent:
+class OpenAIAgent(ApiAgent):
     """Runs a session against an OpenAI-compatible model; tool calls go through the fence."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        retry: RetryPolicy | None = None,
-    ):
-        if not model:
-            raise ControllerError("agent spec 'openai:' needs a model, e.g. openai:<model>")
-        self.model = model
-        self.spec = f"openai:{model}"
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self.api_key = api_key
-        self.retry = retry
+    family = "openai"
+    key_variable = "OPENAI_API_KEY"
+    base_url_variable = "OPENAI_BASE_URL"
+    key_hint = " (any non-empty value for a local server that ignores it)"
 
-    def _key(self) -> str | None:
-        return self.api_key or os.environ.get("OPENAI_API_KEY") or None
-
-    def check_available(self) -> None:
-        """Refuse before the run starts when no API key is set."""
-        if not self._key():
-            raise ControllerError(
-                f"agent {self.spec} needs OPENAI_API_KEY in the controller's environment "
-                "(any non-empty value for a local server that ignores it)"
-            )
-
-    def run(self, session: AgentSession) -> SessionResult:
-        """Hold the conversation here; only tool calls cross into the fence."""
-        self.check_available()
+    def provider(self):
         client = openai.OpenAI(api_key=self._key(), base_url=self.base_url, max_retries=0)
-        price, note = price_for(self.model)
-        return ChatLoop(OpenAIProvider(client, self.model), price, note, self.retry).run(session)
+        return OpenAIProvider(client, self.model)
