@@ -5,7 +5,7 @@ on tensors of the same shapes, dtypes and strides, in the same order, as at BASE
 cast, copy or reordering shows up as the first divergence.
 """
 
-from gates.registration.probes import ProbeResult
+from gates.registration.probes import ProbeResult, comparison_problem
 from gates.target import TargetConfig
 from gates.verdict import Verdict
 
@@ -15,17 +15,11 @@ END = "<end of sequence>"
 
 def check(base: ProbeResult, candidate: ProbeResult, config: TargetConfig) -> Verdict:
     """Compare the recorded ATen calls of every parity configuration with BASE's."""
-    problem = base.problem and f"BASE: {base.problem}" or candidate.problem
+    problem = comparison_problem(base, candidate, config.parity_configurations)
     if problem:
         return Verdict(gate=GATE, passed=False, summary=problem)
     counts = {}
     for driver in config.parity_configurations:
-        problem = base.configuration_problem(driver)
-        if problem:
-            return Verdict(gate=GATE, passed=False, summary=f"BASE: {problem}")
-        problem = candidate.configuration_problem(driver)
-        if problem:
-            return Verdict(gate=GATE, passed=False, summary=problem)
         before = base.configurations[driver]["aten"]
         after = candidate.configurations[driver]["aten"]
         index = first_divergence(before, after)

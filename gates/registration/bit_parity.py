@@ -6,7 +6,7 @@ parity configuration, so the first differing element can be shown.
 
 import torch
 
-from gates.registration.probes import ProbeResult
+from gates.registration.probes import ProbeResult, comparison_problem
 from gates.target import TargetConfig
 from gates.verdict import Verdict
 
@@ -15,17 +15,11 @@ GATE = "bit_exact_parity"
 
 def check(base: ProbeResult, candidate: ProbeResult, config: TargetConfig) -> Verdict:
     """Compare each configuration's output digests with BASE's; name the first difference."""
-    problem = base.problem and f"BASE: {base.problem}" or candidate.problem
+    problem = comparison_problem(base, candidate, config.parity_configurations)
     if problem:
         return Verdict(gate=GATE, passed=False, summary=problem)
     compared = 0
     for driver in config.parity_configurations:
-        problem = base.configuration_problem(driver)
-        if problem:
-            return Verdict(gate=GATE, passed=False, summary=f"BASE: {problem}")
-        problem = candidate.configuration_problem(driver)
-        if problem:
-            return Verdict(gate=GATE, passed=False, summary=problem)
         before = base.configurations[driver]["outputs"]
         after = candidate.configurations[driver]["outputs"]
         if sorted(before) != sorted(after):

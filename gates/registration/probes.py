@@ -42,6 +42,22 @@ class ProbeResult(BaseModel):
         return Path(self.folder) / self.configurations[driver]["tensors"]
 
 
+def comparison_problem(base: ProbeResult, candidate: ProbeResult, drivers: list[str]) -> str | None:
+    """Why BASE and the candidate cannot be compared (BASE's own problems marked), or None."""
+    if base.problem:
+        return f"BASE: {base.problem}"
+    if candidate.problem:
+        return candidate.problem
+    for driver in drivers:
+        problem = base.configuration_problem(driver)
+        if problem:
+            return f"BASE: {problem}"
+        problem = candidate.configuration_problem(driver)
+        if problem:
+            return problem
+    return None
+
+
 def run_probe(
     tree: Path,
     out: Path,
