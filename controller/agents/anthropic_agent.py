@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import anthropic
 
-from controller.agents.api_agent import ApiAgent
+from controller.agents.api_agent import ApiAgent, sdk_errors
 from controller.agents.chat_loop import (
     MalformedReply,
     ModelReply,
-    ProviderError,
     ToolCall,
-    TransientError,
-    TurnTimeout,
 )
 from controller.agents.tools import TOOL_SPECS, ToolOutcome
 
 MAX_OUTPUT_TOKENS = 8192
-TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
 
 class AnthropicProvider:
@@ -36,7 +32,7 @@ class AnthropicProvider:
         return [{"role": "user", "content": prompt}]
 
     def send(self, messages: list[dict], timeout_s: float) -> ModelReply:
-        try:
+        with sdk_errors(anthropic, timeout_s):
             response = self.client.messages.create(
                 model=self.model,
                 max_tokens=MAX_OUTPUT_TOKENS,
@@ -45,16 +41,6 @@ class AnthropicProvider:
                 tools=self.tools,
                 timeout=timeout_s,
             )
-        except anthropic.APITimeoutError as error:
-            raise TurnTimeout(f"no answer within {timeout_s:.0f}s") from error
-        except anthropic.APIConnectionError as error:
-            raise TransientError(f"connection failed: {error}") from error
-        except anthropic.APIStatusError as error:
-            if error.status_code in TRANSIENT_STATUS or error.status_code >= 500:
-                raise TransientError(f"HTTP {error.status_code}: {error.message}") from error
-            raise ProviderError(f"HTTP {error.status_code}: {error.message}") from error
-        except (anthropic.APIResponseValidationError, ValueError) as error:
-            raise MalformedReply(str(error)) from error
         return self._reply(response)
 
     def _reply(self, response) -> ModelReply:

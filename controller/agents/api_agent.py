@@ -2,12 +2,41 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+from types import ModuleType
 
 from controller.agents.base import AgentSession, SessionResult
-from controller.agents.chat_loop import ChatLoop, RetryPolicy
+from controller.agents.chat_loop import (
+    ChatLoop,
+    MalformedReply,
+    ProviderError,
+    RetryPolicy,
+    TransientError,
+    TurnTimeout,
+)
 from controller.agents.pricing import price_for
 from controller.errors import ControllerError
+
+TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+
+@contextlib.contextmanager
+def sdk_errors(sdk: ModuleType, timeout_s: float) -> Iterator[None]:
+    """Turn an official SDK's exceptions (both SDKs name them alike) into the chat loop's."""
+    try:
+        yield
+    except sdk.APITimeoutError as error:
+        raise TurnTimeout(f"no answer within {timeout_s:.0f}s") from error
+    except sdk.APIConnectionError as error:
+        raise TransientError(f"connection failed: {error}") from error
+    except sdk.APIStatusError as error:
+        if error.status_code in TRANSIENT_STATUS or error.status_code >= 500:
+            raise TransientError(f"HTTP {error.status_code}: {error.message}") from error
+        raise ProviderError(f"HTTP {error.status_code}: {error.message}") from error
+    except (sdk.APIResponseValidationError, ValueError) as error:
+        raise MalformedReply(str(error)) from error
 
 
 class ApiAgent:

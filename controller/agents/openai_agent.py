@@ -6,18 +6,13 @@ import json
 
 import openai
 
-from controller.agents.api_agent import ApiAgent
+from controller.agents.api_agent import ApiAgent, sdk_errors
 from controller.agents.chat_loop import (
     MalformedReply,
     ModelReply,
-    ProviderError,
     ToolCall,
-    TransientError,
-    TurnTimeout,
 )
 from controller.agents.tools import TOOL_SPECS, ToolOutcome
-
-TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
 
 class OpenAIProvider:
@@ -32,20 +27,10 @@ class OpenAIProvider:
         return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
 
     def send(self, messages: list[dict], timeout_s: float) -> ModelReply:
-        try:
+        with sdk_errors(openai, timeout_s):
             response = self.client.chat.completions.create(
                 model=self.model, messages=messages, tools=self.tools, timeout=timeout_s
             )
-        except openai.APITimeoutError as error:
-            raise TurnTimeout(f"no answer within {timeout_s:.0f}s") from error
-        except openai.APIConnectionError as error:
-            raise TransientError(f"connection failed: {error}") from error
-        except openai.APIStatusError as error:
-            if error.status_code in TRANSIENT_STATUS or error.status_code >= 500:
-                raise TransientError(f"HTTP {error.status_code}: {error.message}") from error
-            raise ProviderError(f"HTTP {error.status_code}: {error.message}") from error
-        except (openai.APIResponseValidationError, ValueError) as error:
-            raise MalformedReply(str(error)) from error
         return self._reply(response)
 
     def _reply(self, response) -> ModelReply:
