@@ -84,7 +84,7 @@ def run_register(arguments: argparse.Namespace, agent=None) -> int:
 
 def new_register_run(arguments: argparse.Namespace):
     """Check the target and the request before anything is created."""
-    from controller.cli.run_options import NewRun
+    from controller.cli.new_run import NewRun
     from controller.errors import ControllerError
     from gates.registration.call_sites import CallSite, require_call_sites
     from gates.registration.declared import declared_operators

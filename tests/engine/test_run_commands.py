@@ -8,7 +8,8 @@ import pytest
 from engine_fixtures import GOOD, GreetingAgent, TinyFlow, make_target
 
 from controller.cli import main
-from controller.cli.run_options import NewRun, add_run_options, start_or_resume
+from controller.cli.new_run import NewRun
+from controller.cli.run_options import add_run_options, start_or_resume
 from controller.errors import ControllerError
 from controller.gitrepo import git
 
