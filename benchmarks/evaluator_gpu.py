@@ -44,11 +44,21 @@ def main() -> int:
         started = time.monotonic()
         result = evaluate(task, task / "solution", device="cuda", timeout=600)
         runs.append((result, time.monotonic() - started))
-        print(f"run {index}: {result.status} in {runs[-1][1]:.1f} s {result.reason}", flush=True)
+        print(
+            f"run {index}: {result.status} in {runs[-1][1]:.1f} s {result.reason} "
+            f"phases {result.phase_seconds} "
+            f"clock {result.timing and result.timing.get('sm_clock_mhz')}",
+            flush=True,
+        )
     report = {"device": torch.cuda.get_device_name(), "operator": OPERATOR, "runs": []}
     for result, seconds in runs:
         report["runs"].append(
-            {"status": result.status, "seconds": seconds, "timing": result.timing}
+            {
+                "status": result.status,
+                "seconds": seconds,
+                "phase_seconds": result.phase_seconds,
+                "timing": result.timing,
+            }
         )
     passed = [r for r, _ in runs if r.status == "PASSED" and r.timing]
     report["stability"] = _stability(passed)
@@ -94,6 +104,7 @@ def _stability(passed) -> dict:
             "across_process_spread": (max(medians) - min(medians)) / middle,
             "within_run_iqr_over_median": statistics.median(within),
             "speedups": [b / c for b, c in zip(baseline, medians, strict=True)],
+            "empty_launch_us": [r.timing["workloads"][name]["empty_launch_us"] for r in passed],
             "floor_us": passed[0].timing["workloads"][name]["floor_us"],
         }
     return rows
@@ -107,6 +118,10 @@ def _print(report: dict) -> None:
             f"{name:<12} {row['median_us']:>10.2f} {row['across_process_spread']:>8.2%} "
             f"{row['within_run_iqr_over_median']:>8.2%} {row['floor_us']:>9.2f}"
         )
+    for name, row in report["stability"].items():
+        pairs = zip(row["medians_us"], row["empty_launch_us"], strict=True)
+        shown = ", ".join(f"{m:.2f}/{e:.2f}" for m, e in pairs)
+        print(f"{name:<12} median/empty launch us per process: {shown}")
     print(f"A/A promotions: {report['aa_promotions']} of {len(report['stability']) and REPEATS}")
     wall = report["wall_seconds"]
     print(f"wall time per evaluation: first {wall['first']:.1f} s, median {wall['median']:.1f} s")

@@ -150,13 +150,18 @@ class OperatorDeclaration(BaseModel):
         distribution: InputDistribution = "normal",
         device: torch.device | str = "cpu",
     ) -> list[torch.Tensor]:
-        """Fresh inputs for one call, drawn on the CPU from `seed` so every device sees the same."""
-        generator = torch.Generator().manual_seed(seed)
+        """Fresh inputs for one call, drawn in FP64 from `seed` by a generator on `device`.
+
+        Drawing on the device keeps large workloads cheap (a CPU draw of a pi0.5 MLP input
+        takes seconds); the same seed gives the same values on every device of one type.
+        """
+        device = torch.device(device)
+        generator = torch.Generator(device=device).manual_seed(seed)
         tensors = []
         for spec in self.inputs:
             shape = self.shape_of(spec, workload)
-            values = _draw(spec, shape, generator, distribution)
-            tensors.append(values.to(spec.torch_dtype).to(device))
+            values = _draw(spec, shape, generator, distribution, device)
+            tensors.append(values.to(spec.torch_dtype))
         return tensors
 
     def run_reference(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -169,21 +174,24 @@ def as_outputs(result: Any) -> tuple[torch.Tensor, ...]:
     return tuple(result) if isinstance(result, tuple | list) else (result,)
 
 
-def _draw(spec, shape, generator, distribution) -> torch.Tensor:
+def _draw(spec, shape, generator, distribution, device) -> torch.Tensor:
+    def draw(sampler, size):
+        return sampler(size, generator=generator, dtype=torch.float64, device=device)
+
     if spec.init == "angle_table":
-        angles = torch.rand(shape, generator=generator, dtype=torch.float64) * 6.283185307179586
+        angles = draw(torch.rand, shape) * 6.283185307179586
         half = shape[-1] // 2
         table = angles.cos() if spec.name.startswith("cos") else angles.sin()
         if half:
             table[..., half:] = table[..., :half]
         return table
     if spec.init == "unit_interval":
-        return torch.rand(shape, generator=generator, dtype=torch.float64)
-    values = torch.randn(shape, generator=generator, dtype=torch.float64)
+        return draw(torch.rand, shape)
+    values = draw(torch.randn, shape)
     if distribution == "large":
         return values * spec.large_scale
     if distribution == "cancellation":
-        offset = torch.randn(shape[-1:] or (1,), generator=generator, dtype=torch.float64) * 16
+        offset = draw(torch.randn, shape[-1:] or (1,)) * 16
         return offset + values * 2.0**-6
     return values
 

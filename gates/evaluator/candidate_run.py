@@ -6,6 +6,7 @@ never imports the solution. Inputs are drawn before the import from seeds derive
 request's nonce, so the solution cannot know them ahead of time.
 """
 
+import time
 from pathlib import Path
 
 import torch
@@ -24,6 +25,7 @@ def run_candidate(
     request: EvaluationRequest, task: TaskPackage, solution: Solution, declaration
 ) -> CandidateReport:
     """Run every case; the first detector or error ends the run with its status."""
+    clock = _PhaseClock()
     device = torch.device(request.device)
     cases = plan_cases(declaration, request.nonce, request.device)
     pristine = {
@@ -44,13 +46,17 @@ def run_candidate(
         "task_digest": request.task_digest,
         "solution_digest": request.solution_digest,
     }
+    clock.lap("setup")
     try:
         function = guard.import_solution()
+        clock.lap("import")
         records, outputs, hidden_errors = guard.run_cases(function, cases, pristine)
+        clock.lap("cases")
         timing = None
         if device.type == "cuda":
             roles["candidate"] = function
             timing = time_roles(request, task, declaration, guard, roles, pristine, outputs)
+            clock.lap("timing")
     except CheatDetected as cheat:
         finding = cheat.finding()
         return CandidateReport(
@@ -67,6 +73,7 @@ def run_candidate(
         guard.disarm()
     torch.save(outputs, outputs_handle)
     outputs_handle.close()
+    clock.lap("save")
     return CandidateReport(
         **header,
         status="RAN",
@@ -74,6 +81,7 @@ def run_candidate(
         hidden_errors=hidden_errors,
         outputs_file=str(outputs_path),
         timing=timing,
+        phase_seconds=clock.laps,
     )
 
 
@@ -88,3 +96,16 @@ def _import_reference_roles(request, task, sources: Path, guard: CandidateGuard)
         roles[role] = loading.import_entry(solution, folder, role)
         guard.watch_more(loading.solution_modules(role))
     return roles
+
+
+class _PhaseClock:
+    """Wall time of each step, so a slow evaluation shows where its seconds went."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.laps[name] = round(now - self._last, 3)
+        self._last = now

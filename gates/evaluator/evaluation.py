@@ -11,7 +11,13 @@ import time
 from pathlib import Path
 
 from gates.errors import GateError
-from gates.evaluator.launcher import ReportNotAuthentic, WorkerCrashed, WorkerTimeout, run_worker
+from gates.evaluator.launcher import (
+    ReportNotAuthentic,
+    WorkerCrashed,
+    WorkerTimeout,
+    finish_worker,
+    start_worker,
+)
 from gates.evaluator.protocol import (
     CandidateReport,
     EvaluationRequest,
@@ -85,29 +91,23 @@ def evaluate(
 
 
 def _run_phases(request: EvaluationRequest, request_path: Path, timeout: float) -> dict:
-    try:
-        candidate = run_worker("candidate", request, request_path, CandidateReport, timeout)
-    except WorkerTimeout as error:
-        return {"status": "TIMEOUT", "reason": str(error)}
-    except WorkerCrashed as error:
-        return {"status": "RUNTIME_ERROR", "reason": str(error)}
-    except ReportNotAuthentic as error:
-        return _rejected("report_authenticity", "ReportNotAuthentic", str(error))
-    if candidate.status != "RAN":
-        outcome = {"status": candidate.status, "reason": candidate.reason}
-        if candidate.findings:
-            outcome["findings"] = candidate.findings
-            outcome["detector"] = candidate.findings[0].detector
-        return outcome
+    """Candidate first; the judge starts beside it, held, so its imports cost no wall time."""
+    started = time.monotonic()
     report_file = Path(request.work_dir) / "candidate-report.json"
+    judge_worker = start_worker("judge", request, request_path, (str(report_file),), held=True)
     try:
-        judge = run_worker(
-            "judge", request, request_path, JudgeReport, timeout, extra=(str(report_file),)
-        )
-    except WorkerTimeout as error:
-        return {"status": "TIMEOUT", "reason": f"judging: {error}"}
-    except (WorkerCrashed, ReportNotAuthentic) as error:
-        raise GateError(f"the judge failed: {error}") from None
+        outcome, candidate = _run_candidate(request, request_path, timeout)
+        if outcome is not None:
+            return outcome
+        candidate_seconds = time.monotonic() - started
+        try:
+            judge = finish_worker(judge_worker, request, JudgeReport, timeout)
+        except WorkerTimeout as error:
+            return {"status": "TIMEOUT", "reason": f"judging: {error}"}
+        except (WorkerCrashed, ReportNotAuthentic) as error:
+            raise GateError(f"the judge failed: {error}") from None
+    finally:
+        judge_worker.cancel()
     outcome = {
         "status": judge.status,
         "reason": judge.reason,
@@ -116,10 +116,35 @@ def _run_phases(request: EvaluationRequest, request_path: Path, timeout: float) 
         "cases_checked": judge.cases_checked,
         "max_absolute_error": judge.max_absolute_error,
         "max_relative_error": judge.max_relative_error,
+        "phase_seconds": {
+            "candidate_process": round(candidate_seconds, 3),
+            **{f"candidate_{name}": seconds for name, seconds in candidate.phase_seconds.items()},
+            "judge_after_candidate": round(time.monotonic() - started - candidate_seconds, 3),
+        },
     }
     if judge.status == "PASSED" and candidate.timing is not None:
         outcome["timing"] = candidate.timing
     return outcome
+
+
+def _run_candidate(request, request_path, timeout) -> tuple[dict | None, CandidateReport | None]:
+    """The candidate phase; an outcome when it already decides the evaluation."""
+    try:
+        worker = start_worker("candidate", request, request_path)
+        candidate = finish_worker(worker, request, CandidateReport, timeout)
+    except WorkerTimeout as error:
+        return {"status": "TIMEOUT", "reason": str(error)}, None
+    except WorkerCrashed as error:
+        return {"status": "RUNTIME_ERROR", "reason": str(error)}, None
+    except ReportNotAuthentic as error:
+        return _rejected("report_authenticity", "ReportNotAuthentic", str(error)), None
+    if candidate.status == "RAN":
+        return None, candidate
+    outcome = {"status": candidate.status, "reason": candidate.reason}
+    if candidate.findings:
+        outcome["findings"] = candidate.findings
+        outcome["detector"] = candidate.findings[0].detector
+    return outcome, candidate
 
 
 def _rejected(detector: str, cheat: str, reason: str) -> dict:

@@ -16,6 +16,7 @@ from gates.evaluator.protocol import EvaluationRequest
 
 REPOSITORY_ROOT = Path(__file__).resolve().parent.parent.parent
 EXIT_BAD_INPUT = 3
+HOLD_VARIABLE = "CONTROLLER_WORKER_HELD"
 
 
 class WorkerTimeout(Exception):
@@ -30,15 +31,29 @@ class ReportNotAuthentic(Exception):
     """The report does not echo the request's nonce and digests."""
 
 
-def run_worker(
+class Worker:
+    """A started worker process: its phase, report and log paths, and the process."""
+
+    def __init__(self, phase: str, process: subprocess.Popen, report: Path, log: Path) -> None:
+        self.phase = phase
+        self.process = process
+        self.report_path = report
+        self.log_path = log
+
+    def cancel(self) -> None:
+        """Kill the worker's process group without waiting for a report."""
+        _kill_group(self.process)
+
+
+def start_worker(
     phase: str,
     request: EvaluationRequest,
     request_path: Path,
-    report_model: type[BaseModel],
-    timeout: float,
     extra: tuple[str, ...] = (),
-) -> BaseModel:
-    """Run one worker phase and return its verified report."""
+    held: bool = False,
+) -> Worker:
+    """Start one worker phase in its own process group. A `held` worker loads its modules and
+    then waits for `release` before it reads anything the other phase writes."""
     work = Path(request.work_dir)
     report_path = work / f"{phase}-report.json"
     command = [sys.executable, "-m", "gates.evaluator.worker", phase, str(request_path)]
@@ -48,6 +63,8 @@ def run_worker(
         [str(REPOSITORY_ROOT)] + [p for p in [environment.get("PYTHONPATH")] if p]
     )
     environment["PYTHONDONTWRITEBYTECODE"] = "1"
+    if held:
+        environment[HOLD_VARIABLE] = "1"
     if request.device == "cpu":
         environment["TRITON_INTERPRET"] = "1"
     log_path = work / f"{phase}.log"
@@ -56,17 +73,32 @@ def run_worker(
             command,
             cwd=REPOSITORY_ROOT,
             env=environment,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if held else subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    return Worker(phase, process, report_path, log_path)
+
+
+def finish_worker(
+    worker: Worker, request: EvaluationRequest, report_model: type[BaseModel], timeout: float
+) -> BaseModel:
+    """Release a held worker, wait for it (killing its group on timeout), verify its report."""
+    process = worker.process
+    if process.stdin is not None:
         try:
-            code = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            raise WorkerTimeout(f"{phase} phase exceeded {timeout:g} s") from None
+            process.stdin.write(b"go\n")
+            process.stdin.close()
+        except BrokenPipeError:
+            pass
+    try:
+        code = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
         _kill_group(process)
+        raise WorkerTimeout(f"{worker.phase} phase exceeded {timeout:g} s") from None
+    _kill_group(process)
+    phase, log_path, report_path = worker.phase, worker.log_path, worker.report_path
     if code == EXIT_BAD_INPUT:
         raise GateError(_last_line(log_path) or f"{phase} worker refused its input")
     if code != 0 or not report_path.is_file():
@@ -81,6 +113,19 @@ def run_worker(
         if getattr(report, field) != getattr(request, field):
             raise ReportNotAuthentic(f"{phase} report does not echo the request's {field}")
     return report
+
+
+def run_worker(
+    phase: str,
+    request: EvaluationRequest,
+    request_path: Path,
+    report_model: type[BaseModel],
+    timeout: float,
+    extra: tuple[str, ...] = (),
+) -> BaseModel:
+    """Run one worker phase to its end and return its verified report."""
+    worker = start_worker(phase, request, request_path, extra)
+    return finish_worker(worker, request, report_model, timeout)
 
 
 def _kill_group(process: subprocess.Popen) -> None:

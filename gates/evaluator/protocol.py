@@ -80,6 +80,9 @@ class CandidateReport(BaseModel):
     outputs_file: str | None = None
     timing: dict[str, Any] | None = None
     environment: dict[str, str] = Field(default_factory=dict)
+    phase_seconds: dict[str, float] = Field(
+        default_factory=dict, description="wall time of each step inside the candidate process"
+    )
 
 
 class JudgeReport(BaseModel):
@@ -116,6 +119,9 @@ class EvaluationResult(BaseModel):
     max_relative_error: float = 0.0
     timing: dict[str, Any] | None = None
     seconds: float = 0.0
+    phase_seconds: dict[str, float] = Field(
+        default_factory=dict, description="where the evaluation's wall time went"
+    )
 
 
 def write_json_atomic(path: Path, data: BaseModel | dict) -> None:

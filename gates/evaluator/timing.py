@@ -7,7 +7,12 @@ measured interval.
 
 Each sample's inputs are one of two pristine sets chosen in an order derived from the nonce,
 and every timed output of the candidate is compared on the device with its verified output
-for that set, so a solution cannot skip or replay work only while it is being timed.
+for that set, so a solution cannot skip or replay work only while it is being timed. Every
+role runs the same comparison kernels between its samples (the baseline against its own
+untimed outputs), so the device sees the same sequence whichever role is timed: roles that
+differ only in name time the same.
+
+Medians are tick medians (see `statistics`): event times come in 32 ns ticks.
 """
 
 import math
@@ -19,7 +24,7 @@ from gates.evaluator.detectors.concurrency import SideStreamWork
 from gates.evaluator.detectors.plausibility import check_plausible, roofline_floor_ms
 from gates.evaluator.detectors.replay import TimedOutputWrong
 from gates.evaluator.promotion import promotion_verdict
-from gates.evaluator.statistics import median, spread
+from gates.evaluator.statistics import spread, tick_median
 
 BANDWIDTH_BYTES = 1 << 30
 L2_FLUSH_FACTOR = 2
@@ -35,6 +40,7 @@ def time_roles(request, task, declaration, guard, roles, pristine, outputs) -> d
     flush_bytes = max(L2_FLUSH_FACTOR * properties.L2_cache_size, 64 << 20)
     flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device=device)
     bandwidth = measure_bandwidth(device)
+    clock_before = measure_sm_clock_mhz()
     graphs = bool(task.evaluation.get("cuda_graphs", False))
     rounds = max(1, request.timing_rounds)
     per_round = math.ceil(request.timing_samples / rounds)
@@ -44,7 +50,12 @@ def time_roles(request, task, declaration, guard, roles, pristine, outputs) -> d
     for workload in declaration.workloads:
         keys = [f"{workload.name}/normal/0", f"{workload.name}/normal/1"]
         sets = [pristine[key] for key in keys]
-        expected = [[t.to(device) for t in outputs[key]] for key in keys]
+        expected = {
+            role: _untimed_outputs(roles[role], sets, declaration.params)
+            for role in roles
+            if role != "candidate"
+        }
+        expected["candidate"] = [[t.to(device) for t in outputs[key]] for key in keys]
         choices = [order.randrange(2) for _ in range(per_round)]
         samples = {role: [] for role in roles}
         foreign = mismatched = 0
@@ -58,7 +69,7 @@ def time_roles(request, task, declaration, guard, roles, pristine, outputs) -> d
                     role,
                     declaration.params,
                     sets,
-                    expected,
+                    expected[role],
                     choices,
                     flush,
                     graphs,
@@ -66,7 +77,10 @@ def time_roles(request, task, declaration, guard, roles, pristine, outputs) -> d
                 samples[role].append(times)
                 if role == "candidate":
                     foreign, mismatched = foreign + wrong_stream, mismatched + wrong_output
-        row = _summarise(workload, declaration, sets[0], expected[0], samples, bandwidth)
+        row = _summarise(
+            workload, declaration, sets[0], expected["candidate"][0], samples, bandwidth
+        )
+        row["empty_launch_us"] = tick_median(_time_empty_launch(flush, per_round)) * 1e3
         report["workloads"][workload.name] = row
         if foreign:
             raise SideStreamWork(f"{workload.name}: {foreign} timed launches on another stream")
@@ -81,6 +95,7 @@ def time_roles(request, task, declaration, guard, roles, pristine, outputs) -> d
         l2_flush_bytes=flush_bytes,
         bandwidth_gb_per_s=round(bandwidth / 1e6, 1),
         cuda_graphs=graphs,
+        sm_clock_mhz=[clock_before, measure_sm_clock_mhz()],
     )
     report["promotion"] = promotion_verdict(report, list(roles))
     return report
@@ -112,9 +127,8 @@ def _time_role(guard, function, role, params, sets, expected, choices, flush, gr
             result = replay() if replay else function(*live, **params)
             ends[index].record()
             produced = result if isinstance(result, tuple | list) else (result,)
-            if role == "candidate":
-                for got, want in zip(produced, expected[choice], strict=True):
-                    mismatches += _differs(got, want)
+            for got, want in zip(produced, expected[choice], strict=True):
+                mismatches += _differs(got, want)
             if not graphs:  # every role keeps its last outputs alive: the same allocator pattern
                 recent = _keep_recent(recent, produced, role)
     foreign = guard.streams.foreign_launches(stream) if not graphs else 0
@@ -123,6 +137,35 @@ def _time_role(guard, function, role, params, sets, expected, choices, flush, gr
     times = [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
     guard.check_environment(f"while reading {role}'s events")
     return times, foreign, int(mismatches.item())
+
+
+def _time_empty_launch(flush, count: int) -> list[float]:
+    """An empty kernel timed like a sample: the process's fixed cost of a bracketed launch.
+
+    On the H200 this cost (about 3.5 us) differs between processes by up to 0.2 us and moves
+    every ~5 us median with it; reporting it lets a reader see that shift apart from the
+    kernel's own time.
+    """
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+    torch.cuda._sleep(BACKLOG_CYCLES)
+    for start, end in zip(starts, ends, strict=True):
+        torch.cuda._sleep(SPIN_CYCLES)
+        flush.zero_()
+        start.record()
+        torch.cuda._sleep(0)
+        end.record()
+    torch.cuda.synchronize()
+    return [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
+
+
+def _untimed_outputs(function, sets, params) -> list[list[torch.Tensor]]:
+    """A trusted role's outputs on each pristine set, called once before it is timed."""
+    outputs = []
+    for inputs in sets:
+        result = function(*[t.clone() for t in inputs], **params)
+        outputs.append(list(result) if isinstance(result, tuple | list) else [result])
+    return outputs
 
 
 def _keep_recent(recent, produced, role):
@@ -162,6 +205,22 @@ def _capture(function, live, params):
     return replay
 
 
+def measure_sm_clock_mhz() -> float:
+    """The SM clock in MHz, from timing a kernel that spins a known number of cycles.
+
+    Reported with every timing so a reader can tell a throttled device from a slow kernel.
+    """
+    cycles = 20_000_000
+    torch.cuda._sleep(cycles)  # the first spin lifts an idle clock
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    end.synchronize()
+    return round(cycles / start.elapsed_time(end) / 1e3, 1)
+
+
 def measure_bandwidth(device) -> float:
     """Device-memory bandwidth in bytes per millisecond, from timed copies (best of five)."""
     source = torch.empty(BANDWIDTH_BYTES // 4, dtype=torch.int32, device=device)
@@ -189,9 +248,9 @@ def _summarise(workload, declaration, inputs, outputs, samples, bandwidth) -> di
     }
     for role, rounds in samples.items():
         everything = [value for values in rounds for value in values]
-        row[f"{role}_median_us"] = median(everything) * 1e3
+        row[f"{role}_median_us"] = tick_median(everything) * 1e3
         row[f"{role}_spread"] = spread(everything)
-        row[f"{role}_round_medians_us"] = [median(values) * 1e3 for values in rounds]
+        row[f"{role}_round_medians_us"] = [tick_median(values) * 1e3 for values in rounds]
     if "baseline" in samples:
         row["speedup"] = row["baseline_median_us"] / row["candidate_median_us"]
     return row

@@ -4,6 +4,10 @@ an evaluation in a fresh process.
 Phase `candidate` imports and runs the solution; phase `judge` computes the references and
 checks the candidate's outputs without ever importing the solution. Exit 0 means a report
 was written; exit 3 means the input was bad (message on stderr).
+
+The controller starts the judge while the candidate still runs, held: it imports its
+modules, then waits for a line on stdin before it touches the device or reads anything the
+candidate wrote, and verifies the task and solution digests again once released.
 """
 
 import json
@@ -12,6 +16,7 @@ import sys
 from pathlib import Path
 
 EXIT_BAD_INPUT = 3
+HOLD_VARIABLE = "CONTROLLER_WORKER_HELD"
 
 
 def main(argv: list[str]) -> int:
@@ -35,6 +40,16 @@ def main(argv: list[str]) -> int:
     elif phase == "judge":
         from gates.evaluator.judge import run_judge
 
+        if os.environ.pop(HOLD_VARIABLE, None):
+            # No CUDA context before release: a second context on the GPU, even an idle
+            # one, disturbed the candidate's timing on the H200 (rounds 2-3x slower).
+            if not sys.stdin.readline().strip():
+                return 0  # cancelled: the candidate phase ended without outputs to judge
+            try:
+                task, solution, declaration = _load_inputs(request)
+            except GateError as error:
+                print(str(error), file=sys.stderr)
+                return EXIT_BAD_INPUT
         candidate = CandidateReport.model_validate_json(Path(argv[3]).read_text())
         report = run_judge(request, declaration, candidate)
     else:

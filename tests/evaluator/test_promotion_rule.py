@@ -3,7 +3,7 @@
 import random
 
 from gates.evaluator.promotion import promotion_verdict
-from gates.evaluator.statistics import median, spread
+from gates.evaluator.statistics import median, spread, tick_median
 
 
 def report(candidate_scale: float, noise: float, seed: int = 0) -> dict:
@@ -41,3 +41,15 @@ def test_spread_is_interquartile_range_over_median():
     assert median([1.0, 2.0, 3.0, 4.0]) == 2.5
     assert spread([10.0] * 9) == 0.0
     assert abs(spread([8.0, 9.0, 10.0, 11.0, 12.0]) - 0.2) < 1e-12
+
+
+def test_tick_median_resolves_shifts_smaller_than_one_tick():
+    tick = 0.032
+    # 1000 samples on 32 ns ticks: 60% at 4.800 us and 40% at 4.832 us, then 40%/60%.
+    low_heavy = [4.800] * 600 + [4.800 + tick] * 400
+    high_heavy = [4.800] * 400 + [4.800 + tick] * 600
+    assert median(low_heavy) == 4.800 and median(high_heavy) == 4.800 + tick
+    assert tick_median(low_heavy) < tick_median(high_heavy)
+    assert abs(tick_median(high_heavy) - tick_median(low_heavy) - tick / 3) < 1e-9
+    assert tick_median([2, 2, 2, 3, 3, 3]) == 2.5
+    assert tick_median([1.0, 2.5, 3.1]) == 2.5  # not quantised: the plain median
