@@ -27,7 +27,14 @@ CHEATS = {
 
 
 def main() -> int:
+    import argparse
+
     import torch
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="evaluator processes")
+    parser.add_argument("--no-cheats", action="store_true", help="skip the timing cheats")
+    args = parser.parse_args()
     from cheat_packing import cheat_solution
 
     from gates.evaluator.evaluation import evaluate
@@ -40,7 +47,7 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="evaluator-bench-"))
     task, _ = write_package(REGISTRY.declaration(OPERATOR), scratch / "tasks")
     runs = []
-    for index in range(REPEATS):
+    for index in range(args.repeats):
         started = time.monotonic()
         result = evaluate(task, task / "solution", device="cuda", timeout=600)
         runs.append((result, time.monotonic() - started))
@@ -68,7 +75,7 @@ def main() -> int:
         "median": statistics.median(seconds for _, seconds in runs),
     }
     report["cheats"] = {}
-    for name, accepted in CHEATS.items():
+    for name, accepted in ({} if args.no_cheats else CHEATS).items():
         result = evaluate(task, cheat_solution(name, scratch), device="cuda", timeout=600)
         caught = result.status == "REJECTED" and result.detector in accepted
         report["cheats"][name] = {
@@ -81,7 +88,7 @@ def main() -> int:
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "evaluator_gpu.json").write_text(json.dumps(report, indent=2))
     ok = (
-        len(passed) == REPEATS
+        len(passed) == args.repeats
         and report["aa_promotions"] == 0
         and all(c["caught"] for c in report["cheats"].values())
     )
@@ -122,7 +129,7 @@ def _print(report: dict) -> None:
         pairs = zip(row["medians_us"], row["empty_launch_us"], strict=True)
         shown = ", ".join(f"{m:.2f}/{e:.2f}" for m, e in pairs)
         print(f"{name:<12} median/empty launch us per process: {shown}")
-    print(f"A/A promotions: {report['aa_promotions']} of {len(report['stability']) and REPEATS}")
+    print(f"A/A promotions: {report['aa_promotions']} of {len(report['runs'])}")
     wall = report["wall_seconds"]
     print(f"wall time per evaluation: first {wall['first']:.1f} s, median {wall['median']:.1f} s")
     for name, row in report["cheats"].items():
