@@ -1,48 +1,85 @@
 """Where does a ~5 us kernel's measured time vary between evaluator processes?
 
-The evaluator's timing of the same RMSNorm kernel differed by up to 15% between processes
-while rounds within one process agreed to about 1%. This script separates the suspects: in
-each of several fresh processes it imports the baseline several times (separate module
-loads, so separate kernel binaries in device memory) and times every import with variants
-of the sampling loop, interleaved in rounds.
+The evaluator's timing of one RMSNorm kernel differed by several percent between processes
+while rounds inside one process agreed to about 1%. This script separates the suspects: in
+each of several fresh processes it imports the baseline more than once (separate module
+loads, so separate kernel binaries) and times every import under variants of the sampling
+loop, interleaved in rounds. Every variant keeps the evaluator's frame: a spin kernel keeps
+the device behind the host, events bracket one call, no host sync inside the loop.
 
-Run from the repository root on a CUDA machine: `python benchmarks/timing_diagnosis.py`.
-Prints a table; writes $OUT/timing_diagnosis.json when $OUT is set.
+Run from the repository root on a CUDA machine:
+    python benchmarks/timing_diagnosis.py [--processes 6] [--variants clones16,empty,...]
+Prints a table (within-process spread across imports, across-process spread of the first
+import and of the imports' mean, every median); writes $OUT/timing_diagnosis.json when $OUT
+is set. `--list` names the variants.
 """
 
 import argparse
 import contextlib
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
 import tempfile
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 OPERATOR = "rms_norm"
-WORKLOADS = ("action_b1", "prefix_b1")
-IMPORTS = 2
 ROUNDS = 5
 PER_ROUND = 200
+FLUSH_BYTES = 512 << 20
 ARENA_BYTES = 1 << 30
 POOLS = 16
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of sampling; the defaults are the evaluator's loop."""
+
+    copies: int = 16  # live input sets used in turn
+    arena: bool = False  # live inputs at random offsets in a 1 GiB buffer instead of clones
+    call: str = "kernel"  # kernel | graph (a captured call per live set) | empty (no kernel)
+    outputs: str = "default"  # default | pools (16 memory pools in turn)
+    keep: int = 1  # outputs kept alive
+    reset: bool = True  # copy a pristine set into the live inputs before each sample
+    flush: str = "write"  # write | read | window (4 windows in turn) | none
+    spin: bool = True  # a ~150 us spin kernel before each sample
+    warm: bool = False  # an empty launch after the flush, before the start event
+    streams: int = 0  # samples spread over this many side streams
+
+
 VARIANTS = {
-    # name: (live input copies, where they live, where outputs are allocated)
-    "clones16": (16, "clones", "default"),
-    "noflush16": (16, "clones", "noflush"),
-    "empty": (16, "clones", "empty"),
-    "emptynoflush": (16, "clones", "emptynoflush"),
+    "clones16": Variant(),
+    "keep16": Variant(keep=16),
+    "nospin": Variant(spin=False),
+    "readflush": Variant(flush="read"),
+    "arena64": Variant(copies=64, arena=True),
+    "arena64keep8": Variant(copies=64, arena=True, keep=8),
+    "noreset": Variant(reset=False),
+    "flushwindow": Variant(flush="window"),
+    "streams4": Variant(streams=4),
+    "pools16": Variant(outputs="pools"),
+    "arena64pools16": Variant(copies=64, arena=True, outputs="pools"),
+    "graph16": Variant(call="graph"),
+    "warm16": Variant(warm=True),
+    "noflush16": Variant(flush="none"),
+    "empty": Variant(call="empty"),
+    "emptywarm": Variant(call="empty", warm=True),
+    "emptynoflush": Variant(call="empty", flush="none"),
 }
+DEFAULT_VARIANTS = "clones16,noflush16,empty,emptynoflush"
 
 
-def child(task: Path) -> dict:
+def child(task: Path, names: list[str], workloads: list[str], imports: int) -> dict:
     import torch
 
     from gates.evaluator import loading
+    from gates.evaluator.timing import measure_sm_clock_mhz
     from gates.tasks.solution import load_solution
     from operators import REGISTRY
 
@@ -51,116 +88,117 @@ def child(task: Path) -> dict:
     solution = load_solution(task / "solution")
     scratch = Path(tempfile.mkdtemp(prefix="timing-diag-"))
     functions = []
-    for index in range(IMPORTS):
+    for index in range(imports):
         folder = loading.write_sources(solution, scratch / f"copy{index}")
         functions.append(loading.import_entry(solution, folder, f"copy{index}"))
-    flush = torch.empty(4 * (512 << 20 >> 2), dtype=torch.int32, device=device)
-    arena = torch.empty(ARENA_BYTES, dtype=torch.uint8, device=device)
-    params = declaration.params
-    results = {"clock_mhz_start": _clock_mhz()}
+    buffers = {
+        "flush": torch.empty(4 * FLUSH_BYTES // 4, dtype=torch.int32, device=device),
+        "arena": torch.empty(ARENA_BYTES, dtype=torch.uint8, device=device),
+        "pools": [torch.cuda.MemPool() for _ in range(POOLS)],
+    }
+    results = {"clock_mhz_start": measure_sm_clock_mhz()}
     for workload in declaration.workloads:
-        if workload.name not in WORKLOADS:
+        if workload.name not in workloads:
             continue
         sets = [declaration.make_inputs(workload, seed, "normal", device) for seed in (0, 1)]
         for function in functions:  # compile and load before timing
-            function(*sets[0], **params)
+            function(*sets[0], **declaration.params)
         torch.cuda.synchronize()
-        samples = {(v, i): [] for v in VARIANTS for i in range(IMPORTS)}
+        samples = {(name, i): [] for name in names for i in range(imports)}
         for round_index in range(ROUNDS):
-            for variant, knobs in VARIANTS.items():
-                for index in range(IMPORTS):
-                    order = (index + round_index) % IMPORTS
-                    times = _sample(functions[order], sets, params, flush, arena, *knobs)
-                    samples[(variant, order)].extend(times)
+            for name in names:
+                for index in range(imports):
+                    order = (index + round_index) % imports
+                    times = _sample(
+                        functions[order], sets, declaration.params, buffers, VARIANTS[name]
+                    )
+                    samples[(name, order)].extend(times)
         results[workload.name] = {
-            variant: [statistics.median(samples[(variant, i)]) * 1e3 for i in range(IMPORTS)]
-            for variant in VARIANTS
+            name: [statistics.median(samples[(name, i)]) * 1e3 for i in range(imports)]
+            for name in names
         }
-        results[workload.name + "/interpolated"] = {
-            variant: [_grouped_median(samples[(variant, i)]) * 1e3 for i in range(IMPORTS)]
-            for variant in VARIANTS
-        }
-    results["clock_mhz_end"] = _clock_mhz()
+    results["clock_mhz_end"] = measure_sm_clock_mhz()
     return results
 
 
-def _clock_mhz() -> float:
-    """The SM clock, from timing a kernel that spins a known number of cycles."""
+def _sample(function, sets, params, buffers, variant: Variant) -> list[float]:
+    """One round of PER_ROUND samples under `variant`; milliseconds per sample."""
     import torch
 
-    cycles = 20_000_000
-    torch.cuda._sleep(cycles)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    torch.cuda._sleep(cycles)
-    end.record()
-    end.synchronize()
-    return cycles / start.elapsed_time(end) / 1e3
-
-
-def _grouped_median(values):
-    ordered = sorted(values)
-    levels = sorted(set(ordered))
-    gaps = [b - a for a, b in zip(levels, levels[1:], strict=False) if b - a > 1e-9]
-    middle = statistics.median(ordered)
-    if not gaps:
-        return middle
-    tick = min(gaps)
-    low = middle - tick / 2
-    below = sum(1 for v in ordered if v < low)
-    at = sum(1 for v in ordered if low <= v < low + tick)
-    return low + (len(ordered) / 2 - below) / max(at, 1) * tick
-
-
-def _sample(function, sets, params, flush, arena, copies, placement, outputs):
-    import random
-
-    import torch
-
-    if placement == "clones":
-        lives = [[t.clone() for t in sets[0]] for _ in range(copies)]
-    else:
-        lives = []
-        for _ in range(copies):
-            live = []
-            for t in sets[0]:
-                nbytes = t.numel() * t.element_size()
-                offset = random.randrange(0, (ARENA_BYTES - nbytes) // 256) * 256
-                view = arena[offset : offset + nbytes].view(t.dtype).view(t.shape)
-                live.append(view)
-            lives.append(live)
+    lives = [_live_inputs(sets[0], buffers["arena"], variant.arena) for _ in range(variant.copies)]
+    if variant.outputs == "pools":
+        _fill_pools(function, lives[0], params, buffers["pools"])
+    graphs = [_capture(function, live, params) for live in lives] if variant.call == "graph" else []
+    streams = [torch.cuda.Stream() for _ in range(variant.streams)]
+    flush = buffers["flush"]
+    window = FLUSH_BYTES // 4
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(PER_ROUND)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(PER_ROUND)]
-    window = flush.numel() // 4
-    pools = _pools(function, lives[0], params) if outputs == "pools" else []
-    graphs = [_capture(function, live, params) for live in lives] if outputs == "graphs" else []
     kept = []
     torch.cuda._sleep(4_000_000)
     for index in range(PER_ROUND):
-        torch.cuda._sleep(300_000)
-        live = lives[index % copies]
-        for target, source in zip(live, sets[index % 2], strict=True):
-            target.copy_(source)
-        if "noflush" not in outputs:
-            flush[:window].zero_()
-        if outputs in ("warm", "emptywarm"):
-            torch.cuda._sleep(0)  # an empty launch after the flush: the launch path is warm
-        context = torch.cuda.use_mem_pool(pools[index % POOLS]) if pools else _no_pool()
-        with context:
-            starts[index].record()
-            if graphs:
-                out = graphs[index % copies]()
-            elif outputs.startswith("empty"):
-                out = torch.cuda._sleep(0)
-            else:
-                out = function(*live, **params)
-            ends[index].record()
-        kept = (kept + [out])[-2:]
+        stream = streams[index % len(streams)] if streams else None
+        if stream is not None:
+            stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+            if variant.spin:
+                torch.cuda._sleep(300_000)
+            live = lives[index % variant.copies]
+            if variant.reset:
+                for target, source in zip(live, sets[index % 2], strict=True):
+                    target.copy_(source)
+            if variant.flush == "write":
+                flush[:window].zero_()
+            elif variant.flush == "read":
+                flush[:window].max()
+            elif variant.flush == "window":
+                flush[(index % 4) * window : (index % 4 + 1) * window].zero_()
+            if variant.warm:
+                torch.cuda._sleep(0)
+            pool = buffers["pools"][index % POOLS] if variant.outputs == "pools" else None
+            with torch.cuda.use_mem_pool(pool) if pool is not None else contextlib.nullcontext():
+                starts[index].record()
+                if variant.call == "graph":
+                    out = graphs[index % variant.copies]()
+                elif variant.call == "empty":
+                    out = torch.cuda._sleep(0)
+                else:
+                    out = function(*live, **params)
+                ends[index].record()
+            kept = (kept + [out])[-variant.keep :]
+        if stream is not None:
+            torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
+    return [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
+
+
+def _live_inputs(inputs, arena, in_arena: bool):
+    """A live copy of one input set: clones, or views at random 256-byte offsets of `arena`."""
+    if not in_arena:
+        return [t.clone() for t in inputs]
+    live = []
+    for tensor in inputs:
+        size = tensor.numel() * tensor.element_size()
+        offset = random.randrange(0, (arena.numel() - size) // 256) * 256
+        view = arena[offset : offset + size].view(tensor.dtype).view(tensor.shape)
+        view.copy_(tensor)
+        live.append(view)
+    return live
+
+
+def _fill_pools(function, live, params, pools) -> None:
+    """Give every pool a cached segment, so no timed call allocates from the driver."""
+    import torch
+
+    for pool in pools:
+        with torch.cuda.use_mem_pool(pool):
+            outputs = [function(*live, **params) for _ in range(3)]
+        del outputs
+    torch.cuda.synchronize()
 
 
 def _capture(function, live, params):
+    """A CUDA graph of one call on `live`; returns a replay that yields its static output."""
     import torch
 
     side = torch.cuda.Stream()
@@ -179,81 +217,70 @@ def _capture(function, live, params):
     return replay
 
 
-_POOL_CACHE = {}
-
-
-def _pools(function, live, params):
-    """Memory pools with a cached segment each, so outputs land in different places."""
-    import torch
-
-    if "pools" not in _POOL_CACHE:
-        _POOL_CACHE["pools"] = [torch.cuda.MemPool() for _ in range(POOLS)]
-    pools = _POOL_CACHE["pools"]
-    for pool in pools:
-        with torch.cuda.use_mem_pool(pool):
-            keep = [function(*live, **params) for _ in range(3)]
-        del keep
-    torch.cuda.synchronize()
-    return pools
-
-
-@contextlib.contextmanager
-def _no_pool():
-    yield
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--child", type=Path, help="(internal) time in this process")
-    parser.add_argument("--processes", type=int, default=5)
+    parser.add_argument("--processes", type=int, default=6)
+    parser.add_argument("--variants", default=DEFAULT_VARIANTS, help="comma-separated names")
+    parser.add_argument("--workloads", default="action_b1,prefix_b1")
+    parser.add_argument("--imports", type=int, default=2, help="module loads per process")
+    parser.add_argument("--list", action="store_true", help="print the variants and exit")
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    names = args.variants.split(",")
+    if args.list:
+        for name, variant in VARIANTS.items():
+            print(f"{name:<16} {asdict(variant)}")
+        return 0
+    unknown = [name for name in names if name not in VARIANTS]
+    if unknown:
+        print(f"unknown variants {unknown}; --list names them", file=sys.stderr)
+        return 2
+    workloads = args.workloads.split(",")
     if args.child:
-        print(json.dumps(child(args.child)))
+        print(json.dumps(child(args.child, names, workloads, args.imports)))
         return 0
     from gates.tasks.generation import write_package
     from operators import REGISTRY
 
     scratch = Path(tempfile.mkdtemp(prefix="timing-diag-task-"))
     task, _ = write_package(REGISTRY.declaration(OPERATOR), scratch)
+    command = [sys.executable, __file__, "--child", str(task), "--variants", args.variants]
+    command += ["--workloads", args.workloads, "--imports", str(args.imports)]
     runs = []
     for index in range(args.processes):
-        output = subprocess.run(
-            [sys.executable, __file__, "--child", str(task)],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+        output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
         runs.append(json.loads(output.strip().splitlines()[-1]))
         print(f"process {index} done", flush=True)
-    report = {"runs": runs, "summary": _summary(runs)}
+    report = {"variants": names, "runs": runs, "summary": _summary(runs, names)}
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "timing_diagnosis.json").write_text(json.dumps(report, indent=2))
     return 0
 
 
-def _summary(runs: list[dict]) -> dict:
+def _summary(runs: list[dict], names: list[str]) -> dict:
     def spread(values):
         return (max(values) - min(values)) / statistics.median(values)
 
     summary = {}
-    print(f"{'workload':<10} {'variant':<10} {'within':>7} {'across0':>8} {'acrossM':>8}  medians")
+    print(f"{'workload':<10} {'variant':<15} {'within':>7} {'across0':>8} {'acrossM':>8}  medians")
     for workload in [name for name in runs[0] if not name.startswith("clock")]:
-        for variant in VARIANTS:
-            per_process = [run[workload][variant] for run in runs]
+        for name in names:
+            per_process = [run[workload][name] for run in runs]
             within = statistics.median(spread(values) for values in per_process)
             across_first = spread([values[0] for values in per_process])
             across_mean = spread([statistics.mean(values) for values in per_process])
-            summary[f"{workload}/{variant}"] = {
+            summary[f"{workload}/{name}"] = {
                 "within_process_across_imports": within,
                 "across_processes_first_import": across_first,
                 "across_processes_mean_of_imports": across_mean,
             }
             shown = " | ".join(" ".join(f"{v:.2f}" for v in values) for values in per_process)
             print(
-                f"{workload:<10} {variant:<10} {within:>6.1%} {across_first:>7.1%} "
+                f"{workload:<10} {name:<15} {within:>6.1%} {across_first:>7.1%} "
                 f"{across_mean:>7.1%}  {shown}"
             )
-    print("clock MHz per process:", [(r["clock_mhz_start"], r["clock_mhz_end"]) for r in runs])
+    clocks = [(run["clock_mhz_start"], run["clock_mhz_end"]) for run in runs]
+    print("SM clock MHz per process (start, end):", clocks)
     return summary
 
 

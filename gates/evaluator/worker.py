@@ -41,8 +41,8 @@ def main(argv: list[str]) -> int:
         from gates.evaluator.judge import run_judge
 
         if os.environ.pop(HOLD_VARIABLE, None):
-            # No CUDA context before release: a second context on the GPU, even an idle
-            # one, disturbed the candidate's timing on the H200 (rounds 2-3x slower).
+            # No CUDA context before release: in the one H200 run where the held judge made
+            # one, a timing round of the candidate ran 3x slower.
             if not sys.stdin.readline().strip():
                 return 0  # cancelled: the candidate phase ended without outputs to judge
             try:
