@@ -37,7 +37,8 @@ def run_candidate(
     outputs_handle = open(outputs_path, "wb")  # noqa: SIM115  (opened before the solution runs)
     extra_ops = task.evaluation.get("extra_allowed_ops", [])
     sources = Path(request.sources_dir)
-    guard = CandidateGuard(declaration, device, work, sources, solution, extra_ops)
+    protected = [Path(request.task), Path(request.solution)]
+    guard = CandidateGuard(declaration, device, work, sources, solution, extra_ops, protected)
     roles = {}
     if device.type == "cuda":
         roles = _import_reference_roles(request, task, sources, guard)

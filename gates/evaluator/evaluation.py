@@ -11,7 +11,13 @@ import time
 from pathlib import Path
 
 from gates.errors import GateError
+from gates.evaluator.detectors.file_tampering import (
+    SourceSnapshot,
+    SourcesRewritten,
+    protected_roots,
+)
 from gates.evaluator.launcher import (
+    REPOSITORY_ROOT,
     ReportNotAuthentic,
     WorkerCrashed,
     WorkerTimeout,
@@ -76,7 +82,14 @@ def evaluate(
         )
         request_path = work / "request.json"
         write_json_atomic(request_path, request)
+        snapshot = SourceSnapshot(
+            protected_roots(REPOSITORY_ROOT, Path(task_folder), Path(solution_path))
+        )
         outcome = _run_phases(request, request_path, timeout)
+        try:
+            snapshot.check()
+        except SourcesRewritten as cheat:
+            outcome = _rejected(cheat.detector, type(cheat).__name__, cheat.reason)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(sources, ignore_errors=True)

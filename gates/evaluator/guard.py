@@ -5,7 +5,9 @@ before the solution is imported; every checked call is traced, poisoned and veri
 """
 
 import hashlib
+import os
 import sys
+import sysconfig
 from pathlib import Path
 
 import torch
@@ -55,7 +57,9 @@ class CandidateCallError(Exception):
 class CandidateGuard:
     """Imports and calls one solution with every candidate-process detector armed."""
 
-    def __init__(self, declaration, device, work: Path, sources: Path, solution, extra_ops):
+    def __init__(
+        self, declaration, device, work: Path, sources: Path, solution, extra_ops, protected=()
+    ):
         self.declaration = declaration
         self.device = device
         self.solution = solution
@@ -71,7 +75,12 @@ class CandidateGuard:
         self.evaluator = IdentitySnapshot(EVALUATOR_PATHS, evaluator_modules)
         self.python_threads, self.main_thread_name = thread_snapshot()
         self.native_threads = os_threads()
-        self.audit = AuditMonitor([str(self.folder)], [str(work)])
+        self.audit = AuditMonitor(
+            [str(self.folder)],
+            [str(work)],
+            protected_dirs=[*protected_trees(), *map(str, protected)],
+            writable_dirs=[str(work), str(sources), triton_cache_dir()],
+        )
         self.kept_outputs: list[torch.Tensor] = []
 
     def watch_more(self, modules: list) -> None:
@@ -214,6 +223,25 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     sa, sb = a.untyped_storage(), b.untyped_storage()
     a0, b0 = sa.data_ptr(), sb.data_ptr()
     return a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes()
+
+
+def protected_trees() -> list[str]:
+    """Where nothing in the candidate process may write: the repository and every import root
+    (site-packages, the standard library), so no later process imports a planted file."""
+    roots = {str(Path(__file__).resolve().parent.parent.parent)}
+    roots.update(sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib"))
+    roots.update(entry for entry in sys.path if entry and os.path.isdir(entry))
+    return sorted(roots)
+
+
+def triton_cache_dir() -> str:
+    """Where Triton writes compiled kernels (honest solutions compile there)."""
+    try:
+        from triton import knobs
+
+        return str(knobs.cache.dir)
+    except (ImportError, AttributeError):
+        return os.environ.get("TRITON_CACHE_DIR", os.path.expanduser("~/.triton/cache"))
 
 
 def _warm_up(device: torch.device) -> None:

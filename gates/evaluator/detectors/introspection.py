@@ -14,6 +14,7 @@ import threading
 
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.detectors.concurrency import ChildProcess, ExtraThreads
+from gates.evaluator.detectors.file_tampering import MODIFYING_PATH_EVENTS, is_write, under
 
 
 class EvaluatorIntrospection(CheatDetected):
@@ -24,7 +25,8 @@ class EvaluatorIntrospection(CheatDetected):
 
 
 class EvaluatorFileAccess(CheatDetected):
-    """The solution opened the evaluator's private files (request, reports, outputs)."""
+    """The solution opened the evaluator's private files (request, reports, outputs), or
+    something in the candidate process wrote under a protected tree (sources, packages)."""
 
     detector = "introspection"
 
@@ -91,6 +93,7 @@ WATCHED_EVENTS = (
     | PROCESS_EVENTS
     | THREAD_EVENTS
     | PATH_EVENTS
+    | MODIFYING_PATH_EVENTS
     | {"open", "object.__setattr__"}
 )
 STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"])
@@ -99,9 +102,19 @@ STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"])
 class AuditMonitor:
     """Records sensitive events that come from the solution's files while armed."""
 
-    def __init__(self, solution_dirs: list[str], private_dirs: list[str]) -> None:
+    def __init__(
+        self,
+        solution_dirs: list[str],
+        private_dirs: list[str],
+        protected_dirs: list[str] = (),
+        writable_dirs: list[str] = (),
+    ) -> None:
+        """`protected_dirs`: no write under them from any caller, except under the
+        `writable_dirs` inside them (the Triton cache, the evaluation's own folders)."""
         self.solution_dirs = [os.path.realpath(d) + os.sep for d in solution_dirs]
         self.private_dirs = [os.path.realpath(d) + os.sep for d in private_dirs]
+        self.protected_dirs = tuple(os.path.realpath(d) + os.sep for d in protected_dirs)
+        self.writable_dirs = tuple(os.path.realpath(d) + os.sep for d in writable_dirs)
         self.private_files = {f"/proc/{os.getpid()}/mem", f"/proc/{os.getpid()}/environ"}
         self.armed = False
         self.findings: list[CheatDetected] = []
@@ -129,7 +142,9 @@ class AuditMonitor:
             if origin is not None:
                 self.findings.append(DynamicCode(f"{args[1]} of a function rewritten at {origin}"))
             return
-        if event == "open" or event in PATH_EVENTS:
+        if is_write(event, args):
+            self._refuse_protected_write(event, args)
+        if event == "open" or event in PATH_EVENTS or event in MODIFYING_PATH_EVENTS:
             for path in args[:2]:
                 if isinstance(path, str | bytes) and self._is_private(os.fsdecode(path)):
                     self.findings.append(EvaluatorFileAccess(f"{event} {os.fsdecode(path)}"))
@@ -154,6 +169,16 @@ class AuditMonitor:
             what = args[1] if event == "object.__getattr__" else event
             self.findings.append(EvaluatorIntrospection(f"{what} used from {origin}"))
         raise PermissionError(f"{event} is not allowed in the evaluator")
+
+    def _refuse_protected_write(self, event: str, args) -> None:
+        paths = args[:1] if event == "open" else args[:2]
+        for path in paths:
+            if not isinstance(path, str | bytes):
+                continue
+            name = os.fsdecode(path)
+            if under(name, self.protected_dirs) and not under(name, self.writable_dirs):
+                self.findings.append(EvaluatorFileAccess(f"{event} writes {name}"))
+                raise PermissionError(f"{name} is protected during the evaluation")
 
     def _is_private(self, path: str) -> bool:
         real = os.path.realpath(path)
