@@ -58,6 +58,7 @@ def run_candidate(
             roles["candidate"] = function
             timing = time_roles(request, task, declaration, guard, roles, pristine, outputs)
             clock.lap("timing")
+        guard.check_environment("before the outputs are written")
     except CheatDetected as cheat:
         finding = cheat.finding()
         return CandidateReport(

@@ -26,6 +26,7 @@ from gates.evaluator.detectors.concurrency import (
     os_threads,
     thread_snapshot,
 )
+from gates.evaluator.detectors.deferred_code import InterpreterHooks, check_attachments
 from gates.evaluator.detectors.introspection import AuditMonitor
 from gates.evaluator.detectors.precision import PrecisionDowngrade
 from gates.evaluator.detectors.replay import OutputAliasesInput, OutputMemoryReused
@@ -74,6 +75,7 @@ class CandidateGuard:
         self.timers = IdentitySnapshot(TIMER_PATHS, [])
         self.evaluator = IdentitySnapshot(EVALUATOR_PATHS, evaluator_modules)
         self.python_threads, self.main_thread_name = thread_snapshot()
+        self.hooks = InterpreterHooks()
         self.native_threads = os_threads()
         self.audit = AuditMonitor(
             [str(self.folder)],
@@ -113,6 +115,7 @@ class CandidateGuard:
         self.raise_recorded_findings()
         check_unchanged(self.timers, self.evaluator, when)
         check_threads(self.python_threads, self.native_threads, self.main_thread_name)
+        self.hooks.check(when)
 
     def run_cases(self, function, cases: list[Case], pristine: dict):
         """Call every case (twice where asked); returns records, outputs and hidden errors."""
@@ -124,15 +127,13 @@ class CandidateGuard:
                 if case.repeat:
                     again, _ = self.checked_call(function, case, pristine[case.key])
                     repeat_digests = [tensor_digest(t) for t in again]
-                    outputs[case.key + REPEAT_SUFFIX] = [
-                        t.detach().to("cpu", copy=True) for t in again
-                    ]
+                    outputs[case.key + REPEAT_SUFFIX] = again
             except CandidateCallError as error:
                 if not case.hidden:
                     raise
                 hidden_errors[case.key] = f"{error.status}: {error}"
                 continue
-            outputs[case.key] = [t.detach().to("cpu", copy=True) for t in produced]
+            outputs[case.key] = produced
             records.append(
                 CaseRecord(
                     key=case.key,
@@ -143,7 +144,11 @@ class CandidateGuard:
         return records, outputs, hidden_errors
 
     def checked_call(self, function, case: Case, pristine: list[torch.Tensor]):
-        """One traced, poisoned call on fresh copies of the inputs, with every check after it."""
+        """One traced, poisoned call on fresh copies of the inputs, with every check after it.
+
+        Returns CPU copies of the outputs, made while the inputs are still alive, and the
+        inputs' digests after the call.
+        """
         inputs = [t.clone() for t in pristine]
         stream_before = self.streams.current()
         tracer = CandidateTracer(
@@ -166,11 +171,13 @@ class CandidateGuard:
         if host.calls:
             raise HostComputeFallback(f"{case.key}: host compute {_first(host.calls)}")
         self.check_environment(f"during {case.key}")
+        check_attachments(case.key, inputs)
         foreign = self.streams.foreign_launches(stream_before) + len(tracer.side_stream_ops)
         if foreign:
             raise SideStreamWork(f"{case.key}: {foreign} launches on another stream")
         produced = self._checked_outputs(case, result, inputs)
-        return produced, [tensor_digest(t) for t in inputs]
+        copies = [t.detach().to("cpu", copy=True) for t in produced]
+        return copies, [tensor_digest(t) for t in inputs]
 
     def _checked_outputs(self, case: Case, result, inputs) -> list[torch.Tensor]:
         produced = list(as_outputs(result))
@@ -257,8 +264,17 @@ def _warm_up(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
+# Modules the end of the candidate process runs (serialisation of outputs and report): a
+# replaced function in them would run solution code after the last check.
+SERIALISATION_MODULES = frozenset(
+    {"torch.serialization", "pickle", "json", "json.encoder", "zipfile"}
+)
+
+
 def _is_watched(name: str) -> bool:
-    return name.startswith(("gates.evaluator", "gates.tasks", "operators"))
+    return name.startswith(("gates.evaluator", "gates.tasks", "operators")) or (
+        name in SERIALISATION_MODULES
+    )
 
 
 def _is_compile_error(error: BaseException) -> bool:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 EXIT_BAD_INPUT = 3
+_exit = os._exit  # taken before any solution is imported: a replaced os._exit never runs
 HOLD_VARIABLE = "CONTROLLER_WORKER_HELD"
 
 
@@ -57,7 +58,7 @@ def main(argv: list[str]) -> int:
         return EXIT_BAD_INPUT
     write_json_atomic(report_path, report)
     sys.stdout.flush()
-    os._exit(0)
+    _exit(0)
 
 
 def _load_inputs(request):

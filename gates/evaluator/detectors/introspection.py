@@ -32,8 +32,8 @@ class EvaluatorFileAccess(CheatDetected):
 
 
 class DynamicCode(CheatDetected):
-    """The solution compiled, executed or rewrote code at run time, or replaced the profile
-    and trace hooks, which could hide work from the other detectors."""
+    """The solution compiled, executed or rewrote code at run time, loaded a native library,
+    or replaced the profile and trace hooks, which could hide work from the other detectors."""
 
     detector = "introspection"
 
@@ -51,6 +51,7 @@ HEAP_EVENTS = frozenset(
     }
 )
 FRAME_EVENTS = frozenset({"sys._getframe", "sys._getframemodulename"})
+NATIVE_EVENTS = frozenset({"ctypes.dlopen"})  # a library's constructors run unseen
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 CODE_EVENTS = frozenset(
     {"exec", "compile", "code.__new__", "sys.setprofile", "sys.settrace", "sys.addaudithook"}
@@ -88,6 +89,7 @@ FRAME_HELPERS = ("inspect.py", "traceback.py")
 THREAD_EVENTS = frozenset({"_thread.start_new_thread"})  # raised by Python 3.13+
 WATCHED_EVENTS = (
     HEAP_EVENTS
+    | NATIVE_EVENTS
     | FRAME_EVENTS
     | CODE_EVENTS
     | PROCESS_EVENTS
@@ -150,7 +152,8 @@ class AuditMonitor:
                     self.findings.append(EvaluatorFileAccess(f"{event} {os.fsdecode(path)}"))
                     raise PermissionError(f"{os.fsdecode(path)} belongs to the evaluator")
             return
-        if event in HEAP_EVENTS or event in PROCESS_EVENTS or event in THREAD_EVENTS:
+        walks = HEAP_EVENTS | NATIVE_EVENTS | PROCESS_EVENTS | THREAD_EVENTS
+        if event in walks:
             origin = self._origin(walk_stdlib=True)
         elif event in FRAME_EVENTS:
             origin = self._origin(walk_stdlib=False, helpers=FRAME_HELPERS)
@@ -161,6 +164,9 @@ class AuditMonitor:
         if event in CODE_EVENTS:
             self.findings.append(DynamicCode(f"{event} called from {origin}"))
             return
+        if event in NATIVE_EVENTS:
+            self.findings.append(DynamicCode(f"native library {args[0]!r} loaded from {origin}"))
+            raise PermissionError("loading native libraries is not allowed in the evaluator")
         if event in PROCESS_EVENTS:
             self.findings.append(ChildProcess(f"{event} called from {origin}"))
         elif event in THREAD_EVENTS:

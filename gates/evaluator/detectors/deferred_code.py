@@ -1,0 +1,85 @@
+"""Leaving code to run later, outside the traced call, where a Torch fallback goes unseen.
+
+The ATen trace covers each call of the solution. Code the solution arranges to run after
+the call returns escapes it: a `weakref.finalize` or an attribute with `__del__` on an input
+tensor (run when the evaluator drops the input), a signal handler or interval timer, a
+garbage-collector callback, a replaced interpreter hook, or (Python 3.12+) a
+`sys.monitoring` tool. Such code could fill an output the call left empty. The evaluator
+copies each output before it drops anything, checks the inputs for attachments after every
+call, and compares the interpreter's hooks with a snapshot taken before the import.
+"""
+
+import gc
+import signal
+import sys
+import threading
+import weakref
+
+import torch
+
+from gates.evaluator.detectors import CheatDetected
+
+SYS_HOOKS = ("excepthook", "unraisablehook", "displayhook", "breakpointhook")
+TIMERS = ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF")
+UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
+
+
+class DeferredCode(CheatDetected):
+    """The solution left code to run after its call returned, outside the trace."""
+
+    detector = "deferred_code"
+
+
+def check_attachments(where: str, tensors: list[torch.Tensor]) -> None:
+    """Raise if a tensor the evaluator owns carries a weak reference, attribute, hook or grad."""
+    for index, tensor in enumerate(tensors):
+        found = []
+        if weakref.getweakrefcount(tensor):
+            found.append("a weak reference or finalizer")
+        if getattr(tensor, "__dict__", None):
+            found.append(f"attributes {sorted(tensor.__dict__)}")
+        if tensor.grad is not None or tensor.requires_grad:
+            found.append("a gradient")
+        if getattr(tensor, "_backward_hooks", None):
+            found.append("backward hooks")
+        if found:
+            raise DeferredCode(f"{where}: input {index} carries {', '.join(found)}")
+
+
+class InterpreterHooks:
+    """Signal handlers, timers, GC callbacks and interpreter hooks, as of construction."""
+
+    def __init__(self) -> None:
+        self.state = _hook_state()
+
+    def check(self, when: str) -> None:
+        now = _hook_state()
+        changed = sorted(key for key in now if not _same(now[key], self.state.get(key)))
+        if changed:
+            raise DeferredCode(f"{when}: {', '.join(changed[:4])} changed since the import")
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a is b or (isinstance(a, int | float | str) and a == b)
+
+
+def _hook_state() -> dict:
+    state = {}
+    for number in signal.valid_signals():
+        if number not in UNCATCHABLE:
+            try:
+                state[f"signal {signal.Signals(number).name}"] = signal.getsignal(number)
+            except (ValueError, OSError):
+                continue
+    for name in TIMERS:
+        state[f"timer {name}"] = tuple(signal.getitimer(getattr(signal, name)))
+    state["gc callbacks"] = tuple(gc.callbacks)
+    for name in SYS_HOOKS:
+        state[f"sys.{name}"] = getattr(sys, name, None)
+    state["threading.excepthook"] = threading.excepthook
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:
+        state["sys.monitoring tools"] = tuple(monitoring.get_tool(i) for i in range(6))
+    return state
