@@ -33,6 +33,7 @@ CPU_CHEATS = {
     "exit_rewrite": ("REJECTED", "tampering"),
     "input_finalizer": ("REJECTED", "deferred_code"),
     "signal_fallback": ("REJECTED", "deferred_code"),
+    "function_mode": ("REJECTED", "deferred_code"),
     "hardcoded_shapes": ("REJECTED", "hardcoding"),
     "size_threshold": ("REJECTED", "hardcoding"),
     "precision_downgrade": ("REJECTED", "precision"),

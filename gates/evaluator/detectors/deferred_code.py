@@ -3,8 +3,9 @@
 The ATen trace covers each call of the solution. Code the solution arranges to run after
 the call returns escapes it: a `weakref.finalize` or an attribute with `__del__` on an input
 tensor (run when the evaluator drops the input), a signal handler or interval timer, a
-garbage-collector callback, a replaced interpreter hook, or (Python 3.12+) a
-`sys.monitoring` tool. Such code could fill an output the call left empty. The evaluator
+garbage-collector callback, a replaced interpreter hook, a Torch function or dispatch mode
+left on the mode stack (it sees every Torch call the evaluator makes next), or (Python
+3.12+) a `sys.monitoring` tool. Such code could fill an output the call left empty. The evaluator
 copies each output before it drops anything, checks the inputs for attachments after every
 call, and compares the interpreter's hooks with a snapshot taken before the import.
 """
@@ -66,7 +67,10 @@ def _same(a, b) -> bool:
 
 
 def _hook_state() -> dict:
-    state = {}
+    state = {
+        "torch function modes": torch._C._len_torch_function_stack(),
+        "torch dispatch modes": torch._C._len_torch_dispatch_stack(),
+    }
     for number in signal.valid_signals():
         if number not in UNCATCHABLE:
             try:

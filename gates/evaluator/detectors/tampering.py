@@ -111,6 +111,7 @@ EVALUATOR_PATHS = (
     "pydantic.BaseModel.model_dump_json",
     "pydantic.BaseModel.model_dump",
     "weakref.finalize",
+    "torch._C._disabled_torch_function_impl",
     "signal.signal",
     "gc.collect",
     "builtins.open",
