@@ -33,6 +33,7 @@ from gates.evaluator.detectors.replay import OutputAliasesInput, OutputMemoryReu
 from gates.evaluator.detectors.tampering import (
     EVALUATOR_PATHS,
     TIMER_PATHS,
+    WATCHED_CLASSES,
     IdentitySnapshot,
     check_unchanged,
 )
@@ -73,7 +74,7 @@ class CandidateGuard:
         self.thread_starts = ThreadStartTripwire([str(self.folder)])
         evaluator_modules = [m for n, m in sorted(sys.modules.items()) if _is_watched(n)]
         self.timers = IdentitySnapshot(TIMER_PATHS, [])
-        self.evaluator = IdentitySnapshot(EVALUATOR_PATHS, evaluator_modules)
+        self.evaluator = IdentitySnapshot(EVALUATOR_PATHS, evaluator_modules, WATCHED_CLASSES)
         self.python_threads, self.main_thread_name = thread_snapshot()
         self.hooks = InterpreterHooks()
         self.native_threads = os_threads()
@@ -87,7 +88,9 @@ class CandidateGuard:
 
     def watch_more(self, modules: list) -> None:
         """Add modules (the baseline's) to the evaluator snapshot; call before import."""
-        self.evaluator = IdentitySnapshot(EVALUATOR_PATHS, self.evaluator.modules + modules)
+        self.evaluator = IdentitySnapshot(
+            EVALUATOR_PATHS, self.evaluator.modules + modules, WATCHED_CLASSES
+        )
 
     def import_solution(self):
         """Import the candidate with the audit hook armed and ATen compute forbidden."""

@@ -34,6 +34,7 @@ CPU_CHEATS = {
     "input_finalizer": ("REJECTED", "deferred_code"),
     "signal_fallback": ("REJECTED", "deferred_code"),
     "function_mode": ("REJECTED", "deferred_code"),
+    "detach_patch": ("REJECTED", "tampering"),
     "hardcoded_shapes": ("REJECTED", "hardcoding"),
     "size_threshold": ("REJECTED", "hardcoding"),
     "precision_downgrade": ("REJECTED", "precision"),

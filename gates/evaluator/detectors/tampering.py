@@ -126,16 +126,35 @@ EVALUATOR_PATHS = (
 )
 
 
+# Classes whose every attribute is watched: the evaluator calls tensor methods on every
+# output after the traced call, so a replaced one would run solution code untraced.
+WATCHED_CLASSES = (
+    "torch.Tensor",
+    "torch._C.TensorBase",
+    "torch.UntypedStorage",
+    "torch._C.StorageBase",
+)
+
+
 class IdentitySnapshot:
     """Identities of named objects and of every attribute of watched modules and classes."""
 
-    def __init__(self, paths: tuple[str, ...], modules: list[types.ModuleType]) -> None:
+    def __init__(
+        self,
+        paths: tuple[str, ...],
+        modules: list[types.ModuleType],
+        classes: tuple[str, ...] = (),
+    ) -> None:
         self.paths = paths
         self.modules = modules
+        self.classes = classes
         self.recorded = self._take()
 
     def _take(self) -> dict[str, tuple]:
         taken = {path: _identity(_resolve(path)) for path in self.paths}
+        for path in self.classes:
+            for attribute, member in list(vars(_resolve(path)).items()):
+                taken[f"{path}.{attribute}"] = _identity(member)
         for module in self.modules:
             for name, value in list(vars(module).items()):
                 if name.startswith("__") and name != "__call__":
