@@ -267,16 +267,33 @@ def _warm_up(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-# Modules the end of the candidate process runs (serialisation of outputs and report): a
-# replaced function in them would run solution code after the last check.
-SERIALISATION_MODULES = frozenset(
-    {"torch.serialization", "pickle", "json", "json.encoder", "zipfile"}
+# Modules whose functions the evaluator calls between the solution's calls and at the end
+# of the process (serialisation of outputs and report): a replaced function in them would
+# run solution code outside the trace.
+STDLIB_WATCHED = frozenset(
+    {
+        "builtins",
+        "os",
+        "posixpath",
+        "operator",
+        "functools",
+        "itertools",
+        "collections",
+        "math",
+        "struct",
+        "copy",
+        "torch.serialization",
+        "pickle",
+        "json",
+        "json.encoder",
+        "zipfile",
+    }
 )
 
 
 def _is_watched(name: str) -> bool:
     return name.startswith(("gates.evaluator", "gates.tasks", "operators")) or (
-        name in SERIALISATION_MODULES
+        name in STDLIB_WATCHED
     )
 
 

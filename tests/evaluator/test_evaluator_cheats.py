@@ -35,6 +35,7 @@ CPU_CHEATS = {
     "signal_fallback": ("REJECTED", "deferred_code"),
     "function_mode": ("REJECTED", "deferred_code"),
     "detach_patch": ("REJECTED", "tampering"),
+    "builtin_patch": ("REJECTED", "tampering"),
     "hardcoded_shapes": ("REJECTED", "hardcoding"),
     "size_threshold": ("REJECTED", "hardcoding"),
     "precision_downgrade": ("REJECTED", "precision"),

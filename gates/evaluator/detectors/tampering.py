@@ -115,6 +115,8 @@ EVALUATOR_PATHS = (
     "signal.signal",
     "gc.collect",
     "builtins.open",
+    "builtins.__import__",
+    "builtins.__build_class__",
     "builtins.isinstance",
     "builtins.type",
     "sys.setprofile",
