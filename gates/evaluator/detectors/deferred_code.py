@@ -1,15 +1,18 @@
 """Leaving code to run later, outside the traced call, where a Torch fallback goes unseen.
 
-The ATen trace covers each call of the solution. Code the solution arranges to run after
-the call returns escapes it: a `weakref.finalize` or an attribute with `__del__` on an input
-tensor (run when the evaluator drops the input), a signal handler or interval timer, a
+The ATen trace covers each call of the solution. Code the solution arranges to run after the
+call returns escapes it: a `weakref.finalize`, an attribute with `__del__` or a new subclass
+on an input tensor (run when the evaluator drops or digests the input), an import hook, a
+`copyreg` reducer, a replaced entry of `sys.modules`, a signal handler or interval timer, a
 garbage-collector callback, a replaced interpreter hook, a Torch function or dispatch mode
 left on the mode stack (it sees every Torch call the evaluator makes next), or (Python
-3.12+) a `sys.monitoring` tool. Such code could fill an output the call left empty. The evaluator
-copies each output before it drops anything, checks the inputs for attachments after every
-call, and compares the interpreter's hooks with a snapshot taken before the import.
+3.12+) a `sys.monitoring` tool. Such code could fill an output the call left empty. The
+evaluator copies each output before it drops anything, checks the inputs for attachments
+after every call, and compares the interpreter's hooks with a snapshot taken before the
+import.
 """
 
+import copyreg
 import gc
 import signal
 import sys
@@ -35,6 +38,8 @@ def check_attachments(where: str, tensors: list[torch.Tensor]) -> None:
     """Raise if a tensor the evaluator owns carries a weak reference, attribute, hook or grad."""
     for index, tensor in enumerate(tensors):
         found = []
+        if type(tensor) is not torch.Tensor:
+            found.append(f"a new class {type(tensor).__name__}")
         if weakref.getweakrefcount(tensor):
             found.append("a weak reference or finalizer")
         if getattr(tensor, "__dict__", None):
@@ -52,10 +57,13 @@ class InterpreterHooks:
 
     def __init__(self) -> None:
         self.state = _hook_state()
+        self.modules = dict(sys.modules)
 
     def check(self, when: str) -> None:
         now = _hook_state()
         changed = sorted(key for key in now if not _same(now[key], self.state.get(key)))
+        replaced = [n for n, m in self.modules.items() if sys.modules.get(n) is not m]
+        changed += [f"sys.modules[{name!r}]" for name in replaced[:2]]
         if changed:
             raise DeferredCode(f"{when}: {', '.join(changed[:4])} changed since the import")
 
@@ -80,6 +88,9 @@ def _hook_state() -> dict:
     for name in TIMERS:
         state[f"timer {name}"] = tuple(signal.getitimer(getattr(signal, name)))
     state["gc callbacks"] = tuple(gc.callbacks)
+    state["sys.meta_path"] = tuple(sys.meta_path)
+    state["sys.path_hooks"] = tuple(sys.path_hooks)
+    state["copyreg.dispatch_table"] = tuple(copyreg.dispatch_table.items())
     for name in SYS_HOOKS:
         state[f"sys.{name}"] = getattr(sys, name, None)
     state["threading.excepthook"] = threading.excepthook
