@@ -88,6 +88,8 @@ def _hook_state() -> dict:
     for name in TIMERS:
         state[f"timer {name}"] = tuple(signal.getitimer(getattr(signal, name)))
     state["gc callbacks"] = tuple(gc.callbacks)
+    state["sys.getprofile()"] = sys.getprofile()
+    state["sys.gettrace()"] = sys.gettrace()
     state["sys.meta_path"] = tuple(sys.meta_path)
     state["sys.path_hooks"] = tuple(sys.path_hooks)
     state["copyreg.dispatch_table"] = tuple(copyreg.dispatch_table.items())

@@ -54,7 +54,16 @@ FRAME_EVENTS = frozenset({"sys._getframe", "sys._getframemodulename"})
 NATIVE_EVENTS = frozenset({"ctypes.dlopen"})  # a library's constructors run unseen
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 CODE_EVENTS = frozenset(
-    {"exec", "compile", "code.__new__", "sys.setprofile", "sys.settrace", "sys.addaudithook"}
+    {
+        "exec",
+        "compile",
+        "code.__new__",
+        "sys.setprofile",
+        "sys.settrace",
+        "sys._setprofileallthreads",
+        "sys._settraceallthreads",
+        "sys.addaudithook",
+    }
 )
 PROCESS_EVENTS = frozenset(
     {
