@@ -38,7 +38,11 @@ from gates.evaluator.detectors.tampering import (
     check_unchanged,
 )
 from gates.evaluator.detectors.tensor_types import check_output_tensor
-from gates.evaluator.detectors.trace_evasion import TraceEvasionTripwires
+from gates.evaluator.detectors.trace_evasion import (
+    AtenRecorder,
+    DispatchTraceEvaded,
+    TraceEvasionTripwires,
+)
 from gates.evaluator.protocol import CaseRecord
 from gates.evaluator.streams import LaunchStreamRecorder
 from gates.evaluator.tracing import CandidateTracer, HostComputeMonitor, triton_internal_code
@@ -158,8 +162,9 @@ class CandidateGuard:
             self.internal_code, self.extra_ops, poison_outputs=True, expected_stream=stream_before
         )
         host = HostComputeMonitor([str(self.folder)], active=case.repeat or case.hidden)
+        recorder = AtenRecorder()
         try:
-            with self.streams, host, tracer:
+            with self.streams, host, tracer, recorder:
                 result = function(*inputs, **self.declaration.params)
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
@@ -171,6 +176,9 @@ class CandidateGuard:
             raise PrecisionDowngrade(f"{case.key}: narrowing casts {_first(tracer.narrowing)}")
         if tracer.disallowed:
             raise TorchComputeFallback(f"{case.key}: ATen compute {_first(tracer.disallowed)}")
+        unseen = recorder.unseen_compute(self.extra_ops)
+        if unseen:
+            raise DispatchTraceEvaded(f"{case.key}: ATen ops the trace did not see: {unseen[:4]}")
         if host.calls:
             raise HostComputeFallback(f"{case.key}: host compute {_first(host.calls)}")
         self.check_environment(f"during {case.key}")
@@ -261,6 +269,8 @@ def _warm_up(device: torch.device) -> None:
     with CandidateTracer(frozenset(), frozenset(), poison_outputs=False):
         (a @ a).sum()
     torch.randn(1 << 20).sum()
+    with AtenRecorder():  # the profiler's own start-up (threads, libraries) before counting
+        torch.empty(1)
     if device.type == "cuda":
         b = torch.randn(256, 256, device=device)
         (b @ b).sum().item()

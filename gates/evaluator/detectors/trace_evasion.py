@@ -1,17 +1,43 @@
 """Switching off the ATen trace (popping or disabling dispatch modes, excluding the Python
 dispatch key) so PyTorch compute runs unseen.
 
-The functions that do this are wrapped before the solution is imported; a call whose caller
-is one of the solution's files is recorded.
+The functions that do this are wrapped before the solution is imported, under every name a
+loaded module gives them (`torch.utils._python_dispatch` and `torch.utils._mode_utils` hold
+their own references); a call whose caller is one of the solution's files is recorded. The
+wrapper keeps no `__wrapped__` that would hand the original back.
+
+A wrapper is Python, so a determined solution can still reach the original (through the
+wrapper's closure, say). The second layer does not depend on the Python dispatch key at all:
+the profiler's record-function hooks see every ATen op the call runs (`AtenRecorder`), and
+compute ops that the profiler saw but the trace did not mean the trace was switched off.
 """
 
 import os
 import sys
 
 import torch
+import torch._C._autograd as autograd_bindings
 import torch.utils._python_dispatch as python_dispatch
 
 from gates.evaluator.detectors import CheatDetected
+from gates.evaluator.detectors.compute_fallback import ALWAYS_ALLOWED, LAYOUT_COPY_OPS
+
+# Ops that move, allocate or describe data; nested ones the profiler sees under allowed ops.
+UNSEEN_ALLOWED = (
+    ALWAYS_ALLOWED
+    | LAYOUT_COPY_OPS
+    | {
+        "to",
+        "fill_",
+        "set_",
+        "empty_strided",
+        "resolve_conj",
+        "resolve_neg",
+        "result_type",
+        "item",
+        "_local_scalar_dense",
+    }
+)
 
 WRAPPED = (
     (torch._C, "_DisableTorchDispatch"),
@@ -20,6 +46,14 @@ WRAPPED = (
     (torch._C, "_set_dispatch_mode"),
     (torch._C, "_unset_dispatch_mode"),
     (torch._C, "_DisablePythonDispatcher"),
+    (torch._C, "_dispatch_tls_set_dispatch_key_excluded"),
+    (torch._C, "_dispatch_tls_set_dispatch_key_included"),
+    (torch._C, "_IncludeDispatchKeyGuard"),
+    (torch._C, "_ForceDispatchKeyGuard"),
+    (autograd_bindings, "_disable_profiler"),
+    (autograd_bindings, "_disable_profiler_legacy"),
+    (autograd_bindings, "_enable_profiler"),
+    (autograd_bindings, "_enable_profiler_legacy"),
     (python_dispatch, "_disable_current_modes"),
     (python_dispatch, "_pop_mode"),
     (python_dispatch, "_pop_mode_temporarily"),
@@ -38,10 +72,16 @@ class TraceEvasionTripwires:
     def __init__(self, solution_dirs: list[str]) -> None:
         self.solution_dirs = tuple(os.path.realpath(d) + os.sep for d in solution_dirs)
         self.findings: list[DispatchTraceEvaded] = []
+        originals = {}
         for owner, name in WRAPPED:
             original = getattr(owner, name, None)
             if original is not None:
-                setattr(owner, name, self._wrap(name, original))
+                originals[id(original)] = (original, self._wrap(name, original))
+        for module in list(sys.modules.values()):
+            for attribute, value in list(getattr(module, "__dict__", {}).items()):
+                entry = originals.get(id(value))
+                if entry is not None and entry[0] is value:
+                    setattr(module, attribute, entry[1])
 
     def _wrap(self, name, original):
         tripwires = self
@@ -54,9 +94,35 @@ class TraceEvasionTripwires:
                 )
             return original(*args, **kwargs)
 
-        tripwire.__wrapped__ = original
         return tripwire
 
     def raise_first(self) -> None:
         if self.findings:
             raise self.findings[0]
+
+
+class AtenRecorder:
+    """Every ATen op run while active, as seen by the profiler (CPU activity only)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self._profile = None
+
+    def __enter__(self) -> "AtenRecorder":
+        from torch.profiler import ProfilerActivity, profile
+
+        self._profile = profile(activities=[ProfilerActivity.CPU])
+        self._profile.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._profile.__exit__(*exc)
+            events = self._profile.events() or []
+        except Exception as error:  # the solution stopped the profiler under us
+            raise DispatchTraceEvaded(f"the ATen recorder was stopped: {error}") from None
+        self.names = {event.name.split("::")[-1] for event in events if "::" in event.name}
+
+    def unseen_compute(self, extra: frozenset[str]) -> list[str]:
+        """Compute ops the profiler recorded that no allocation, view or copy explains."""
+        return sorted(self.names - UNSEEN_ALLOWED - extra)
