@@ -19,6 +19,7 @@ from controller.candidate import Candidate
 from controller.errors import ControllerError
 from controller.flows.base import RunContext
 from controller.gitrepo import CONTROLLER_IDENTITY, git
+from gates.python_source import parse_python
 from gates.registration import GATE_NAMES
 from gates.registration.call_sites import CallSite, require_call_sites
 from gates.registration.suite import GateSettings, RegistrationRequest, check_attempt
@@ -187,7 +188,7 @@ def _first_caller(tree: Path, config: TargetConfig, package: Path) -> str | None
             if relative.is_relative_to(package) or relative.name.startswith("test_"):
                 continue
             try:
-                module = ast.parse(file.read_text())
+                module = parse_python(file.read_text())
             except SyntaxError:
                 continue
             for node in ast.walk(module):

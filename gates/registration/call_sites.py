@@ -6,6 +6,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from gates.errors import GateError
+from gates.python_source import parse_python
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -57,7 +58,7 @@ def parse_file(tree: Path, path: str) -> ast.Module | None:
     if not file.is_file():
         return None
     try:
-        return ast.parse(file.read_text(), filename=str(file))
+        return parse_python(file.read_text(), filename=str(file))
     except (SyntaxError, UnicodeDecodeError, ValueError):
         return None
 

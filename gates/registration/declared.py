@@ -6,6 +6,7 @@ Used to refuse, before any run starts, a registration of an operator that alread
 import ast
 from pathlib import Path
 
+from gates.python_source import parse_python
 from gates.target import TargetConfig
 
 
@@ -18,7 +19,7 @@ def declared_operators(tree: Path, config: TargetConfig) -> set[str]:
         if not file.is_file():
             continue
         try:
-            module = ast.parse(file.read_text())
+            module = parse_python(file.read_text())
         except (SyntaxError, UnicodeDecodeError):
             continue
         for node in ast.walk(module):
@@ -42,7 +43,7 @@ def reference_location(tree: Path, config: TargetConfig, operator: str) -> tuple
     package = Path(tree, *config.registry_module.split("."))
     for file in sorted(package.rglob("*.py")) if package.is_dir() else []:
         try:
-            module = ast.parse(file.read_text())
+            module = parse_python(file.read_text())
         except (SyntaxError, UnicodeDecodeError):
             continue
         defined = {node.name for node in module.body if isinstance(node, ast.FunctionDef)}

@@ -6,6 +6,7 @@ returned expression (`F.gelu(x, ...)` becomes `x`, `a.to(t)` becomes `a`, `a * b
 
 import ast
 
+from gates.python_source import parse_python
 from gates.registration.call_sites import FunctionNode, find_function
 
 SCALE = 1.0 + 1e-3
@@ -17,7 +18,7 @@ class MutationError(Exception):
 
 def mutate(source: str, qualname: str, mutation: str) -> str:
     """The module source with the function at `qualname` rewritten by `mutation`."""
-    module = ast.parse(source)
+    module = parse_python(source)
     function = find_function(module, qualname)
     if function is None:
         raise MutationError(f"{qualname} is not a function in its module")

@@ -8,6 +8,8 @@ or swap a kernel only while a gate watches, so the scope gate refuses it in non-
 
 import ast
 
+from gates.python_source import parse_python
+
 FORBIDDEN_CALLS = {
     "setattr",
     "delattr",
@@ -33,7 +35,7 @@ FORBIDDEN_MODULES = {"builtins", "gc", "importlib", "ctypes", "inspect"}
 def patching_violations(path: str, source: str) -> list[str]:
     """One line per construct that could patch other code at run time."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except SyntaxError as error:
         return [f"{path}: does not parse ({error.msg}, line {error.lineno})"]
     modules = _imported_module_names(tree)

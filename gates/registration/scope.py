@@ -9,6 +9,7 @@ import ast
 import time
 from pathlib import Path
 
+from gates.python_source import parse_python
 from gates.registration.patching import patching_violations
 from gates.registration.tree_changes import TreeChange, is_test_file, tree_changes
 from gates.target import TargetConfig
@@ -77,11 +78,11 @@ def _is_text(content: bytes) -> bool:
 def _weakened_tests(path: str, before: str, after: str):
     """Existing test functions must survive unchanged; new ones may be added."""
     try:
-        after_tests = _test_functions(ast.parse(after))
+        after_tests = _test_functions(parse_python(after))
     except SyntaxError as error:
         yield f"{path}: does not parse ({error.msg}, line {error.lineno})"
         return
-    for name, dump in _test_functions(ast.parse(before)).items():
+    for name, dump in _test_functions(parse_python(before)).items():
         if name not in after_tests:
             yield f"{path}: existing test {name} was removed"
         elif after_tests[name] != dump:

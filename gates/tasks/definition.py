@@ -5,6 +5,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gates.python_source import parse_python
+
 TraceDtype = Literal[
     "float32",
     "float16",
@@ -72,14 +74,14 @@ class Definition(BaseModel):
                 if unknown:
                     raise ValueError(f"{role}.{name}.shape: undeclared axes {unknown}")
         try:
-            module = ast.parse(self.reference)
+            module = parse_python(self.reference)
         except SyntaxError as error:
             raise ValueError(f"reference: not valid Python ({error})") from None
         if not any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in module.body):
             raise ValueError("reference: needs a top-level function named 'run'")
         for constraint in self.constraints or ():
             try:
-                ast.parse(constraint, mode="eval")
+                parse_python(constraint, mode="eval")
             except SyntaxError:
                 raise ValueError(
                     f"constraints: {constraint!r} is not a Python expression"

@@ -10,6 +10,7 @@ import textwrap
 import types
 
 from gates.errors import GateError
+from gates.python_source import parse_python
 from gates.tasks.definition import ConstAxis, Definition, TraceTensor, VarAxis
 from gates.tasks.trace import Trace
 from gates.tasks.workload import RandomInput, ScalarInput, Workload
@@ -80,7 +81,7 @@ def _gather(function, imports: set, constants: list, functions: list, seen: set)
     if function.__name__ in seen:
         return
     seen.add(function.__name__)
-    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    tree = parse_python(textwrap.dedent(inspect.getsource(function)))
     definition = tree.body[0]
     definition.args.defaults = []
     definition.args.kw_defaults = [None] * len(definition.args.kwonlyargs)
@@ -153,7 +154,7 @@ def render_evaluation_settings(declaration: OperatorDeclaration) -> dict:
 
 def _is_expression(text: str) -> bool:
     try:
-        ast.parse(text, mode="eval")
+        parse_python(text, mode="eval")
     except SyntaxError:
         return False
     return True

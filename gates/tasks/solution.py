@@ -3,7 +3,6 @@
 A solution is untrusted: loading only parses and validates it; nothing in it is imported here.
 """
 
-import ast
 import hashlib
 import json
 from pathlib import Path, PurePosixPath
@@ -12,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gates.errors import GateError
+from gates.python_source import parse_python
 
 SOLUTION_FILE = "solution.json"
 
@@ -31,7 +31,7 @@ class SourceFile(BaseModel):
             raise ValueError(f"sources: path {self.path!r} must be relative, without '..'")
         if self.path.endswith(".py"):
             try:
-                ast.parse(self.content)
+                parse_python(self.content)
             except SyntaxError as error:
                 raise ValueError(f"sources: {self.path} is not valid Python ({error})") from None
         return self

@@ -10,6 +10,7 @@ import inspect
 from pathlib import Path, PurePosixPath
 
 from gates.errors import GateError
+from gates.python_source import parse_python
 
 REPOSITORY_PACKAGES = ("operators",)
 
@@ -39,7 +40,7 @@ def vendor_module_of(function, root: Path | None = None) -> tuple[str, dict[str,
 
 
 def _rewrite_imports(relative: str, text: str, root: Path) -> tuple[list[str], str]:
-    tree = ast.parse(text)
+    tree = parse_python(text)
     lines = text.splitlines(keepends=True)
     package_depth = len(PurePosixPath(relative).parts) - 1
     dependencies, edits = [], []

@@ -200,8 +200,15 @@ def _resolve(path: str):
 
 
 def _identity(value) -> tuple:
-    code = getattr(value, "__code__", None)
-    function = getattr(value, "__func__", None)
-    inner = getattr(function, "__code__", None) if function is not None else None
-    defaults = getattr(value, "__defaults__", None)
-    return (id(value), id(code), id(function), id(inner), id(defaults))
+    """The object's id, plus its code and defaults for functions and wrapped functions (a
+    rewritten `__code__` keeps the function object). Kept cheap: thousands per check."""
+    kind = type(value)
+    if kind is types.FunctionType:
+        return (id(value), id(value.__code__), id(value.__defaults__))
+    if kind is classmethod or kind is staticmethod or kind is types.MethodType:
+        function = value.__func__
+        code = getattr(function, "__code__", None)
+        # a bound method is made afresh at every lookup: its owner stands in for its id
+        holder = value.__self__ if kind is types.MethodType else value
+        return (id(holder), id(function), id(code), id(getattr(function, "__defaults__", None)))
+    return (id(value),)
