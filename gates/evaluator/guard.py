@@ -176,7 +176,7 @@ class CandidateGuard:
             raise PrecisionDowngrade(f"{case.key}: narrowing casts {_first(tracer.narrowing)}")
         if tracer.disallowed:
             raise TorchComputeFallback(f"{case.key}: ATen compute {_first(tracer.disallowed)}")
-        unseen = recorder.unseen_compute(self.extra_ops)
+        unseen = recorder.unseen_compute(tracer.seen, self.extra_ops)
         if unseen:
             raise DispatchTraceEvaded(f"{case.key}: ATen ops the trace did not see: {unseen[:4]}")
         if host.calls:

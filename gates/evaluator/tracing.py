@@ -84,10 +84,12 @@ class CandidateTracer(TorchDispatchMode):
         self.disallowed: list[str] = []
         self.narrowing: list[str] = []
         self.casts: list[str] = []
+        self.seen: set[str] = set()  # every op name, internal code's too (for AtenRecorder)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
+        self.seen.add(func.overloadpacket.__name__)
         if not self._issued_by_candidate():
             return result
         name = func.overloadpacket.__name__

@@ -36,6 +36,12 @@ UNSEEN_ALLOWED = (
         "result_type",
         "item",
         "_local_scalar_dense",
+        "detach_",
+        "squeeze_",
+        "unsqueeze_",
+        "transpose_",
+        "t_",
+        "as_strided_",
     }
 )
 
@@ -102,10 +108,11 @@ class TraceEvasionTripwires:
 
 
 class AtenRecorder:
-    """Every ATen op run while active, as seen by the profiler (CPU activity only)."""
+    """Every ATen op run while active, as seen by the profiler (CPU activity only), grouped
+    into call trees: a top-level op with the ops it ran inside it."""
 
     def __init__(self) -> None:
-        self.names: set[str] = set()
+        self.trees: list[set[str]] = []
         self._profile = None
 
     def __enter__(self) -> "AtenRecorder":
@@ -121,8 +128,38 @@ class AtenRecorder:
             events = self._profile.events() or []
         except Exception as error:  # the solution stopped the profiler under us
             raise DispatchTraceEvaded(f"the ATen recorder was stopped: {error}") from None
-        self.names = {event.name.split("::")[-1] for event in events if "::" in event.name}
+        self.trees = [_tree_names(event) for event in events if _is_top_level(event)]
 
-    def unseen_compute(self, extra: frozenset[str]) -> list[str]:
-        """Compute ops the profiler recorded that no allocation, view or copy explains."""
-        return sorted(self.names - UNSEEN_ALLOWED - extra)
+    def unseen_compute(self, seen: set[str], extra: frozenset[str]) -> list[str]:
+        """Compute ops in call trees of which the trace saw no op at all.
+
+        A composite op the trace never sees (it sees what the op decomposes into) is
+        explained by its children; a tree with nothing seen ran past the trace.
+        """
+        unseen: set[str] = set()
+        for names in self.trees:
+            if not names & seen:
+                unseen |= names - UNSEEN_ALLOWED - extra
+        return sorted(unseen)
+
+
+def _is_aten(event) -> bool:
+    return "::" in event.name
+
+
+def _is_top_level(event) -> bool:
+    if not _is_aten(event):
+        return False
+    parent = event.cpu_parent
+    while parent is not None:
+        if _is_aten(parent):
+            return False
+        parent = parent.cpu_parent
+    return True
+
+
+def _tree_names(event) -> set[str]:
+    names = {event.name.split("::")[-1]} if _is_aten(event) else set()
+    for child in event.cpu_children:
+        names |= _tree_names(child)
+    return names
