@@ -125,10 +125,14 @@ def _sample(function, sets, params, buffers, variant: Variant) -> list[float]:
     """One round of PER_ROUND samples under `variant`; milliseconds per sample."""
     import torch
 
+    from gates.evaluator.timing import capture_graph
+
     lives = [_live_inputs(sets[0], buffers["arena"], variant.arena) for _ in range(variant.copies)]
     if variant.outputs == "pools":
         _fill_pools(function, lives[0], params, buffers["pools"])
-    graphs = [_capture(function, live, params) for live in lives] if variant.call == "graph" else []
+    graphs = []
+    if variant.call == "graph":
+        graphs = [capture_graph(function, live, params) for live in lives]
     streams = [torch.cuda.Stream() for _ in range(variant.streams)]
     flush = buffers["flush"]
     window = FLUSH_BYTES // 4
@@ -195,26 +199,6 @@ def _fill_pools(function, live, params, pools) -> None:
             outputs = [function(*live, **params) for _ in range(3)]
         del outputs
     torch.cuda.synchronize()
-
-
-def _capture(function, live, params):
-    """A CUDA graph of one call on `live`; returns a replay that yields its static output."""
-    import torch
-
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        function(*live, **params)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        static = function(*live, **params)
-
-    def replay():
-        graph.replay()
-        return static
-
-    return replay
 
 
 def main() -> int:

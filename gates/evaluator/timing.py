@@ -110,7 +110,7 @@ def _time_role(guard, function, role, params, sets, expected, choices, flush, gr
     # of the same code differ between processes. A graph replays one fixed set.
     copies = 1 if graphs else LIVE_COPIES
     lives = [[t.clone() for t in sets[0]] for _ in range(copies)]
-    replay = _capture(function, lives[0], params) if graphs else None
+    replay = capture_graph(function, lives[0], params) if graphs else None
     count = len(choices)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
@@ -188,7 +188,7 @@ def _differs(got: torch.Tensor, want: torch.Tensor) -> torch.Tensor:
     return (got.contiguous().view(view) != want.view(view)).any().to(torch.int64)
 
 
-def _capture(function, live, params):
+def capture_graph(function, live, params):
     """Capture one call in a CUDA graph (after warm-up) and return a replay that yields it."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())

@@ -79,21 +79,7 @@ PROCESS_EVENTS = frozenset(
         "os.killpg",
     }
 )
-PATH_EVENTS = frozenset(
-    {
-        "os.rename",
-        "os.link",
-        "os.symlink",
-        "os.truncate",
-        "os.remove",
-        "os.rmdir",
-        "os.chmod",
-        "os.utime",
-        "shutil.copyfile",
-        "shutil.move",
-        "shutil.rmtree",
-    }
-)
+PATH_EVENTS = MODIFYING_PATH_EVENTS  # one list for private-file and protected-tree checks
 FRAME_HELPERS = ("inspect.py", "traceback.py")
 THREAD_EVENTS = frozenset({"_thread.start_new_thread"})  # raised by Python 3.13+
 WATCHED_EVENTS = (
@@ -104,7 +90,6 @@ WATCHED_EVENTS = (
     | PROCESS_EVENTS
     | THREAD_EVENTS
     | PATH_EVENTS
-    | MODIFYING_PATH_EVENTS
     | {"open", "object.__setattr__"}
 )
 STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"])
@@ -155,7 +140,7 @@ class AuditMonitor:
             return
         if is_write(event, args):
             self._refuse_protected_write(event, args)
-        if event == "open" or event in PATH_EVENTS or event in MODIFYING_PATH_EVENTS:
+        if event == "open" or event in PATH_EVENTS:
             for path in args[:2]:
                 if isinstance(path, str | bytes) and self._is_private(os.fsdecode(path)):
                     self.findings.append(EvaluatorFileAccess(f"{event} {os.fsdecode(path)}"))
