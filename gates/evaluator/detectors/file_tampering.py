@@ -56,6 +56,47 @@ def is_write(event: str, args: tuple) -> bool:
     return isinstance(flags, int) and bool(flags & WRITE_FLAGS)
 
 
+# Where each path event carries its `dir_fd` (a relative path there is relative to that
+# folder, not to the working directory): event -> ((path index, dir_fd index), ...).
+PATHS_WITH_DIR_FD = {
+    "os.remove": ((0, 1),),
+    "os.rmdir": ((0, 1),),
+    "os.mkdir": ((0, 2),),
+    "os.chmod": ((0, 2),),
+    "os.chown": ((0, 3),),
+    "os.utime": ((0, 3),),
+    "os.symlink": ((1, 2),),  # the link made, not its target
+    "os.rename": ((0, 2), (1, 3)),
+    "os.link": ((0, 2), (1, 3)),
+    "shutil.rmtree": ((0, 1),),
+}
+
+
+def event_paths(event: str, args: tuple) -> list[str]:
+    """The absolute paths a path event touches, with paths relative to a `dir_fd` resolved
+    against that folder (`shutil.rmtree` removes files as `os.remove(name, dir_fd=...)`)."""
+    places = PATHS_WITH_DIR_FD.get(event)
+    if places is None:
+        places = ((0, None),) if event in ("open", "os.truncate") else ((0, None), (1, None))
+    paths = []
+    for path_index, fd_index in places:
+        path = args[path_index] if path_index < len(args) else None
+        if not isinstance(path, str | bytes):
+            continue
+        folder = args[fd_index] if fd_index is not None and fd_index < len(args) else None
+        paths.append(_resolve(os.fsdecode(path), folder))
+    return paths
+
+
+def _resolve(path: str, dir_fd) -> str:
+    if os.path.isabs(path) or not isinstance(dir_fd, int) or dir_fd < 0:
+        return os.path.abspath(path)
+    try:
+        return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path)
+    except OSError:
+        return os.path.abspath(path)
+
+
 def under(path: str, folders: tuple[str, ...]) -> bool:
     """Whether `path` (resolved) lies in one of `folders` (resolved, ending with a separator)."""
     real = os.path.realpath(path)

@@ -14,7 +14,12 @@ import threading
 
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.detectors.concurrency import ChildProcess, ExtraThreads
-from gates.evaluator.detectors.file_tampering import MODIFYING_PATH_EVENTS, is_write, under
+from gates.evaluator.detectors.file_tampering import (
+    MODIFYING_PATH_EVENTS,
+    event_paths,
+    is_write,
+    under,
+)
 
 
 class EvaluatorIntrospection(CheatDetected):
@@ -141,10 +146,12 @@ class AuditMonitor:
         if is_write(event, args):
             self._refuse_protected_write(event, args)
         if event == "open" or event in PATH_EVENTS:
-            for path in args[:2]:
-                if isinstance(path, str | bytes) and self._is_private(os.fsdecode(path)):
-                    self.findings.append(EvaluatorFileAccess(f"{event} {os.fsdecode(path)}"))
-                    raise PermissionError(f"{os.fsdecode(path)} belongs to the evaluator")
+            for path in event_paths(event, args):
+                if self._is_private(path):
+                    self.findings.append(EvaluatorFileAccess(f"{event} {path}"))
+                    raise PermissionError(f"{path} belongs to the evaluator")
+            if event == "open":
+                self._refuse_protected_folder(args)
             return
         walks = HEAP_EVENTS | NATIVE_EVENTS | PROCESS_EVENTS | THREAD_EVENTS
         if event in walks:
@@ -171,14 +178,21 @@ class AuditMonitor:
         raise PermissionError(f"{event} is not allowed in the evaluator")
 
     def _refuse_protected_write(self, event: str, args) -> None:
-        paths = args[:1] if event == "open" else args[:2]
-        for path in paths:
-            if not isinstance(path, str | bytes):
-                continue
-            name = os.fsdecode(path)
+        for name in event_paths(event, args):
             if under(name, self.protected_dirs) and not under(name, self.writable_dirs):
                 self.findings.append(EvaluatorFileAccess(f"{event} writes {name}"))
                 raise PermissionError(f"{name} is protected during the evaluation")
+
+    def _refuse_protected_folder(self, args) -> None:
+        """No descriptor of a protected folder: `open` events do not carry the `dir_fd` a
+        later `os.open(name, ..., dir_fd=fd)` writes through, so the folder is the place."""
+        path = args[0] if args else None
+        if not isinstance(path, str | bytes) or not os.path.isdir(path):
+            return
+        name = os.path.abspath(os.fsdecode(path))
+        if under(name, self.protected_dirs) and not under(name, self.writable_dirs):
+            self.findings.append(EvaluatorFileAccess(f"open of the protected folder {name}"))
+            raise PermissionError(f"{name} is protected during the evaluation")
 
     def _is_private(self, path: str) -> bool:
         real = os.path.realpath(path)
