@@ -23,6 +23,7 @@ CHEATS = {
     "side_stream": {"concurrency", "plausibility"},
     "timer_patch": {"tampering"},
     "implausible_speed": {"plausibility", "concurrency", "output_replay"},
+    "late_fallback": {"compute_fallback"},
 }
 
 

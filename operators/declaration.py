@@ -164,6 +164,25 @@ class OperatorDeclaration(BaseModel):
             tensors.append(values.to(spec.torch_dtype))
         return tensors
 
+    def make_input_sets(
+        self,
+        workload: Workload,
+        count: int,
+        seed: int,
+        distribution: InputDistribution = "normal",
+        device: torch.device | str = "cpu",
+    ) -> list[list[torch.Tensor]]:
+        """`count` independent input sets drawn at once (each tensor one batched draw, each
+        set a view into it): what `make_inputs` gives, for many sets at the cost of one
+        (under `cancellation` the sets share their offset row)."""
+        device = torch.device(device)
+        generator = torch.Generator(device=device).manual_seed(seed)
+        batches = []
+        for spec in self.inputs:
+            shape = (count, *self.shape_of(spec, workload))
+            batches.append(_draw(spec, shape, generator, distribution, device).to(spec.torch_dtype))
+        return [[batch[index] for batch in batches] for index in range(count)]
+
     def run_reference(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """Call the reference with the declared params; always a tuple of outputs."""
         return as_outputs(self.reference(*inputs, **self.params))

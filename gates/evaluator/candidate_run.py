@@ -32,6 +32,7 @@ def run_candidate(
         case.key: declaration.make_inputs(case.as_workload(), case.seed, case.distribution, device)
         for case in cases
     }
+    clock.lap("inputs")
     work = Path(request.work_dir)
     outputs_path = work / "candidate_outputs.pt"
     outputs_handle = open(outputs_path, "wb")  # noqa: SIM115  (opened before the solution runs)
@@ -39,6 +40,8 @@ def run_candidate(
     sources = Path(request.sources_dir)
     protected = [Path(request.task), Path(request.solution)]
     guard = CandidateGuard(declaration, device, work, sources, solution, extra_ops, protected)
+    clock.lap("guard")
+    clock.laps.update({f"guard_{step}": value for step, value in guard.setup_seconds.items()})
     roles = {}
     if device.type == "cuda":
         roles = _import_reference_roles(request, task, sources, guard)
@@ -47,7 +50,7 @@ def run_candidate(
         "task_digest": request.task_digest,
         "solution_digest": request.solution_digest,
     }
-    clock.lap("setup")
+    clock.lap("roles")
     try:
         function = guard.import_solution()
         clock.lap("import")
@@ -56,7 +59,8 @@ def run_candidate(
         timing = None
         if device.type == "cuda":
             roles["candidate"] = function
-            timing = time_roles(request, task, declaration, guard, roles, pristine, outputs)
+            graphs = bool(task.evaluation.get("cuda_graphs", False))
+            timing = time_roles(request, declaration, guard, roles, graphs)
             clock.lap("timing")
         guard.check_environment("before the outputs are written")
     except CheatDetected as cheat:

@@ -8,6 +8,7 @@ import hashlib
 import os
 import sys
 import sysconfig
+import time
 from pathlib import Path
 
 import torch
@@ -70,7 +71,7 @@ class CandidateGuard:
         self.device = device
         self.solution = solution
         self.folder = loading.write_sources(solution, sources / "candidate")
-        _warm_up(device)
+        self.setup_seconds = _warm_up(device)
         self.internal_code = triton_internal_code()
         self.extra_ops = frozenset(extra_ops)
         self.streams = LaunchStreamRecorder(device)
@@ -262,19 +263,26 @@ def triton_cache_dir() -> str:
         return os.environ.get("TRITON_CACHE_DIR", os.path.expanduser("~/.triton/cache"))
 
 
-def _warm_up(device: torch.device) -> None:
+def _warm_up(device: torch.device) -> dict[str, float]:
     """Start the thread pools, drivers and lazy imports honest code would start, before
-    counting threads and arming the audit hook."""
+    counting threads and arming the audit hook; returns seconds per step."""
+    seconds = {}
+    started = time.monotonic()
     a = torch.randn(256, 256)
     with CandidateTracer(frozenset(), frozenset(), poison_outputs=False):
         (a @ a).sum()
     torch.randn(1 << 20).sum()
+    seconds["warm_up_cpu"] = time.monotonic() - started
+    started = time.monotonic()
     with AtenRecorder():  # the profiler's own start-up (threads, libraries) before counting
         torch.empty(1)
-    if device.type == "cuda":
-        b = torch.randn(256, 256, device=device)
-        (b @ b).sum().item()
+    seconds["warm_up_profiler"] = time.monotonic() - started
+    if device.type == "cuda":  # the context and its threads; no cuBLAS, which no kernel needs
+        started = time.monotonic()
+        torch.randn(256, 256, device=device).sum().item()
         torch.cuda.synchronize()
+        seconds["warm_up_cuda"] = time.monotonic() - started
+    return {step: round(value, 3) for step, value in seconds.items()}
 
 
 # Modules whose functions the evaluator calls between the solution's calls and at the end

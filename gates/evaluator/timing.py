@@ -5,26 +5,30 @@ A spin kernel queued ahead of every sample keeps the device behind the host, so 
 already queued when the device reaches its start event: launch overhead stays out of the
 measured interval.
 
-Each sample's inputs are one of two pristine sets chosen in an order derived from the nonce,
-and every timed output of the candidate is compared on the device with its verified output
-for that set, so a solution cannot skip or replay work only while it is being timed. Every
-role runs the same comparison kernels between its samples (the baseline against its own
-untimed outputs), so the device sees the same sequence whichever role is timed: roles that
-differ only in name time the same.
+Every round draws a fresh pool of input sets from seeds derived from the nonce, shared by the
+roles of that round: inputs no call has seen before, so a solution that remembers outputs
+(keyed by pointer, shape or values) has nothing to replay. The trusted baseline computes each
+set's expected outputs untimed; every timed output, of every role, is compared on the device
+with them (bit for bit under a bit-exact contract, within twice the contract's tolerance
+otherwise, since both lie within the contract of the reference). Every role runs the same
+comparison kernels, so the device sees the same sequence whichever role is timed.
 
 Medians are tick medians (see `statistics`): event times come in 32 ns ticks.
 """
 
 import math
 import random
+from time import monotonic  # bound before the solution is imported
 
 import torch
 
+from gates.evaluator.detectors.compute_fallback import TorchComputeFallback
 from gates.evaluator.detectors.concurrency import SideStreamWork
 from gates.evaluator.detectors.plausibility import check_plausible, roofline_floor_ms
 from gates.evaluator.detectors.replay import TimedOutputWrong
 from gates.evaluator.promotion import promotion_verdict
 from gates.evaluator.statistics import spread, tick_median
+from gates.evaluator.tracing import CandidateTracer
 
 BANDWIDTH_BYTES = 1 << 30
 # A flush of twice the L2 left part of the inputs cached in some processes on the H200
@@ -33,55 +37,49 @@ L2_FLUSH_FACTOR = 8
 BACKLOG_CYCLES = 4_000_000  # about 2 ms of spinning before each run of samples
 SPIN_CYCLES = 300_000  # about 150 us per sample: the device stays behind the host
 LIVE_COPIES = 16  # input buffer sets per role, used in turn
+# Device memory for one round's pool: inputs, expected outputs and their comparison bounds.
+# A workload whose set is larger reuses each set within the round (for such sizes replaying
+# an output costs about as much as computing it).
+POOL_BYTES = 2 << 30
+TIMING_TOLERANCE_FACTOR = 2  # candidate and baseline each within the contract of the reference
 
 
-def time_roles(request, task, declaration, guard, roles, pristine, outputs) -> dict:
-    """Time every role on every declared workload; returns the timing report."""
+def time_roles(request, declaration, guard, roles, graphs: bool) -> dict:
+    """Time every role on every declared workload (each sample a CUDA graph replay when
+    `graphs`); returns the timing report."""
     device = guard.device
     properties = torch.cuda.get_device_properties(device)
     flush_bytes = max(L2_FLUSH_FACTOR * properties.L2_cache_size, 256 << 20)
     flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device=device)
     bandwidth = measure_bandwidth(device)
     clock_before = measure_sm_clock_mhz()
-    graphs = bool(task.evaluation.get("cuda_graphs", False))
     rounds = max(1, request.timing_rounds)
     per_round = math.ceil(request.timing_samples / rounds)
-    order = random.Random(request.nonce)
+    seeds = random.Random(request.nonce)
     report = {"workloads": {}}
     wrong_outputs = []
+    pool_seconds = 0.0
     for workload in declaration.workloads:
-        keys = [f"{workload.name}/normal/0", f"{workload.name}/normal/1"]
-        sets = [pristine[key] for key in keys]
-        expected = {
-            role: _untimed_outputs(roles[role], sets, declaration.params)
-            for role in roles
-            if role != "candidate"
-        }
-        expected["candidate"] = [[t.to(device) for t in outputs[key]] for key in keys]
-        choices = [order.randrange(2) for _ in range(per_round)]
         samples = {role: [] for role in roles}
-        foreign = mismatched = 0
+        foreign = mismatched = pool_size = 0
         for round_index in range(rounds):
+            drawn = monotonic()
+            pool = FreshPool(declaration, workload, roles["baseline"], seeds, per_round, device)
+            pool_seconds += monotonic() - drawn
+            pool_size = len(pool.sets)
             names = list(roles)
             names = names[round_index % len(names) :] + names[: round_index % len(names)]
             for role in names:
                 times, wrong_stream, wrong_output = _time_role(
-                    guard,
-                    roles[role],
-                    role,
-                    declaration.params,
-                    sets,
-                    expected[role],
-                    choices,
-                    flush,
-                    graphs,
+                    guard, roles[role], role, declaration.params, pool, per_round, flush, graphs
                 )
                 samples[role].append(times)
                 if role == "candidate":
                     foreign, mismatched = foreign + wrong_stream, mismatched + wrong_output
-        row = _summarise(
-            workload, declaration, sets[0], expected["candidate"][0], samples, bandwidth
-        )
+            sizes = pool.sets[0], pool.expected[0]
+            del pool
+        row = _summarise(workload, *sizes, samples, bandwidth)
+        row["fresh_sets_per_round"] = pool_size
         row["empty_launch_us"] = tick_median(_time_empty_launch(flush, per_round)) * 1e3
         report["workloads"][workload.name] = row
         if foreign:
@@ -90,7 +88,10 @@ def time_roles(request, task, declaration, guard, roles, pristine, outputs) -> d
         if mismatched:
             wrong_outputs.append(f"{workload.name}: {mismatched} timed outputs")
     if wrong_outputs:
-        raise TimedOutputWrong(f"{', '.join(wrong_outputs)} differ from the verified outputs")
+        raise TimedOutputWrong(
+            f"{', '.join(wrong_outputs)} differ from the baseline's outputs for the same fresh "
+            "inputs"
+        )
     report.update(
         samples_per_role=rounds * per_round,
         rounds=rounds,
@@ -98,42 +99,99 @@ def time_roles(request, task, declaration, guard, roles, pristine, outputs) -> d
         bandwidth_gb_per_s=round(bandwidth / 1e6, 1),
         cuda_graphs=graphs,
         sm_clock_mhz=[clock_before, measure_sm_clock_mhz()],
+        fresh_pool_seconds=round(pool_seconds, 3),
     )
     report["promotion"] = promotion_verdict(report, list(roles))
     return report
 
 
-def _time_role(guard, function, role, params, sets, expected, choices, flush, graphs):
+class FreshPool:
+    """One round's input sets, never seen by any call before, with the baseline's outputs for
+    each and what a timed output is compared with."""
+
+    def __init__(self, declaration, workload, baseline, seeds, wanted: int, device) -> None:
+        contract = declaration.contract
+        factor = TIMING_TOLERANCE_FACTOR
+        self.atol, self.rtol = factor * contract.atol, factor * contract.rtol
+        self.exact = contract.mode == "bit_exact"
+        draw = declaration.make_input_sets
+        self.sets = draw(workload, 1, seeds.getrandbits(31), "normal", device)
+        self.expected = [_untimed_outputs(baseline, self.sets[0], declaration.params)]
+        tensors = self.sets[0] + self.expected[0] * 5  # outputs, and their bounds in FP32
+        set_bytes = sum(t.numel() * t.element_size() for t in tensors)
+        count = min(wanted, max(2, POOL_BYTES // max(1, set_bytes)))
+        self.sets += draw(workload, count - 1, seeds.getrandbits(31), "normal", device)
+        for inputs in self.sets[1:]:
+            self.expected.append(_untimed_outputs(baseline, inputs, declaration.params))
+        columns = zip(*self.expected, strict=True)  # per output: its value in every set
+        per_output = [self._references(column) for column in columns]
+        self.checks = list(zip(*per_output, strict=True))  # per set: every output's reference
+
+    def _references(self, outputs) -> list[tuple[torch.Tensor, ...]]:
+        """Per set, what one output is compared with: itself (bit-exact contract or not a
+        float), or the baseline's value in FP32 (FP64 for FP64) with its bound."""
+        want = outputs[0]
+        if self.exact or not want.is_floating_point():
+            return [(output,) for output in outputs]
+        wide = torch.float64 if want.dtype == torch.float64 else torch.float32
+        stacked = torch.stack(outputs).to(wide)
+        bounds = stacked.abs().mul_(self.rtol).add_(self.atol)
+        return list(zip(stacked.unbind(), bounds.unbind(), strict=True))
+
+    def mismatch(self, got: torch.Tensor, index: int, output: int) -> torch.Tensor:
+        """A device boolean scalar, True if `got` is not the expected output of set `index`."""
+        reference = self.checks[index][output]
+        want = reference[0]
+        if got.shape != want.shape or got.dtype != self.expected[index][output].dtype:
+            return torch.ones((), dtype=torch.bool, device=want.device)
+        if len(reference) == 1:
+            return _differs(got, want)
+        distance = torch.sub(got, want).abs_()  # promoted to the comparison's width
+        return torch.le(distance, reference[1]).all().logical_not_()
+
+
+def _time_role(guard, function, role, params, pool, count, flush, graphs):
     """One round of samples for one role; returns per-sample milliseconds."""
     # Several live copies at different addresses, used in turn: a ~5 us call's time depends on
     # where its buffers landed (pages, channels), and one placement per process made medians
     # of the same code differ between processes. A graph replays one fixed set.
     copies = 1 if graphs else LIVE_COPIES
-    lives = [[t.clone() for t in sets[0]] for _ in range(copies)]
+    lives = [[t.clone() for t in pool.sets[0]] for _ in range(copies)]
     replay = capture_graph(function, lives[0], params) if graphs else None
-    count = len(choices)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
     mismatches = torch.zeros((), dtype=torch.int64, device=flush.device)
     stream = guard.streams.current()
+    # Timed calls are traced like the cases (host work only: the device is behind the host),
+    # so a solution cannot compute with PyTorch only once the cases are over.
+    tracer = CandidateTracer(
+        guard.internal_code, guard.extra_ops, poison_outputs=False, expected_stream=stream
+    )
     recent = []
     torch.cuda._sleep(BACKLOG_CYCLES)
     with guard.streams:
-        for index, choice in enumerate(choices):
+        for index in range(count):
             torch.cuda._sleep(SPIN_CYCLES)
+            chosen = index % len(pool.sets)
             live = lives[index % copies]
-            for target, source in zip(live, sets[choice], strict=True):
+            for target, source in zip(live, pool.sets[chosen], strict=True):
                 target.copy_(source)
             flush.zero_()  # after the reset, so the inputs are evicted from L2 too
             starts[index].record()
-            result = replay() if replay else function(*live, **params)
+            with tracer:
+                result = replay() if replay else function(*live, **params)
             ends[index].record()
             produced = result if isinstance(result, tuple | list) else (result,)
-            for got, want in zip(produced, expected[choice], strict=True):
-                mismatches += _differs(got, want)
+            if len(produced) != len(pool.expected[chosen]):
+                mismatches += 1
+            for output, got in enumerate(produced[: len(pool.expected[chosen])]):
+                mismatches += pool.mismatch(got, chosen, output)
             if not graphs:  # every role keeps its last outputs alive: the same allocator pattern
                 recent = _keep_recent(recent, produced, role)
     foreign = guard.streams.foreign_launches(stream) if not graphs else 0
+    foreign += len(tracer.side_stream_ops)
+    if role == "candidate" and tracer.disallowed:
+        raise TorchComputeFallback(f"timed calls ran ATen compute: {tracer.disallowed[0]}")
     torch.cuda.synchronize()
     guard.check_environment(f"while timing {role}")
     times = [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
@@ -161,13 +219,10 @@ def _time_empty_launch(flush, count: int) -> list[float]:
     return [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
 
 
-def _untimed_outputs(function, sets, params) -> list[list[torch.Tensor]]:
-    """A trusted role's outputs on each pristine set, called once before it is timed."""
-    outputs = []
-    for inputs in sets:
-        result = function(*[t.clone() for t in inputs], **params)
-        outputs.append(list(result) if isinstance(result, tuple | list) else [result])
-    return outputs
+def _untimed_outputs(function, inputs, params) -> list[torch.Tensor]:
+    """A trusted role's outputs for one input set, called on copies before any timing."""
+    result = function(*[t.clone() for t in inputs], **params)
+    return list(result) if isinstance(result, tuple | list) else [result]
 
 
 def _keep_recent(recent, produced, role):
@@ -182,10 +237,8 @@ def _keep_recent(recent, produced, role):
 
 
 def _differs(got: torch.Tensor, want: torch.Tensor) -> torch.Tensor:
-    if got.shape != want.shape or got.dtype != want.dtype:
-        return torch.ones((), dtype=torch.int64, device=want.device)
     view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[got.element_size()]
-    return (got.contiguous().view(view) != want.view(view)).any().to(torch.int64)
+    return (got.contiguous().view(view) != want.view(view)).any()
 
 
 def capture_graph(function, live, params):
@@ -240,7 +293,7 @@ def measure_bandwidth(device) -> float:
     return 2 * BANDWIDTH_BYTES / best
 
 
-def _summarise(workload, declaration, inputs, outputs, samples, bandwidth) -> dict:
+def _summarise(workload, inputs, outputs, samples, bandwidth) -> dict:
     moved = sum(t.numel() * t.element_size() for t in inputs)
     moved += sum(t.numel() * t.element_size() for t in outputs)
     row = {

@@ -1,5 +1,6 @@
 """On a CUDA device: the baseline passes with latency, an A/A comparison never promotes, and
-the timing-only cheats (side stream, timer patch, implausible speed) are rejected."""
+the timing-only cheats (side stream, timer patch, implausible speed, PyTorch only once the
+cases are over) are rejected, and remembered outputs buy no speed."""
 
 import pytest
 from cheat_packing import cheat_solution
@@ -8,6 +9,7 @@ GPU_CHEATS = {
     "side_stream": {"concurrency", "plausibility"},
     "timer_patch": {"tampering"},
     "implausible_speed": {"plausibility", "concurrency", "output_replay"},
+    "late_fallback": {"compute_fallback"},
 }
 
 
@@ -32,3 +34,22 @@ def test_timing_cheats_are_rejected_on_cuda(name, task_root, tmp_path):
     result = evaluate(task_root / "rms_norm", solution, device="cuda")
     assert result.status == "REJECTED", f"{name}: {result.status} {result.reason}"
     assert result.detector in GPU_CHEATS[name], result.reason
+
+
+@pytest.mark.gpu
+def test_remembered_outputs_buy_no_speed_on_cuda(task_root, tmp_path):
+    """`value_memo` replays a remembered output whenever two input values match a call it has
+    seen, and takes a slow path (tens of microseconds) otherwise. Timed on the input sets of
+    the correctness cases it would replay at copy speed; with a fresh pool of inputs for every
+    round it must take the slow path (or be caught replaying a wrong output)."""
+    from gates.evaluator.evaluation import evaluate
+
+    result = evaluate(task_root / "rms_norm", cheat_solution("value_memo", tmp_path), "cuda")
+    if result.status == "REJECTED":
+        assert result.detector == "output_replay", result.reason
+        return
+    assert result.status == "PASSED", result.reason
+    for name, row in result.timing["workloads"].items():
+        assert row["candidate_median_us"] > 5 * row["baseline_median_us"], (name, row)
+        assert row["fresh_sets_per_round"] >= 2, (name, row)
+    assert result.timing["promotion"]["promoted"] is False
