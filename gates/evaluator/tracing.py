@@ -125,6 +125,17 @@ class CandidateTracer(TorchDispatchMode):
 _DISPATCH_CODE = CandidateTracer.__torch_dispatch__.__code__
 
 
+class TimedCallTracer(CandidateTracer):
+    """The tracer for timed calls: nothing but the solution runs inside one, so every op is
+    the candidate's and no frame walk is needed (it keeps the host ahead of the device)."""
+
+    def __init__(self, extra_allowed: frozenset, expected_stream: int | None):
+        super().__init__(frozenset(), extra_allowed, False, expected_stream)
+
+    def _issued_by_candidate(self) -> bool:
+        return True
+
+
 class HostComputeMonitor:
     """A profile hook that sees NumPy and host-transfer calls made from the solution's files.
 
