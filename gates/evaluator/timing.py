@@ -16,19 +16,23 @@ comparison kernels, so the device sees the same sequence whichever role is timed
 Medians are tick medians (see `statistics`): event times come in 32 ns ticks.
 """
 
+import builtins
 import math
 import random
+import sys
 from time import monotonic  # bound before the solution is imported
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from gates.evaluator.detectors.compute_fallback import TorchComputeFallback
 from gates.evaluator.detectors.concurrency import SideStreamWork
 from gates.evaluator.detectors.plausibility import check_plausible, roofline_floor_ms
 from gates.evaluator.detectors.replay import TimedOutputWrong
+from gates.evaluator.detectors.transient_patch import LoopIdentities, PatchedBetweenCalls
 from gates.evaluator.promotion import promotion_verdict
 from gates.evaluator.statistics import spread, tick_median
-from gates.evaluator.tracing import TimedCallTracer
+from gates.evaluator.tracing import CandidateTracer, TimedCallTracer
 
 BANDWIDTH_BYTES = 1 << 30
 # A flush of twice the L2 left part of the inputs cached in some processes on the H200
@@ -144,6 +148,8 @@ class FreshPool:
         """A device boolean scalar, True if `got` is not the expected output of set `index`."""
         reference = self.checks[index][output]
         want = reference[0]
+        if type(got) is not torch.Tensor:  # a subclass could answer the comparison itself
+            return torch.ones((), dtype=torch.bool, device=want.device)
         if got.shape != want.shape or got.dtype != self.expected[index][output].dtype:
             return torch.ones((), dtype=torch.bool, device=want.device)
         if len(reference) == 1:
@@ -167,6 +173,8 @@ def _time_role(guard, function, role, params, pool, count, flush, graphs):
     # Timed calls are traced like the cases (host work only: the device is behind the host),
     # so a solution cannot compute with PyTorch only once the cases are over.
     tracer = TimedCallTracer(guard.extra_ops, expected_stream=stream)
+    identities = _loop_identities()
+    unchanged = identities.unchanged  # bound now: a later swap of the method changes nothing
     recent = []
     torch.cuda._sleep(BACKLOG_CYCLES)
     with guard.streams:
@@ -180,8 +188,12 @@ def _time_role(guard, function, role, params, pool, count, flush, graphs):
             starts[index].record()
             with tracer:
                 result = replay() if replay else function(*live, **params)
+            if not unchanged():
+                raise PatchedBetweenCalls(
+                    f"{', '.join(identities.changed()[:4])} changed during {role}'s timed calls"
+                )
             ends[index].record()
-            produced = result if isinstance(result, tuple | list) else (result,)
+            produced = result if type(result) in (tuple, list) else (result,)
             if len(produced) != len(pool.expected[chosen]):
                 mismatches += 1
             for output, got in enumerate(produced[: len(pool.expected[chosen])]):
@@ -197,6 +209,23 @@ def _time_role(guard, function, role, params, pool, count, flush, graphs):
     times = [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
     guard.check_environment(f"while reading {role}'s events")
     return times, foreign, int(mismatches.item())
+
+
+def _loop_identities() -> LoopIdentities:
+    """What the timing loop looks up between one timed call and the next."""
+    tensor = (
+        "copy_", "zero_", "abs_", "all", "any", "logical_not_", "view", "contiguous", "__ne__",
+        "__iadd__", "data_ptr", "numel", "element_size", "is_floating_point", "shape", "dtype",
+    )  # fmt: skip
+    names = ("len", "isinstance", "zip", "int", "range", "type", "tuple", "list", "enumerate")
+    attributes = [(torch.Tensor, name) for name in tensor]
+    attributes += [(torch, name) for name in ("sub", "le", "ones", "zeros")]
+    attributes += [(torch.cuda, name) for name in ("_sleep", "synchronize")]
+    attributes += [(torch.cuda.Event, name) for name in ("record", "elapsed_time")]
+    attributes += [(builtins, name) for name in names]
+    attributes += [(TorchDispatchMode, name) for name in ("__enter__", "__exit__")]
+    namespaces = [sys.modules[__name__], FreshPool, TimedCallTracer, CandidateTracer]
+    return LoopIdentities(attributes, namespaces)
 
 
 def _time_empty_launch(flush, count: int) -> list[float]:
