@@ -150,7 +150,8 @@ class FreshPool:
         want = reference[0]
         if type(got) is not torch.Tensor:  # a subclass could answer the comparison itself
             return torch.ones((), dtype=torch.bool, device=want.device)
-        if got.shape != want.shape or got.dtype != self.expected[index][output].dtype:
+        expected = self.expected[index][output]
+        if got.shape != want.shape or got.dtype != expected.dtype or got.device != want.device:
             return torch.ones((), dtype=torch.bool, device=want.device)
         if len(reference) == 1:
             return _differs(got, want)
@@ -193,7 +194,7 @@ def _time_role(guard, function, role, params, pool, count, flush, graphs):
                     f"{', '.join(identities.changed()[:4])} changed during {role}'s timed calls"
                 )
             ends[index].record()
-            produced = result if type(result) in (tuple, list) else (result,)
+            produced = tuple(result) if isinstance(result, tuple | list) else (result,)
             if len(produced) != len(pool.expected[chosen]):
                 mismatches += 1
             for output, got in enumerate(produced[: len(pool.expected[chosen])]):

@@ -61,6 +61,7 @@ def test_an_output_outside_twice_the_contract_fails():
     assert bool(pool.mismatch(nan, 0, 0)), "a NaN passed"
     assert bool(pool.mismatch(want.float(), 0, 0)), "a wider dtype passed"
     assert bool(pool.mismatch(want[:1], 0, 0)), "a wrong shape passed"
+    assert bool(pool.mismatch(want.to("meta"), 0, 0)), "an output on another device passed"
 
 
 def test_a_large_workload_reuses_fewer_sets_within_the_memory_budget(monkeypatch):
