@@ -31,23 +31,30 @@ NEW_STREAMS = 6
 WORKLOAD = "action_b1"
 
 
+def _baseline():
+    """The RMSNorm declaration and its baseline solution, imported from a generated task."""
+    from gates.evaluator import loading
+    from gates.tasks.generation import write_package
+    from gates.tasks.solution import load_solution
+    from operators import REGISTRY
+
+    declaration = REGISTRY.declaration("rms_norm")
+    scratch = Path(tempfile.mkdtemp(prefix="launch-modes-"))
+    task, _ = write_package(declaration, scratch / "tasks")
+    solution = load_solution(task / "solution")
+    folder = loading.write_sources(solution, scratch / "solution")
+    return declaration, loading.import_entry(solution, folder, "solution")
+
+
 def child(cpus: str) -> dict:
     if cpus:
         os.sched_setaffinity(0, {int(cpu) for cpu in cpus.split("+")})
     import torch
 
-    from gates.evaluator import loading
     from gates.evaluator.timing import SPIN_CYCLES
-    from gates.tasks.generation import write_package
-    from gates.tasks.solution import load_solution
-    from operators import REGISTRY
 
     device = torch.device("cuda")
-    declaration = REGISTRY.declaration("rms_norm")
-    scratch = Path(tempfile.mkdtemp(prefix="launch-modes-"))
-    task, _ = write_package(declaration, scratch / "tasks")
-    solution = load_solution(task / "solution")
-    function = loading.import_entry(solution, loading.write_sources(solution, scratch / "s"), "s")
+    declaration, function = _baseline()
     workload = next(w for w in declaration.workloads if w.name == WORKLOAD)
     inputs = declaration.make_inputs(workload, 0, "normal", device)
     flush = torch.empty((480 << 20) // 4, dtype=torch.int32, device=device)
@@ -93,18 +100,10 @@ def batched_child(cpus: str) -> dict:
     del cpus
     import torch
 
-    from gates.evaluator import loading
     from gates.evaluator.timing import SPIN_CYCLES, capture_graph
-    from gates.tasks.generation import write_package
-    from gates.tasks.solution import load_solution
-    from operators import REGISTRY
 
     device = torch.device("cuda")
-    declaration = REGISTRY.declaration("rms_norm")
-    scratch = Path(tempfile.mkdtemp(prefix="launch-modes-"))
-    task, _ = write_package(declaration, scratch / "tasks")
-    solution = load_solution(task / "solution")
-    function = loading.import_entry(solution, loading.write_sources(solution, scratch / "s"), "s")
+    declaration, function = _baseline()
     flush = torch.empty((480 << 20) // 4, dtype=torch.int32, device=device)
     params = declaration.params
     medians = {}
