@@ -33,6 +33,7 @@ CPU_CHEATS = {
     "request_reader": ("REJECTED", "introspection"),
     "dynamic_code": ("REJECTED", "introspection"),
     "native_library": ("REJECTED", "introspection"),
+    "ctypes_compute": ("REJECTED", "introspection"),
     "exit_rewrite": ("REJECTED", "tampering"),
     "input_finalizer": ("REJECTED", "deferred_code"),
     "signal_fallback": ("REJECTED", "deferred_code"),

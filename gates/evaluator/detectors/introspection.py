@@ -36,6 +36,13 @@ class EvaluatorFileAccess(CheatDetected):
     detector = "introspection"
 
 
+class RawMemoryAccess(CheatDetected):
+    """The solution read or wrote memory through ctypes, past every tensor-level check (a
+    host computation on the inputs' bytes, written straight into an output)."""
+
+    detector = "introspection"
+
+
 class DynamicCode(CheatDetected):
     """The solution compiled, executed or rewrote code at run time, loaded a native library,
     or replaced the profile and trace hooks, which could hide work from the other detectors."""
@@ -121,6 +128,27 @@ class AuditMonitor:
         self.findings: list[CheatDetected] = []
         self._busy = threading.local()
         sys.addaudithook(self._hook)
+        self._guard_ctypes_copies()
+
+    def _guard_ctypes_copies(self) -> None:
+        """`ctypes.memmove` and `ctypes.memset` take plain addresses and raise no audit event:
+        wrap them so the solution's calls are refused like the audited ctypes calls."""
+        import ctypes
+
+        for name in ("memmove", "memset"):
+            setattr(ctypes, name, self._refusing(name, getattr(ctypes, name)))
+
+    def _refusing(self, name: str, original):
+        monitor = self
+
+        def guarded(*args):
+            caller = sys._getframe(1).f_code.co_filename
+            if monitor.armed and os.path.realpath(caller).startswith(tuple(monitor.solution_dirs)):
+                monitor.findings.append(RawMemoryAccess(f"ctypes.{name} called from {caller}"))
+                raise PermissionError("ctypes is not allowed in the evaluator")
+            return original(*args)
+
+        return guarded
 
     def _hook(self, event: str, args) -> None:
         if not self.armed or getattr(self._busy, "active", False):
@@ -128,7 +156,7 @@ class AuditMonitor:
         if event == "object.__getattr__":
             if len(args) < 2 or args[1] not in FRAME_ATTRIBUTES:
                 return
-        elif event not in WATCHED_EVENTS:
+        elif event not in WATCHED_EVENTS and not event.startswith("ctypes."):
             return
         self._busy.active = True
         try:
@@ -154,6 +182,12 @@ class AuditMonitor:
                 self._refuse_protected_folder(args)
             return
         walks = HEAP_EVENTS | NATIVE_EVENTS | PROCESS_EVENTS | THREAD_EVENTS
+        if event.startswith("ctypes.") and event not in walks:
+            origin = self._origin(walk_stdlib=True)
+            if origin is not None:
+                self.findings.append(RawMemoryAccess(f"{event} called from {origin}"))
+                raise PermissionError("ctypes is not allowed in the evaluator")
+            return
         if event in walks:
             origin = self._origin(walk_stdlib=True)
         elif event in FRAME_EVENTS:
