@@ -34,6 +34,7 @@ CPU_CHEATS = {
     "dynamic_code": ("REJECTED", "introspection"),
     "native_library": ("REJECTED", "introspection"),
     "ctypes_compute": ("REJECTED", "introspection"),
+    "proc_mem_compute": ("REJECTED", "introspection"),
     "exit_rewrite": ("REJECTED", "tampering"),
     "input_finalizer": ("REJECTED", "deferred_code"),
     "signal_fallback": ("REJECTED", "deferred_code"),

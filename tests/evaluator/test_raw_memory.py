@@ -45,3 +45,30 @@ def test_memmove_from_the_solution_is_refused(tmp_path):
     cheat = "import ctypes\nsource = b'12345678'\nctypes.memmove(id(source), id(source), 8)\n"
     output = _run(tmp_path, cheat)
     assert "refused" in output and "RawMemoryAccess: ctypes.memmove" in output, output
+
+
+def test_process_memory_is_refused_by_every_path_tried(tmp_path):
+    cheat = """
+import os
+attempts = {
+    "thread view": lambda: open("/proc/thread-self/mem", "rb"),
+    "task view": lambda: open(f"/proc/self/task/{os.getpid()}/mem", "rb"),
+    "proc folder descriptor": lambda: os.open("/proc/self", os.O_RDONLY),
+    "root descriptor": lambda: os.open(
+        "proc/self/mem", os.O_RDONLY, dir_fd=os.open("/", os.O_RDONLY)
+    ),
+    "symlink": lambda: os.symlink("/proc/self/mem", os.path.join(os.path.dirname(__file__), "m")),
+}
+for name, attempt in attempts.items():
+    try:
+        attempt()
+        print("opened:", name)
+    except PermissionError:
+        print("refused:", name)
+print("status readable:", bool(open("/proc/self/status").read()))
+print("tasks listed:", bool(os.listdir("/proc/self/task")))
+"""
+    output = _run(tmp_path, cheat)
+    assert "opened:" not in output, output
+    assert output.count("refused:") == 5, output
+    assert "status readable: True" in output and "tasks listed: True" in output, output

@@ -105,6 +105,10 @@ WATCHED_EVENTS = (
     | {"open", "object.__setattr__"}
 )
 STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"])
+# Process memory and environment under /proc: `/proc/self/mem`, but also a thread's
+# (`/proc/thread-self/mem`) and the judge's; memory reads and writes there skip every check.
+# No other file of these names is opened while the solution runs.
+PROC_PRIVATE = frozenset({"mem", "environ"})
 
 
 class AuditMonitor:
@@ -123,7 +127,6 @@ class AuditMonitor:
         self.private_dirs = [os.path.realpath(d) + os.sep for d in private_dirs]
         self.protected_dirs = tuple(os.path.realpath(d) + os.sep for d in protected_dirs)
         self.writable_dirs = tuple(os.path.realpath(d) + os.sep for d in writable_dirs)
-        self.private_files = {f"/proc/{os.getpid()}/mem", f"/proc/{os.getpid()}/environ"}
         self.armed = False
         self.findings: list[CheatDetected] = []
         self._busy = threading.local()
@@ -174,7 +177,10 @@ class AuditMonitor:
         if is_write(event, args):
             self._refuse_protected_write(event, args)
         if event == "open" or event in PATH_EVENTS:
-            for path in event_paths(event, args):
+            paths = event_paths(event, args)
+            if event == "os.symlink" and isinstance(args[0], str | bytes):
+                paths.append(os.fsdecode(args[0]))  # a link to a private file is one too
+            for path in paths:
                 if self._is_private(path):
                     self.findings.append(EvaluatorFileAccess(f"{event} {path}"))
                     raise PermissionError(f"{path} belongs to the evaluator")
@@ -230,8 +236,12 @@ class AuditMonitor:
 
     def _is_private(self, path: str) -> bool:
         real = os.path.realpath(path)
-        if real in self.private_files:
+        if os.path.basename(real) in PROC_PRIVATE or os.path.basename(path) in PROC_PRIVATE:
+            # Any process's or thread's memory or environment, by any of its paths, also as a
+            # name relative to a descriptor the open event does not show.
             return True
+        if real == "/proc" or real.startswith("/proc/"):
+            return os.path.isdir(real)  # no descriptor of a /proc folder to reach them from
         return any(real.startswith(d) or real + os.sep == d for d in self.private_dirs)
 
     def _origin(self, walk_stdlib: bool, helpers: tuple[str, ...] = ()) -> str | None:
