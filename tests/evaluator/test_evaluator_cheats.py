@@ -35,6 +35,8 @@ CPU_CHEATS = {
     "native_library": ("REJECTED", "introspection"),
     "ctypes_compute": ("REJECTED", "introspection"),
     "proc_mem_compute": ("REJECTED", "introspection"),
+    "save_compute": ("REJECTED", "tampering"),
+    "shared_storage": ("REJECTED", "compute_fallback"),
     "exit_rewrite": ("REJECTED", "tampering"),
     "input_finalizer": ("REJECTED", "deferred_code"),
     "signal_fallback": ("REJECTED", "deferred_code"),
