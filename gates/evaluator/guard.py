@@ -29,6 +29,7 @@ from gates.evaluator.detectors.concurrency import (
 )
 from gates.evaluator.detectors.deferred_code import InterpreterHooks, check_attachments
 from gates.evaluator.detectors.introspection import AuditMonitor
+from gates.evaluator.detectors.kernel_registry import KernelRegistry, KernelReplaced
 from gates.evaluator.detectors.precision import PrecisionDowngrade
 from gates.evaluator.detectors.replay import OutputAliasesInput, OutputMemoryReused
 from gates.evaluator.detectors.tampering import (
@@ -90,6 +91,7 @@ class CandidateGuard:
             writable_dirs=[str(work), str(sources), triton_cache_dir()],
         )
         self.kept_outputs: list[torch.Tensor] = []
+        self.kernels = KernelRegistry()  # after the warm-up: torch's own lazy registrations
 
     def watch_more(self, modules: list) -> None:
         """Add modules (the baseline's) to the evaluator snapshot; call before import."""
@@ -124,6 +126,9 @@ class CandidateGuard:
         check_unchanged(self.timers, self.evaluator, when)
         check_threads(self.python_threads, self.native_threads, self.main_thread_name)
         self.hooks.check(when)
+        replaced = self.kernels.changed()
+        if replaced:
+            raise KernelReplaced(f"kernels of {', '.join(replaced[:4])} replaced {when}")
 
     def run_cases(self, function, cases: list[Case], pristine: dict):
         """Call every case (twice where asked); returns records, outputs and hidden errors."""

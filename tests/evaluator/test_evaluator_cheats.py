@@ -37,6 +37,8 @@ CPU_CHEATS = {
     "proc_mem_compute": ("REJECTED", "introspection"),
     "save_compute": ("REJECTED", "tampering"),
     "shared_storage": ("REJECTED", "compute_fallback"),
+    "kernel_override": ("REJECTED", "compute_fallback"),
+    "copy_override": ("REJECTED", "compute_fallback"),
     "exit_rewrite": ("REJECTED", "tampering"),
     "input_finalizer": ("REJECTED", "deferred_code"),
     "signal_fallback": ("REJECTED", "deferred_code"),

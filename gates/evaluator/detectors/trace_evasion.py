@@ -112,7 +112,7 @@ class AtenRecorder:
     into call trees: a top-level op with the ops it ran inside it."""
 
     def __init__(self) -> None:
-        self.trees: list[set[str]] = []
+        self.trees: list[tuple[str, set[str]]] = []  # (top-level op, every op in its tree)
         self._profile = None
 
     def __enter__(self) -> "AtenRecorder":
@@ -128,19 +128,28 @@ class AtenRecorder:
             events = self._profile.events() or []
         except Exception as error:  # the solution stopped the profiler under us
             raise DispatchTraceEvaded(f"the ATen recorder was stopped: {error}") from None
-        self.trees = [_tree_names(event) for event in events if _is_top_level(event)]
+        self.trees = [
+            (_op_name(event), _tree_names(event)) for event in events if _is_top_level(event)
+        ]
 
     def unseen_compute(self, seen: set[str], extra: frozenset[str]) -> list[str]:
-        """Compute ops in call trees of which the trace saw no op at all.
+        """Compute ops in call trees of which the trace saw no op at all, or inside an op
+        that only moves or describes data.
 
         A composite op the trace never sees (it sees what the op decomposes into) is
-        explained by its children; a tree with nothing seen ran past the trace.
+        explained by its children; a tree with nothing seen ran past the trace. An op the
+        trace allows (`alias`, `copy_`) with arithmetic inside it runs a replaced kernel: a
+        Python kernel registered for it runs below the dispatch mode, unseen by the trace.
         """
         unseen: set[str] = set()
-        for names in self.trees:
-            if not names & seen:
+        for top, names in self.trees:
+            if not names & seen or top in UNSEEN_ALLOWED:
                 unseen |= names - UNSEEN_ALLOWED - extra
         return sorted(unseen)
+
+
+def _op_name(event) -> str:
+    return event.name.split("::")[-1]
 
 
 def _is_aten(event) -> bool:
@@ -159,7 +168,7 @@ def _is_top_level(event) -> bool:
 
 
 def _tree_names(event) -> set[str]:
-    names = {event.name.split("::")[-1]} if _is_aten(event) else set()
+    names = {_op_name(event)} if _is_aten(event) else set()
     for child in event.cpu_children:
         names |= _tree_names(child)
     return names
