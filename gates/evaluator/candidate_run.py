@@ -6,7 +6,6 @@ never imports the solution. Inputs are drawn before the import from seeds derive
 request's nonce, so the solution cannot know them ahead of time.
 """
 
-import time
 from pathlib import Path
 
 import torch
@@ -15,6 +14,7 @@ from gates.evaluator import loading
 from gates.evaluator.cases import plan_cases
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.guard import CandidateCallError, CandidateGuard
+from gates.evaluator.phase_clock import PhaseClock
 from gates.evaluator.protocol import CandidateReport, EvaluationRequest
 from gates.evaluator.timing import time_roles  # imported before the guard's module snapshot
 from gates.tasks.package import TaskPackage
@@ -25,7 +25,7 @@ def run_candidate(
     request: EvaluationRequest, task: TaskPackage, solution: Solution, declaration
 ) -> CandidateReport:
     """Run every case; the first detector or error ends the run with its status."""
-    clock = _PhaseClock()
+    clock = PhaseClock()
     device = torch.device(request.device)
     cases = plan_cases(declaration, request.nonce, request.device)
     pristine = {
@@ -102,16 +102,3 @@ def _import_reference_roles(request, task, sources: Path, guard: CandidateGuard)
         roles[role] = loading.import_entry(solution, folder, role)
         guard.watch_more(loading.solution_modules(role))
     return roles
-
-
-class _PhaseClock:
-    """Wall time of each step, so a slow evaluation shows where its seconds went."""
-
-    def __init__(self) -> None:
-        self.laps: dict[str, float] = {}
-        self._last = time.monotonic()
-
-    def lap(self, name: str) -> None:
-        now = time.monotonic()
-        self.laps[name] = round(now - self._last, 3)
-        self._last = now

@@ -8,7 +8,6 @@ import hashlib
 import os
 import sys
 import sysconfig
-import time
 from pathlib import Path
 
 import torch
@@ -45,6 +44,7 @@ from gates.evaluator.detectors.trace_evasion import (
     DispatchTraceEvaded,
     TraceEvasionTripwires,
 )
+from gates.evaluator.phase_clock import PhaseClock
 from gates.evaluator.protocol import CaseRecord
 from gates.evaluator.streams import LaunchStreamRecorder
 from gates.evaluator.tracing import CandidateTracer, HostComputeMonitor, triton_internal_code
@@ -271,23 +271,20 @@ def triton_cache_dir() -> str:
 def _warm_up(device: torch.device) -> dict[str, float]:
     """Start the thread pools, drivers and lazy imports honest code would start, before
     counting threads and arming the audit hook; returns seconds per step."""
-    seconds = {}
-    started = time.monotonic()
+    clock = PhaseClock()
     a = torch.randn(256, 256)
     with CandidateTracer(frozenset(), frozenset(), poison_outputs=False):
         (a @ a).sum()
     torch.randn(1 << 20).sum()
-    seconds["warm_up_cpu"] = time.monotonic() - started
-    started = time.monotonic()
+    clock.lap("warm_up_cpu")
     with AtenRecorder():  # the profiler's own start-up (threads, libraries) before counting
         torch.empty(1)
-    seconds["warm_up_profiler"] = time.monotonic() - started
+    clock.lap("warm_up_profiler")
     if device.type == "cuda":  # the context and its threads; no cuBLAS, which no kernel needs
-        started = time.monotonic()
         torch.randn(256, 256, device=device).sum().item()
         torch.cuda.synchronize()
-        seconds["warm_up_cuda"] = time.monotonic() - started
-    return {step: round(value, 3) for step, value in seconds.items()}
+        clock.lap("warm_up_cuda")
+    return clock.laps
 
 
 # Modules whose functions the evaluator calls between the solution's calls and at the end

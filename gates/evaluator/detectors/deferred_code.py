@@ -74,11 +74,18 @@ def _same(a, b) -> bool:
     return a is b or (isinstance(a, int | float | str) and a == b)
 
 
+def mode_depths(
+    function_modes=torch._C._len_torch_function_stack,
+    dispatch_modes=torch._C._len_torch_dispatch_stack,
+) -> tuple[int, int]:
+    """How many torch function and dispatch modes are active (bound at import, before any
+    solution is: the timing loop calls this after every timed call)."""
+    return function_modes(), dispatch_modes()
+
+
 def _hook_state() -> dict:
-    state = {
-        "torch function modes": torch._C._len_torch_function_stack(),
-        "torch dispatch modes": torch._C._len_torch_dispatch_stack(),
-    }
+    functions, dispatches = mode_depths()
+    state = {"torch function modes": functions, "torch dispatch modes": dispatches}
     for number in signal.valid_signals():
         if number not in UNCATCHABLE:
             try:

@@ -123,7 +123,7 @@ class AuditMonitor:
     ) -> None:
         """`protected_dirs`: no write under them from any caller, except under the
         `writable_dirs` inside them (the Triton cache, the evaluation's own folders)."""
-        self.solution_dirs = [os.path.realpath(d) + os.sep for d in solution_dirs]
+        self.solution_dirs = tuple(os.path.realpath(d) + os.sep for d in solution_dirs)
         self.private_dirs = [os.path.realpath(d) + os.sep for d in private_dirs]
         self.protected_dirs = tuple(os.path.realpath(d) + os.sep for d in protected_dirs)
         self.writable_dirs = tuple(os.path.realpath(d) + os.sep for d in writable_dirs)
@@ -146,7 +146,7 @@ class AuditMonitor:
 
         def guarded(*args):
             caller = sys._getframe(1).f_code.co_filename
-            if monitor.armed and os.path.realpath(caller).startswith(tuple(monitor.solution_dirs)):
+            if monitor.armed and os.path.realpath(caller).startswith(monitor.solution_dirs):
                 monitor.findings.append(RawMemoryAccess(f"ctypes.{name} called from {caller}"))
                 raise PermissionError("ctypes is not allowed in the evaluator")
             return original(*args)

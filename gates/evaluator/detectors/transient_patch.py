@@ -10,9 +10,8 @@ looks up, every value of the loop's own modules and classes, and the depth of th
 function and dispatch mode stacks.
 """
 
-import torch
-
 from gates.evaluator.detectors import CheatDetected
+from gates.evaluator.detectors.deferred_code import mode_depths
 
 
 class PatchedBetweenCalls(CheatDetected):
@@ -25,20 +24,13 @@ class PatchedBetweenCalls(CheatDetected):
 WARNING_REGISTRY = "__warningregistry__"
 
 
-def _mode_depths(
-    function_modes=torch._C._len_torch_function_stack,
-    dispatch_modes=torch._C._len_torch_dispatch_stack,
-) -> tuple[int, int]:
-    return function_modes(), dispatch_modes()
-
-
 class LoopIdentities:
     """Identities taken before a round of timed calls; `unchanged()` is the per-call test.
 
     Attributes are read raw from the dictionaries of the owner and, for a class, of every
     class in its MRO, so a replacement descriptor cannot answer a class lookup with the
-    original while handing instances something else. Everything `unchanged` calls is bound
-    as a default argument when this module is imported, before any solution is: swapping a
+    original while handing instances something else. Everything the check calls is bound as
+    a default argument when this module is imported, before any solution is: swapping a
     default is an audited write.
     """
 
@@ -52,51 +44,44 @@ class LoopIdentities:
         for space in namespaces:
             names = tuple(name for name in vars(space) if name != WARNING_REGISTRY)
             self._namespaces.append((space, names, [vars(space)[name] for name in names]))
-        self._modes = _mode_depths()
+        self._modes = mode_depths()
 
-    def unchanged(
+    def _differences(
         self,
         vars=vars,
         type=type,
         isinstance=isinstance,
         tuple=tuple,
         zip=zip,
-        depths=_mode_depths,
+        getattr=getattr,
+        depths=mode_depths,
         registry=WARNING_REGISTRY,
-    ) -> bool:
-        """The cheap test, run after every timed call."""
+    ):
+        """Names of what moved, in order; lazily, so `unchanged` reads only up to the first."""
         for owner, holders, kind, name, values in self._attributes:
-            if type(owner) is not kind or (isinstance(owner, type) and owner.__mro__ != holders):
-                return False
+            moved = type(owner) is not kind
+            moved = moved or (isinstance(owner, type) and owner.__mro__ != holders)
             for holder, value in zip(holders, values, strict=False):
-                if vars(holder).get(name) is not value:
-                    return False
+                moved = moved or vars(holder).get(name) is not value
+            if moved:
+                yield f"{getattr(owner, '__name__', '?')}.{name}"
         for space, names, values in self._namespaces:
             namespace = vars(space)
-            if tuple(name for name in namespace if name != registry) != names:
-                return False
-            for name, before in zip(names, values, strict=False):
-                if namespace[name] is not before:
-                    return False
-        return depths() == self._modes
+            label = getattr(space, "__name__", "?")
+            now = tuple(key for key in namespace if key != registry)
+            if now != names:
+                yield from (f"{label}.{key}" for key in sorted(set(now) ^ set(names)))
+            for key, before in zip(names, values, strict=False):
+                if namespace.get(key) is not before:
+                    yield f"{label}.{key}"
+        if depths() != self._modes:
+            yield "the torch function or dispatch mode stack"
+
+    def unchanged(self, next=next, differences=_differences) -> bool:
+        """The cheap test, run after every timed call: stops at the first difference (the
+        walk is bound here too, so replacing the class attribute changes nothing)."""
+        return next(differences(self), None) is None
 
     def changed(self) -> list[str]:
         """What differs now (for the message)."""
-        moved = []
-        for owner, holders, kind, name, values in self._attributes:
-            now = tuple(vars(holder).get(name) for holder in holders)
-            mro = owner.__mro__ if isinstance(owner, type) else holders
-            if (
-                type(owner) is not kind
-                or mro != holders
-                or any(a is not b for a, b in zip(now, values, strict=True))
-            ):
-                moved.append(f"{getattr(owner, '__name__', '?')}.{name}")
-        for space, names, values in self._namespaces:
-            before = dict(zip(names, values, strict=True))
-            now = {k: v for k, v in vars(space).items() if k != WARNING_REGISTRY}
-            keys = sorted(k for k in now.keys() | before.keys() if now.get(k) is not before.get(k))
-            moved += [f"{getattr(space, '__name__', '?')}.{key}" for key in keys]
-        if _mode_depths() != self._modes:
-            moved.append("the torch function or dispatch mode stack")
-        return moved
+        return list(self._differences())
