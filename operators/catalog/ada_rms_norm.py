@@ -15,6 +15,15 @@ from operators.catalog.shapes import PI05, action_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
 
+TUNING = {"rows_per_program": 1, "num_warps": 4, "num_stages": 3}
+"""Launch settings on a GPU (the interpreter picks its own rows per program)."""
+TUNING_SPACE = {
+    "rows_per_program": (1, 2, 4, 8),
+    "num_warps": (1, 2, 4, 8, 16),
+    "num_stages": (1, 2, 3, 4),
+}
+"""What `autotune` may try for each launch setting; the numerics never depend on them."""
+
 
 def ada_rms_norm_reference(
     x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6
@@ -69,7 +78,7 @@ def ada_rms_norm_triton(
     if out.numel():
         rows = batch * tokens
         block = triton.next_power_of_2(hidden)
-        rows_each = rows_per_program(rows, block)
+        rows_each = rows_per_program(rows, block, TUNING["rows_per_program"])
         _ada_rms_norm_kernel[(triton.cdiv(rows, rows_each),)](
             x,
             scale,
@@ -85,6 +94,8 @@ def ada_rms_norm_triton(
             eps,
             ROWS=rows_each,
             BLOCK=block,
+            num_warps=TUNING["num_warps"],
+            num_stages=TUNING["num_stages"],
         )
     return out
 

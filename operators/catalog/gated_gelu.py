@@ -12,7 +12,15 @@ from operators.catalog.shapes import PI05, row_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
 
-BLOCK_COLUMNS = 1024
+TUNING = {"block": 1024, "rows_per_program": 1, "num_warps": 4, "num_stages": 3}
+"""Launch settings on a GPU: columns per program, rows per program, warps, pipeline stages."""
+TUNING_SPACE = {
+    "block": (256, 512, 1024, 2048, 4096),
+    "rows_per_program": (1, 2, 4),
+    "num_warps": (1, 2, 4, 8),
+    "num_stages": (1, 2, 3),
+}
+"""What `autotune` may try for each launch setting; the numerics never depend on them."""
 SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
 
 
@@ -55,8 +63,8 @@ def gated_gelu_triton(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     gate, up = (t if t.stride(-1) == 1 else t.contiguous() for t in (gate, up))
     out = torch.empty((tokens, columns), dtype=gate.dtype, device=gate.device)
     if out.numel():
-        block = interpreter_block(columns, min(BLOCK_COLUMNS, triton.next_power_of_2(columns)))
-        rows_each = rows_per_program(tokens, block)
+        block = interpreter_block(columns, min(TUNING["block"], triton.next_power_of_2(columns)))
+        rows_each = rows_per_program(tokens, block, TUNING["rows_per_program"])
         _gated_gelu_kernel[(triton.cdiv(tokens, rows_each), triton.cdiv(columns, block))](
             gate,
             up,
@@ -67,6 +75,8 @@ def gated_gelu_triton(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
             up.stride(0),
             ROWS=rows_each,
             BLOCK=block,
+            num_warps=TUNING["num_warps"],
+            num_stages=TUNING["num_stages"],
         )
     return out
 

@@ -15,7 +15,15 @@ from operators.catalog.shapes import PI05, action_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
 
-BLOCK_HIDDEN = 1024
+TUNING = {"block": 1024, "rows_per_program": 1, "num_warps": 4, "num_stages": 3}
+"""Launch settings on a GPU: columns per program, rows per program, warps, pipeline stages."""
+TUNING_SPACE = {
+    "block": (256, 512, 1024, 2048, 4096),
+    "rows_per_program": (1, 2, 4),
+    "num_warps": (1, 2, 4, 8),
+    "num_stages": (1, 2, 3),
+}
+"""What `autotune` may try for each launch setting; the numerics never depend on them."""
 
 
 def gated_residual_reference(
@@ -69,8 +77,8 @@ def gated_residual_triton(
     out = torch.empty((batch, tokens, hidden), dtype=residual.dtype, device=residual.device)
     if out.numel():
         rows = batch * tokens
-        block = interpreter_block(hidden, min(BLOCK_HIDDEN, triton.next_power_of_2(hidden)))
-        rows_each = rows_per_program(rows, block)
+        block = interpreter_block(hidden, min(TUNING["block"], triton.next_power_of_2(hidden)))
+        rows_each = rows_per_program(rows, block, TUNING["rows_per_program"])
         _gated_residual_kernel[(triton.cdiv(rows, rows_each), triton.cdiv(hidden, block))](
             residual,
             update,
@@ -86,6 +94,8 @@ def gated_residual_triton(
             gate.stride(0),
             ROWS=rows_each,
             BLOCK=block,
+            num_warps=TUNING["num_warps"],
+            num_stages=TUNING["num_stages"],
         )
     return out
 

@@ -11,6 +11,15 @@ from operators.catalog.shapes import PI05, row_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
 
+TUNING = {"rows_per_program": 1, "num_warps": 4, "num_stages": 3}
+"""Launch settings on a GPU (the interpreter picks its own rows per program)."""
+TUNING_SPACE = {
+    "rows_per_program": (1, 2, 4, 8),
+    "num_warps": (1, 2, 4, 8, 16),
+    "num_stages": (1, 2, 3, 4),
+}
+"""What `autotune` may try for each launch setting; the numerics never depend on them."""
+
 
 def rms_norm_reference(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """y = x / sqrt(mean(x^2) + eps) * weight, computed in float32, rounded once."""
@@ -53,9 +62,19 @@ def rms_norm_triton(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) ->
     count = rows.shape[0]
     if count:
         block = triton.next_power_of_2(hidden)
-        rows_each = rows_per_program(count, block)
+        rows_each = rows_per_program(count, block, TUNING["rows_per_program"])
         _rms_norm_kernel[(triton.cdiv(count, rows_each),)](
-            rows, weight, out, count, rows.stride(0), hidden, eps, ROWS=rows_each, BLOCK=block
+            rows,
+            weight,
+            out,
+            count,
+            rows.stride(0),
+            hidden,
+            eps,
+            ROWS=rows_each,
+            BLOCK=block,
+            num_warps=TUNING["num_warps"],
+            num_stages=TUNING["num_stages"],
         )
     return out
 

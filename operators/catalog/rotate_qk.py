@@ -14,7 +14,14 @@ from operators.catalog.shapes import PI05, sequence_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
 
-ROWS_PER_PROGRAM = 8
+TUNING = {"rows_per_program": 8, "num_warps": 4, "num_stages": 3}
+"""Launch settings on a GPU: (batch, head, token) rows per program, warps, pipeline stages."""
+TUNING_SPACE = {
+    "rows_per_program": (1, 2, 4, 8, 16, 32),
+    "num_warps": (1, 2, 4, 8),
+    "num_stages": (1, 2, 3),
+}
+"""What `autotune` may try for each launch setting; the numerics never depend on them."""
 """Rows one compiled program rotates; the interpreter takes many more (see `blocking`)."""
 
 
@@ -149,7 +156,7 @@ def rotate_qk_triton(
     k_out = torch.empty(k.shape, dtype=k.dtype, device=k.device)
     q_rows, k_rows = batch * query_heads * tokens, batch * kv_heads * tokens
     block_dim = triton.next_power_of_2(head_dim)
-    rows_each = rows_per_program(max(q_rows, k_rows), block_dim, ROWS_PER_PROGRAM)
+    rows_each = rows_per_program(max(q_rows, k_rows), block_dim, TUNING["rows_per_program"])
     q_programs, k_programs = triton.cdiv(q_rows, rows_each), triton.cdiv(k_rows, rows_each)
     # Interpreted, where each program instance costs the same, one program does both.
     k_first_program = 0 if triton_runtime.interpreting() else q_programs
@@ -175,6 +182,8 @@ def rotate_qk_triton(
             k_first_program,
             ROWS=rows_each,
             BLOCK_DIM=block_dim,
+            num_warps=TUNING["num_warps"],
+            num_stages=TUNING["num_stages"],
         )
     return q_out, k_out
 

@@ -203,16 +203,38 @@ def _split_kv_attention_kernel(
     tl.store(out_ptr + out_rows[:, None] + dims[None, :], out, mask=mask)
 
 
+TUNING = {
+    "queries_short": 16,
+    "queries_long": 64,
+    "keys": 64,
+    "num_warps_short": 4,
+    "num_warps_long": 8,
+    "num_stages": 2,
+}
+"""Launch settings on a GPU: query block for up to 64 tokens and for more, key block, warps for
+each query block, pipeline stages."""
+TUNING_SPACE = {
+    "queries_short": (16, 32, 64),
+    "queries_long": (32, 64, 128),
+    "keys": (32, 64, 128),
+    "num_warps_short": (2, 4, 8),
+    "num_warps_long": (4, 8),
+    "num_stages": (1, 2, 3),
+}
+"""What `autotune` may try for each launch setting; the numerics never depend on them."""
+
+
 def _blocks(batch: int, group: int, tokens: int, prefix: int) -> tuple[int, int, int, int]:
     """Batch rows and query heads per program, query block and key block for this launch.
 
-    Compiled: one batch row and head per program, 16 or 64 queries, 64 keys. Interpreted, where
-    every program instance costs the same fixed overhead: all of a group's heads (a power of
-    two dividing it), all queries up to 64, key blocks up to 64, and as many batch rows as keep
-    the score block within INTERPRETER_MAX_SCORES.
+    Compiled: one batch row and head per program, query and key blocks from `TUNING`.
+    Interpreted, where every program instance costs the same fixed overhead: all of a group's
+    heads (a power of two dividing it), all queries up to 64, key blocks up to 64, and as many
+    batch rows as keep the score block within INTERPRETER_MAX_SCORES.
     """
     if not triton_runtime.interpreting():
-        return 1, 1, 16 if tokens <= 64 else 64, 64
+        queries = TUNING["queries_short"] if tokens <= 64 else TUNING["queries_long"]
+        return 1, 1, queries, TUNING["keys"]
     heads = min(group & -group, INTERPRETER_MAX_HEADS)  # & -group: largest power of two dividing
     block_queries = min(INTERPRETER_MAX_BLOCK, max(16, triton.next_power_of_2(tokens)))
     block_keys = min(INTERPRETER_MAX_BLOCK, max(16, triton.next_power_of_2(max(tokens, prefix))))
@@ -274,8 +296,8 @@ def split_kv_attention_triton(
         BLOCK_KEYS=block_keys,
         BLOCK_DIM=max(16, triton.next_power_of_2(head_dim)),
         UPCAST=triton_runtime.interpreting(),
-        num_warps=4 if block_queries == 16 else 8,
-        num_stages=2,
+        num_warps=TUNING["num_warps_short" if tokens <= 64 else "num_warps_long"],
+        num_stages=TUNING["num_stages"],
     )
     return out
 

@@ -31,8 +31,8 @@ def test_production_kernel_meets_its_contract(declaration, workload):
 
 
 def test_elementwise_kernels_meet_their_contracts_across_column_blocks(monkeypatch):
-    monkeypatch.setattr(gated_gelu, "BLOCK_COLUMNS", 64)
-    monkeypatch.setattr(gated_residual, "BLOCK_HIDDEN", 32)
+    monkeypatch.setitem(gated_gelu.TUNING, "block", 64)
+    monkeypatch.setitem(gated_residual.TUNING, "block", 32)
     for module in (gated_gelu, gated_residual):  # the GPU's column blocks, not whole rows
         monkeypatch.setattr(module, "interpreter_block", lambda size, compiled: compiled)
     for name in ("gated_gelu", "gated_residual"):
