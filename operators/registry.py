@@ -13,8 +13,17 @@ class OperatorRegistry:
         self._declarations: dict[str, OperatorDeclaration] = {}
 
     def register(self, declaration: OperatorDeclaration) -> OperatorDeclaration:
-        if declaration.name in self._declarations:
-            raise OperatorError(f"operator {declaration.name!r} is already registered")
+        """Add `declaration`; registering the same object again is a no-op (a re-imported
+        catalog), a second declaration under a taken name is an error, never a silent choice."""
+        registered = self._declarations.get(declaration.name)
+        if registered is declaration:
+            return declaration
+        if registered is not None:
+            raise OperatorError(
+                f"operator {declaration.name!r} is already registered (declared in "
+                f"{_declared_in(registered)}, again in {_declared_in(declaration)}); "
+                "one name takes one declaration"
+            )
         self._declarations[declaration.name] = declaration
         return declaration
 
@@ -33,6 +42,10 @@ class OperatorRegistry:
 
     def __iter__(self) -> Iterator[OperatorDeclaration]:
         return iter(self._declarations[name] for name in self.names())
+
+
+def _declared_in(declaration: OperatorDeclaration) -> str:
+    return getattr(declaration.reference, "__module__", None) or "an unknown module"
 
 
 REGISTRY = OperatorRegistry()

@@ -24,5 +24,4 @@ CATALOG = (
 )
 
 for _declaration in CATALOG:
-    if _declaration.name not in REGISTRY:
-        REGISTRY.register(_declaration)
+    REGISTRY.register(_declaration)  # a second declaration under one name raises
