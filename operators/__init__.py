@@ -9,7 +9,7 @@ import operators.catalog  # noqa: E402,F401,I001  (registers the pre-registered 
 from operators.contract import Contract, ContractViolation
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec, Workload
 from operators.errors import OperatorError, ProfileError
-from operators.ops import ops, record_registry_hits
+from operators.ops import ops, record_registry_calls, record_registry_hits
 from operators.registry import REGISTRY, OperatorRegistry
 from operators.selection import KernelSelection, active_selection, use_kernel_profile
 
@@ -27,6 +27,7 @@ __all__ = [
     "Workload",
     "active_selection",
     "ops",
+    "record_registry_calls",
     "record_registry_hits",
     "use_kernel_profile",
 ]
