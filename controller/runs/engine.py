@@ -4,6 +4,13 @@ Each step journals its transition first, then does the work of the state it ente
 is idempotent, so a run killed anywhere resumes by redoing the work of its current state. The
 one exception is the agent session: an attempt whose session started but never finished is
 recorded as interrupted (it still counts against the budget) and is never replayed.
+
+A flow that improves an incumbent (tune) sets `promotes = True` and supplies `promote(run, n)`
+(make attempt n the incumbent, idempotently), `stop_reason(run)` (its own stop reasons beside
+the budget's), `result_attempt(run)` (the attempt to publish when the run stops, or None) and
+`make_workspace(run, n, attempt_dir)` (the attempt's workspace and the paths in it kept
+read-only; the tree it started from goes to `attempt_dir/start`). A flow may also add to the
+evidence with `write_evidence(run)`.
 """
 
 import os
@@ -103,11 +110,11 @@ class Engine:
             except Exception as error:
                 with signals_deferred():
                     self._record_failure(error)
-                    write_evidence(self.store)
+                    self._write_evidence()
                 if not _is_user_error(error):
                     raise
             with signals_deferred():
-                write_evidence(self.store)
+                self._write_evidence()
         return RunOutcome(
             run_id=self.store.run_id,
             run_dir=self.store.run_dir,
@@ -135,8 +142,9 @@ class Engine:
             "feedback": self._plan_attempt,
             "attempting": self._attempt,
             "checking": self._check,
+            "promoted": self._promote,
             "accepted": self._publish,
-            "published": lambda: ("done", {}),
+            "published": lambda: ("done", self._stop_fields()),
         }
         return handlers[self.state.state]()
 
@@ -160,9 +168,25 @@ class Engine:
             update={"elapsed_s": self.journal.elapsed_s()}
         )
         stop = budget_stop(self.manifest.limits, spend)
+        if stop is None and hasattr(self.flow, "stop_reason"):
+            stop = self.flow.stop_reason(self.context)
         if stop is not None:
-            return "rejected", {"reason": stop.reason, "limit": stop.limit}
+            fields = {"reason": stop.reason, "limit": stop.limit}
+            best = self.flow.result_attempt(self.context) if self._promotes else None
+            if best is not None:
+                return "accepted", {**fields, "attempt": best}
+            return "rejected", fields
         return "attempting", {"attempt": self.state.attempt + 1}
+
+    def _promote(self) -> tuple[str, dict]:
+        """Make the checked attempt the incumbent (idempotent), then go on or stop."""
+        with self.progress.phase(f"attempt {self.state.attempt}: promoting"):
+            self.flow.promote(self.context, self.state.attempt)
+        return self._plan_attempt()
+
+    @property
+    def _promotes(self) -> bool:
+        return bool(getattr(self.flow, "promotes", False))
 
     def _attempt(self) -> tuple[str, dict]:
         number = self.state.attempt
@@ -189,10 +213,14 @@ class Engine:
         directory.mkdir(parents=True)
         prompt = self.flow.prompt(self.context, number, self._feedback_before(number))
         records.save_prompt(directory, prompt)
-        workspace = create_workspace(
-            self.context.target, self.manifest.base_commit, directory / "workspace"
-        )
-        context_paths = tuple(self.flow.context_paths(self.context))
+        protected: list[Path] = []
+        if hasattr(self.flow, "make_workspace"):
+            workspace, protected = self.flow.make_workspace(self.context, number, directory)
+        else:
+            workspace = create_workspace(
+                self.context.target, self.manifest.base_commit, directory / "workspace"
+            )
+        context_paths = tuple(self.flow.context_paths(self.context)) + tuple(protected)
         limits = self.manifest.limits
         allowance = attempt_allowance(limits, self.store.history().spend)
         session = AgentSession(
@@ -215,7 +243,7 @@ class Engine:
         with self.progress.phase(f"attempt {number}: agent {self.manifest.agent.spec} working"):
             result = self.agent.run(session)
         records.save_session(directory, result, started, time.time() - started)
-        candidate = capture_candidate(workspace, self.store.base_path, directory)
+        candidate = capture_candidate(workspace, self._base(directory), directory)
         self.journal.append(
             "agent_finished",
             attempt=number,
@@ -231,7 +259,7 @@ class Engine:
         if self.store.history().attempt(number).checked:
             verdicts = records.load_verdicts(directory)
         else:
-            candidate = load_candidate(directory / "candidate", self.store.base_path)
+            candidate = load_candidate(directory / "candidate", self._base(directory))
             started = time.time()
             if not candidate.changes:
                 verdicts = [NO_CHANGES]
@@ -245,7 +273,9 @@ class Engine:
                 passed=self._passed(verdicts),
                 gates={v.gate: v.passed for v in verdicts},
             )
-        return ("accepted" if self._passed(verdicts) else "feedback"), {}
+        if not self._passed(verdicts):
+            return "feedback", {}
+        return ("promoted" if self._promotes else "accepted"), {}
 
     def _passed(self, verdicts: list[Verdict]) -> bool:
         """Accepted only when every gate of the manifest has a passing verdict."""
@@ -256,13 +286,26 @@ class Engine:
     def _publish(self) -> tuple[str, dict]:
         number = self.state.attempt
         directory = self.store.attempt_dir(number)
-        candidate = load_candidate(directory / "candidate", self.store.base_path)
+        candidate = load_candidate(directory / "candidate", self._base(directory))
         verdicts = records.load_verdicts(directory)
         with self.progress.phase("publishing"):
             result = self.flow.publish(self.context, candidate, verdicts)
         records.write_json_atomic(self.store.run_dir / "publish.json", result)
         self.journal.append("published", attempt=number, result=result)
-        return "published", {}
+        return "published", self._stop_fields()
+
+    def _stop_fields(self) -> dict:
+        """A stop reason (tune) stays on the run's state through publishing to `done`."""
+        fields = {"reason": self.state.reason, "limit": self.state.limit}
+        return {key: value for key, value in fields.items() if value}
+
+    def _base(self, attempt_dir: Path) -> Path:
+        return records.attempt_base(attempt_dir, self.store.base_path)
+
+    def _write_evidence(self) -> None:
+        write_evidence(self.store)
+        if hasattr(self.flow, "write_evidence"):
+            self.flow.write_evidence(self.context)
 
     def _feedback_before(self, number: int) -> list[Verdict]:
         """The failed verdicts of the latest checked attempt before this one."""

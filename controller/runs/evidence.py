@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.candidate import load_candidate
-from controller.runs.records import load_verdicts, read_json
+from controller.runs.records import attempt_base, load_verdicts, read_json
 from controller.runs.store import RunStore, write_atomic, write_json_atomic
 from controller.runs.trace import build_trace
 
@@ -47,7 +47,9 @@ def _attempt_report(store: RunStore, record) -> dict[str, Any]:
     check = read_json(directory / "check.json", {})
     changes = []
     if (directory / "candidate").is_dir():
-        candidate = load_candidate(directory / "candidate", store.base_path)
+        candidate = load_candidate(
+            directory / "candidate", attempt_base(directory, store.base_path)
+        )
         changes = [change.model_dump(mode="json") for change in candidate.changes]
     return {
         "number": record.number,

@@ -7,6 +7,8 @@ from typing import Any
 from controller.runs.store import write_atomic, write_json_atomic
 from gates.verdict import Verdict
 
+START_FOLDER = "start"
+
 
 def read_json(path: Path, default: Any = None) -> Any:
     """A JSON file's value, or `default` when it is absent."""
@@ -54,6 +56,13 @@ def load_verdicts(attempt_dir: Path) -> list[Verdict]:
         Verdict.model_validate(read_json(verdict_path(attempt_dir, gate)))
         for gate in check["gates"]
     ]
+
+
+def attempt_base(attempt_dir: Path, run_base: Path) -> Path:
+    """The tree an attempt's candidate is compared with: the attempt's own `start/` when its
+    flow built the workspace (tune: the incumbent and the task), else the run's BASE export."""
+    start = attempt_dir / START_FOLDER
+    return start if start.is_dir() else run_base
 
 
 def verdict_path(attempt_dir: Path, gate: str) -> Path:

@@ -4,6 +4,11 @@
                                ^              |
                                '-- feedback <-'   (feedback -> rejected when the budget is spent)
 
+A flow that improves an incumbent (tune) goes on after a passing attempt:
+
+    checking -> promoted -> attempting ...   and, when a stop reason is reached,
+    promoted | feedback -> accepted (the best incumbent is published) | rejected (none was)
+
 `failed` (an error, with its reason) and `interrupted` (a signal; resumable) can be entered from
 any non-terminal state. A transition is journaled before the work of the state it enters, and
 that work is idempotent, so a resumed run simply redoes the work of the state it was in.
@@ -17,6 +22,7 @@ STATES = (
     "attempting",
     "checking",
     "feedback",
+    "promoted",
     "accepted",
     "published",
     "done",
@@ -32,8 +38,10 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "prepared": frozenset({"attempting", "rejected"} | _ANYWHERE),
     # An attempt whose agent session was cut short goes straight to feedback.
     "attempting": frozenset({"checking", "feedback"} | _ANYWHERE),
-    "checking": frozenset({"accepted", "feedback"} | _ANYWHERE),
-    "feedback": frozenset({"attempting", "rejected"} | _ANYWHERE),
+    "checking": frozenset({"accepted", "feedback", "promoted"} | _ANYWHERE),
+    "feedback": frozenset({"attempting", "rejected", "accepted"} | _ANYWHERE),
+    # Promoted, go on: the candidate became the incumbent; another attempt or a stop.
+    "promoted": frozenset({"attempting", "accepted", "rejected"} | _ANYWHERE),
     "accepted": frozenset({"published"} | _ANYWHERE),
     "published": frozenset({"done"} | _ANYWHERE),
     # A resumed run returns to the state it was interrupted in.
