@@ -1,5 +1,33 @@
-"""Errors a user can cause in the controller: bad targets, bad run folders, changed manifests."""
+"""Errors a user can cause in the controller (bad targets, bad run folders, changed manifests),
+and the one-line description of failures that come from the machine rather than the run."""
+
+import errno
+
+# What ran out or broke, for the errors a full, over-quota or failing disk raises.
+ENVIRONMENT_ERRNOS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EIO: "an I/O error on the device",
+    errno.EROFS: "the file system is read-only",
+}
 
 
 class ControllerError(Exception):
     """A run cannot start or resume as asked; the message says what was wrong and what to do."""
+
+
+def environment_failure(error: BaseException) -> str | None:
+    """One line saying what ran out and where, or None when `error` is not environmental.
+
+    A full or failing disk and a fence that cannot start are the machine's fault, not the
+    run's: such a run is left `interrupted` and resumes once the machine is fixed.
+    """
+    if isinstance(error, OSError) and error.errno in ENVIRONMENT_ERRNOS:
+        where = error.filename or "the run folder"
+        return f"{ENVIRONMENT_ERRNOS[error.errno]} writing {where}"
+    from sandbox.errors import FenceError
+
+    if isinstance(error, FenceError):
+        text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return f"the fence could not run the agent's command: {text}"
+    return None

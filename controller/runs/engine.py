@@ -22,12 +22,15 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from controller.candidate import capture_candidate, load_candidate
+from controller.errors import environment_failure
 from controller.flows.base import Flow, RunContext
 from controller.runs import records
 from controller.runs.budget import attempt_allowance, budget_stop
 from controller.runs.evidence import write_evidence
+from controller.runs.faults import fault_point
 from controller.runs.fencing import FenceBinding
 from controller.runs.progress import Progress
+from controller.runs.recovery import crash_sentence, died_unrecorded, redo_description
 from controller.runs.signals import RunInterrupted, interrupt_on_signals, signals_deferred
 from controller.runs.statemachine import EXIT_CODES, check_transition
 from controller.runs.store import RunStore
@@ -39,6 +42,9 @@ NO_CHANGES = Verdict(
     passed=False,
     summary="the attempt changed no file; make the change the task asks for",
 )
+# An environmental failure (a full disk, a fence that cannot start) leaves the run interrupted;
+# the process exits with EX_TEMPFAIL: fix the machine and resume.
+EXIT_ENVIRONMENT = 75
 USER_ERRORS = (
     ("controller.errors", "ControllerError"),
     ("sandbox.errors", "FenceError"),
@@ -74,6 +80,8 @@ class Engine:
         self.store, self.flow, self.agent, self.fence = store, flow, agent, fence
         self.manifest = store.manifest()
         self.progress = progress or Progress()
+        self._usage_in_flight: dict | None = None  # a finished session's usage, until journaled
+        self._environment_failure: str | None = None
         self.context = RunContext(
             run_dir=store.run_dir,
             manifest=self.manifest,
@@ -87,20 +95,13 @@ class Engine:
 
     def run(self) -> RunOutcome:
         """Hold the run's lock and step until a terminal state, a signal or an error."""
-        with self.store.locked():
-            self.journal = self.store.open_journal()
-            if not self.store.events():
-                self.journal.append(
-                    "created",
-                    manifest=self.manifest.model_dump(mode="json"),
-                    digest=self.manifest.digest(),
-                )
-            self.state = self.store.state()
-            self.store.write_state(self.state)
+        with self.store.locked(), self.progress.listening():
             try:
                 with interrupt_on_signals():
+                    self._open()
                     if self.state.state == "interrupted":
-                        self._transition(self.state.resume_state, reason="resumed")
+                        redo = self._redo(self.state.resume_state)
+                        self._transition(self.state.resume_state, reason=f"resumed; redoing {redo}")
                     while not self.state.terminal:
                         following, fields = self._step()
                         self._transition(following, **fields)
@@ -108,21 +109,57 @@ class Engine:
                 with signals_deferred():
                     self._record_interruption(f"stopped by {stop.signal_name}")
             except Exception as error:
+                self._environment_failure = environment_failure(error)
                 with signals_deferred():
-                    self._record_failure(error)
-                    self._write_evidence()
-                if not _is_user_error(error):
+                    if self._environment_failure is not None:
+                        self._record_interruption(self._environment_failure)
+                    else:
+                        self._record_failure(error)
+                if self._environment_failure is None and not _is_user_error(error):
+                    with signals_deferred():
+                        self._write_evidence()
                     raise
             with signals_deferred():
                 self._write_evidence()
+        exit_code = EXIT_CODES.get(self.state.state, 1)
+        if self._environment_failure is not None:
+            exit_code = EXIT_ENVIRONMENT
         return RunOutcome(
             run_id=self.store.run_id,
             run_dir=self.store.run_dir,
             state=self.state.state,
-            reason=self.state.reason,
+            reason=self._environment_failure or self.state.reason,
             limit=self.state.limit,
-            exit_code=EXIT_CODES.get(self.state.state, 1),
+            exit_code=exit_code,
         )
+
+    def _open(self) -> None:
+        """Open the journal; record a torn last line and a crash the last process left."""
+        self.journal = self.store.open_journal()
+        events = self.store.events()
+        if not events:
+            self.journal.append(
+                "created",
+                manifest=self.manifest.model_dump(mode="json"),
+                digest=self.manifest.digest(),
+            )
+        if self.journal.dropped_bytes:
+            self.journal.append("torn_line_dropped", bytes=self.journal.dropped_bytes)
+        self.state = self.store.state()
+        if died_unrecorded(events, self.state):
+            sentence = crash_sentence(self.state.state, self._redo(self.state.state))
+            self.journal.append(
+                "resumed_after_crash",
+                state=self.state.state,
+                attempt=self.state.attempt,
+                sentence=sentence,
+            )
+            self.progress.note(sentence)
+            self.state = self.store.state()
+        self.store.write_state(self.state)
+
+    def _redo(self, state: str) -> str:
+        return redo_description(state, self.state.attempt, self.store.history())
 
     def _transition(self, following: str, **fields) -> None:
         check_transition(self.state.state, following)
@@ -132,6 +169,7 @@ class Engine:
         )
         self.state = self.store.state()
         assert self.state.seq == event["seq"], "journal and state disagree"
+        fault_point(f"transition -> {following}")
         self.store.write_state(self.state)
         self.progress.note(f"{event['from']} -> {following}" + _suffix(fields))
 
@@ -156,8 +194,10 @@ class Engine:
                 shutil.rmtree(staging)
             from controller.gitrepo import export_commit
 
+            fault_point("write base/ (export)", staging)
             export_commit(self.context.target, self.manifest.base_commit, staging)
             os.replace(staging, base)
+        fault_point("write prepared/ (the flow's preparation)", self.store.prepared_dir)
         self.store.prepared_dir.mkdir(exist_ok=True)
         with self.progress.phase(f"preparing the {self.flow.name} run"):
             self.flow.prepare(self.context)
@@ -210,10 +250,12 @@ class Engine:
         directory = self.store.attempt_dir(number)
         if directory.exists():  # left by a process that died before the session started
             shutil.rmtree(directory)
+        fault_point("write attempt/ (folder)", directory)
         directory.mkdir(parents=True)
         prompt = self.flow.prompt(self.context, number, self._feedback_before(number))
         records.save_prompt(directory, prompt)
         protected: list[Path] = []
+        fault_point("write attempt/workspace", directory / "workspace")
         if hasattr(self.flow, "make_workspace"):
             workspace, protected = self.flow.make_workspace(self.context, number, directory)
         else:
@@ -239,10 +281,14 @@ class Engine:
             attempt=number,
         )
         self.journal.append("agent_started", attempt=number)
+        self.progress.note(f"attempt {number}: started (agent {self.manifest.agent.spec})")
         started = time.time()
         with self.progress.phase(f"attempt {number}: agent {self.manifest.agent.spec} working"):
             result = self.agent.run(session)
+        self._usage_in_flight = result.usage.model_dump(mode="json")
+        self.progress.note(f"attempt {number}: {_session_line(result, time.time() - started)}")
         records.save_session(directory, result, started, time.time() - started)
+        fault_point("write attempt/candidate", directory / "candidate")
         candidate = capture_candidate(workspace, self._base(directory), directory)
         self.journal.append(
             "agent_finished",
@@ -251,6 +297,7 @@ class Engine:
             usage=result.usage.model_dump(mode="json"),
             changes=len(candidate.changes),
         )
+        self._usage_in_flight = None
         return "checking", {}
 
     def _check(self) -> tuple[str, dict]:
@@ -259,14 +306,12 @@ class Engine:
         if self.store.history().attempt(number).checked:
             verdicts = records.load_verdicts(directory)
         else:
-            candidate = load_candidate(directory / "candidate", self._base(directory))
-            started = time.time()
-            if not candidate.changes:
-                verdicts = [NO_CHANGES]
-            else:
-                with self.progress.phase(f"attempt {number}: gates checking"):
-                    verdicts = list(self.flow.check(self.context, number, candidate))
-            records.save_verdicts(directory, verdicts, started, time.time() - started)
+            verdicts = records.load_verdicts(directory)  # a complete check.json from a crash
+            if not verdicts:
+                verdicts = self._run_gates(number, directory)
+            else:  # rewrite the per-gate files the crash may have left half done
+                check = records.read_json(directory / "check.json")
+                records.save_verdicts(directory, verdicts, check["started_at"], check["seconds"])
             self.journal.append(
                 "verdicts",
                 attempt=number,
@@ -276,6 +321,22 @@ class Engine:
         if not self._passed(verdicts):
             return "feedback", {}
         return ("promoted" if self._promotes else "accepted"), {}
+
+    def _run_gates(self, number: int, directory: Path) -> list[Verdict]:
+        candidate = load_candidate(directory / "candidate", self._base(directory))
+        started = time.time()
+        if not candidate.changes:
+            verdicts = [NO_CHANGES]
+        else:
+            fault_point("write attempt/gates", directory / "gates")
+            with self.progress.phase(f"attempt {number}: gates checking"):
+                verdicts = list(self.flow.check(self.context, number, candidate))
+        for verdict in verdicts:
+            mark = "pass" if verdict.passed else "FAIL"
+            line = f"attempt {number}: gate {verdict.gate}: {mark} in {verdict.seconds:.1f} s"
+            self.progress.note(line + ("" if verdict.passed else f" ({verdict.summary})"))
+        records.save_verdicts(directory, verdicts, started, time.time() - started)
+        return verdicts
 
     def _passed(self, verdicts: list[Verdict]) -> bool:
         """Accepted only when every gate of the manifest has a passing verdict."""
@@ -288,6 +349,7 @@ class Engine:
         directory = self.store.attempt_dir(number)
         candidate = load_candidate(directory / "candidate", self._base(directory))
         verdicts = records.load_verdicts(directory)
+        fault_point("write publish (the flow's output)", self.context.target)
         with self.progress.phase("publishing"):
             result = self.flow.publish(self.context, candidate, verdicts)
         records.write_json_atomic(self.store.run_dir / "publish.json", result)
@@ -303,9 +365,15 @@ class Engine:
         return records.attempt_base(attempt_dir, self.store.base_path)
 
     def _write_evidence(self) -> None:
-        write_evidence(self.store)
-        if hasattr(self.flow, "write_evidence"):
-            self.flow.write_evidence(self.context)
+        """Rebuild the evidence; on a disk too full for it, the next resume rebuilds it."""
+        try:
+            write_evidence(self.store)
+            if hasattr(self.flow, "write_evidence"):
+                self.flow.write_evidence(self.context)
+        except OSError as error:
+            if environment_failure(error) is None:
+                raise
+            self.progress.note(f"evidence not written: {environment_failure(error)}")
 
     def _feedback_before(self, number: int) -> list[Verdict]:
         """The failed verdicts of the latest checked attempt before this one."""
@@ -316,12 +384,18 @@ class Engine:
         return []
 
     def _record_interruption(self, reason: str) -> None:
-        self.journal = self.store.open_journal()  # an append may have been cut short
-        self.state = self.store.state()
-        if self.state.terminal or self.state.state == "interrupted":
-            return
-        self._close_attempt_in_flight(reason)
-        self._transition("interrupted", reason=reason, resume_state=self.state.state)
+        """Journal `interrupted`; a disk too full even for that leaves a crash to resume from."""
+        try:
+            self.journal = self.store.open_journal()  # an append may have been cut short
+            self.state = self.store.state()
+            if self.state.terminal or self.state.state == "interrupted":
+                return
+            self._close_attempt_in_flight(reason)
+            self._transition("interrupted", reason=reason, resume_state=self.state.state)
+        except OSError as error:
+            if environment_failure(error) is None:
+                raise
+            self.state = self.store.state()
 
     def _record_failure(self, error: Exception) -> None:
         self.journal = self.store.open_journal()
@@ -337,12 +411,26 @@ class Engine:
         """An agent session cut short is recorded as interrupted; it is never replayed."""
         record = self.store.history().attempt(self.state.attempt)
         if self.state.state == "attempting" and record.started and not record.finished:
-            self.journal.append("attempt_interrupted", attempt=self.state.attempt, reason=reason)
+            usage = {"usage": self._usage_in_flight} if self._usage_in_flight else {}
+            self.journal.append(
+                "attempt_interrupted", attempt=self.state.attempt, reason=reason, **usage
+            )
 
 
 def _suffix(fields: dict) -> str:
     details = [f"{key}={fields[key]}" for key in ("attempt", "reason") if fields.get(key)]
     return f" ({', '.join(details)})" if details else ""
+
+
+def _session_line(result, seconds: float) -> str:
+    """`agent finished (...)`: why it stopped, turns, tokens and cost, for the progress line."""
+    turns = sum(1 for event in result.events if event.category == "agent_turn")
+    usage = result.usage
+    tokens = usage.input_tokens + usage.output_tokens
+    return (
+        f"agent {result.exit_reason} in {seconds:.1f} s ({turns} turns, {tokens} tokens, "
+        f"${usage.dollars:.4f})"
+    )
 
 
 def _is_user_error(error: Exception) -> bool:

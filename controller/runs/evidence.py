@@ -37,6 +37,7 @@ def build_report(store: RunStore) -> dict[str, Any]:
         "attempts": attempts,
         "totals": history.spend.model_dump(mode="json") | {"tokens": history.spend.tokens},
         "published": history.published,
+        "stops": list(history.stops),
         "manifest_digest": manifest.digest(),
     }
 
@@ -55,6 +56,7 @@ def _attempt_report(store: RunStore, record) -> dict[str, Any]:
         "number": record.number,
         "status": record.status,
         "exit_reason": record.exit_reason,
+        "reason": record.reason,
         "error": agent.get("error"),
         "usage": record.usage,
         "agent_seconds": agent.get("seconds"),
@@ -74,7 +76,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# Run {report['run_id']}",
         "",
-        f"**Outcome: {report['state']}**" + (f" — {report['reason']}" if report["reason"] else ""),
+        f"**Outcome: {_outcome(report)}**" + (f" — {report['reason']}" if report["reason"] else ""),
         "",
         "## What was asked",
         "",
@@ -101,6 +103,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"- active time: {totals['elapsed_s']:.1f} s",
         "",
     ]
+    if report.get("stops"):
+        lines += ["## Interruptions", "", *[f"- {stop}" for stop in report["stops"]], ""]
     if report["published"]:
         lines += ["## Published", "", f"`{_compact(report['published'])}`", ""]
     lines += ["Files: report.json (this, as data), trace.json (open in Perfetto).", ""]
@@ -112,11 +116,12 @@ def _attempt_lines(attempt: dict[str, Any]) -> list[str]:
     if attempt["check_seconds"] is not None:
         seconds.append(f"gates {attempt['check_seconds']:.1f} s")
     if attempt["status"] == "interrupted":
+        usage = "its usage is counted" if attempt["usage"] else "its usage was not recorded"
         return [
             f"### Attempt {attempt['number']}: interrupted",
             "",
-            "- the agent session was cut short; it counts against the budget, its usage was not "
-            "recorded, and it was not replayed",
+            f"- the agent session was cut short ({attempt.get('reason') or 'reason unknown'}); "
+            f"it counts against the budget, {usage}, and it was not replayed",
             "",
         ]
     lines = [
@@ -132,6 +137,15 @@ def _attempt_lines(attempt: dict[str, Any]) -> list[str]:
         mark = "pass" if verdict["passed"] else "FAIL"
         lines.append(f"- {mark} **{verdict['gate']}**: {verdict['summary']}")
     return [*lines, ""]
+
+
+def _outcome(report: dict[str, Any]) -> str:
+    """The state in a reviewer's words: `done` is an accepted, published result."""
+    if report["state"] != "done":
+        return report["state"]
+    if (report["published"] or {}).get("branch"):
+        return "accepted; branch published"
+    return "accepted; published"
 
 
 def _compact(value: Any) -> str:

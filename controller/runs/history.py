@@ -33,6 +33,7 @@ class AttemptHistory(BaseModel):
     checked: bool = False
     passed: bool | None = None
     exit_reason: str | None = None
+    reason: str | None = None  # why an interrupted attempt stopped
     usage: dict = {}
 
     @property
@@ -53,6 +54,7 @@ class RunHistory(BaseModel):
     attempts: tuple[AttemptHistory, ...] = ()
     spend: Spend = Spend()
     published: dict | None = None
+    stops: tuple[str, ...] = ()  # each interruption, crash and resume, as a sentence
 
     def attempt(self, number: int) -> AttemptHistory:
         for attempt in self.attempts:
@@ -69,10 +71,14 @@ def summarize(events: list[dict]) -> RunHistory:
     attempts: dict[int, AttemptHistory] = {}
     totals = dict.fromkeys(_USAGE_FIELDS, 0)
     published = None
+    stops: list[str] = []
     for event in events:
         kind, number = event.get("kind"), event.get("attempt")
         if kind == "published":
             published = event.get("result", {})
+        stop = _stop_sentence(event)
+        if stop:
+            stops.append(stop)
         if kind not in {"agent_started", "agent_finished", "attempt_interrupted", "verdicts"}:
             continue
         record = attempts.get(number, AttemptHistory(number=number))
@@ -84,7 +90,15 @@ def summarize(events: list[dict]) -> RunHistory:
                 totals[field] += usage.get(field, 0)
             update = {"finished": True, "exit_reason": event.get("exit_reason"), "usage": usage}
         elif kind == "attempt_interrupted":
-            update = {"interrupted": True, "exit_reason": "interrupted"}
+            usage = event.get("usage") or {}  # known when the session ended but was not saved
+            for field in _USAGE_FIELDS:
+                totals[field] += usage.get(field, 0)
+            update = {
+                "interrupted": True,
+                "exit_reason": "interrupted",
+                "reason": event.get("reason"),
+                "usage": usage or record.usage,
+            }
         else:
             update = {"checked": True, "passed": bool(event.get("passed"))}
         attempts[number] = record.model_copy(update=update)
@@ -94,4 +108,20 @@ def summarize(events: list[dict]) -> RunHistory:
         **totals,
     )
     ordered = tuple(attempts[number] for number in sorted(attempts))
-    return RunHistory(attempts=ordered, spend=spend, published=published)
+    return RunHistory(attempts=ordered, spend=spend, published=published, stops=tuple(stops))
+
+
+def _stop_sentence(event: dict) -> str | None:
+    """A sentence for an interruption, a crash recovered from, or a resume; else None."""
+    kind = event.get("kind")
+    if kind == "resumed_after_crash":
+        return event.get("sentence")
+    if kind == "torn_line_dropped":
+        return f"the journal ended in a torn line ({event.get('bytes')} bytes); it was dropped"
+    if kind != "transition":
+        return None
+    if event.get("to") == "interrupted":
+        return f"interrupted in state {event.get('from')}: {event.get('reason')}"
+    if event.get("from") == "interrupted":
+        return f"{event.get('reason') or 'resumed'} (state {event.get('to')})"
+    return None

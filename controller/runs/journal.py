@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.errors import ControllerError
+from controller.runs.faults import fault_point
 
 KILL_AT_VARIABLE = "CONTROLLER_TEST_KILL_AT"
 
@@ -31,7 +32,7 @@ class Journal:
         self._session_start = time.monotonic()
         self._appended = 0
         self._kill_at = _kill_at_from_environment()
-        _repair_torn_tail(path)
+        self.dropped_bytes = _repair_torn_tail(path)
 
     def elapsed_s(self) -> float:
         """Seconds this run has been active, summed over every process that worked on it."""
@@ -48,6 +49,12 @@ class Journal:
         }
         line = json.dumps(event, sort_keys=True, default=str) + "\n"
         with open(self.path, "a", encoding="utf-8") as handle:
+            try:
+                fault_point(_label(event), self.path)
+            except OSError:  # a full disk tears the line: write half of it, as one would
+                handle.write(line[: len(line) // 2])
+                handle.flush()
+                raise
             handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
@@ -79,18 +86,29 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
     return events
 
 
-def _repair_torn_tail(path: Path) -> None:
-    """Drop a partial last line so the next event starts on a line of its own."""
+def torn_tail_bytes(path: Path) -> int:
+    """How many bytes of a partial last line (the process died mid-write) the journal ends in."""
     if not path.exists() or path.stat().st_size == 0:
-        return
+        return 0
     content = path.read_bytes()
-    if content.endswith(b"\n"):
-        return
-    keep = content.rfind(b"\n") + 1
-    with open(path, "r+b") as handle:
-        handle.truncate(keep)
-        handle.flush()
-        os.fsync(handle.fileno())
+    return 0 if content.endswith(b"\n") else len(content) - (content.rfind(b"\n") + 1)
+
+
+def _repair_torn_tail(path: Path) -> int:
+    """Drop a partial last line so the next event starts on a line of its own; its size."""
+    dropped = torn_tail_bytes(path)
+    if dropped:
+        with open(path, "r+b") as handle:
+            handle.truncate(path.stat().st_size - dropped)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return dropped
+
+
+def _label(event: dict[str, Any]) -> str:
+    """The fault-point label of an append: its kind, and for a transition the state entered."""
+    target = f" -> {event['to']}" if event["kind"] == "transition" else ""
+    return f"journal {event['kind']}{target}"
 
 
 def _kill_at_from_environment() -> int | None:

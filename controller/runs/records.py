@@ -40,18 +40,26 @@ def save_session(attempt_dir: Path, result: Any, started_at: float, seconds: flo
 
 
 def save_verdicts(attempt_dir: Path, verdicts: list[Verdict], started_at: float, seconds: float):
-    """One verdicts/<gate>.json per gate, then check.json with their order and timing."""
-    for verdict in verdicts:
-        write_json_atomic(verdict_path(attempt_dir, verdict.gate), verdict.model_dump(mode="json"))
+    """check.json first (every verdict, written in one atomic step), then one
+    verdicts/<gate>.json per gate for reviewers; a check.json on disk is a complete check."""
     write_json_atomic(
         attempt_dir / "check.json",
-        {"gates": [v.gate for v in verdicts], "started_at": started_at, "seconds": seconds},
+        {
+            "gates": [v.gate for v in verdicts],
+            "started_at": started_at,
+            "seconds": seconds,
+            "verdicts": [v.model_dump(mode="json") for v in verdicts],
+        },
     )
+    for verdict in verdicts:
+        write_json_atomic(verdict_path(attempt_dir, verdict.gate), verdict.model_dump(mode="json"))
 
 
 def load_verdicts(attempt_dir: Path) -> list[Verdict]:
     """The verdicts an attempt's check recorded, in gate order; [] when it was never checked."""
     check = read_json(attempt_dir / "check.json", {"gates": []})
+    if "verdicts" in check:
+        return [Verdict.model_validate(verdict) for verdict in check["verdicts"]]
     return [
         Verdict.model_validate(read_json(verdict_path(attempt_dir, gate)))
         for gate in check["gates"]

@@ -17,30 +17,53 @@ import fcntl
 import json
 import os
 import secrets
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from controller.errors import ControllerError
+from controller.runs.faults import fault_point
 from controller.runs.history import RunHistory, summarize
 from controller.runs.journal import Journal, read_journal
 from controller.runs.manifest import Manifest, manifest_from_stored, read_manifest_file
 from controller.runs.statemachine import RunState, replay
 
 
-def write_atomic(path: Path, content: str) -> None:
-    """Write via a temp file, fsync and rename, so readers see the old or the new file whole."""
+def write_atomic(path: Path, content: str, label: str | None = None) -> None:
+    """Write via a temp file, fsync and rename, so readers see the old or the new file whole.
+
+    A failed write (a full disk) removes its temp file and leaves the old file as it was.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(content)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(content)
+            fault_point(label or write_label(path), path)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
 
 
-def write_json_atomic(path: Path, value: Any) -> None:
-    write_atomic(path, json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")
+def write_json_atomic(path: Path, value: Any, label: str | None = None) -> None:
+    text = json.dumps(value, indent=2, sort_keys=True, default=str) + "\n"
+    write_atomic(path, text, label)
+
+
+def write_label(path: Path) -> str:
+    """The fault-point label of a run-folder file, without the attempt number."""
+    parts = path.parts
+    if "attempts" in parts:
+        index = len(parts) - 1 - parts[::-1].index("attempts")
+        return "write attempt/" + "/".join(parts[index + 2 :])
+    if path.parent.name in {"evidence", "prepared"}:
+        return f"write {path.parent.name}/{path.name}"
+    return f"write {path.name}"
 
 
 def new_run_id(flow: str) -> str:
@@ -62,8 +85,12 @@ class RunStore:
         runs_dir.mkdir(parents=True, exist_ok=True)
         staging = runs_dir / f".{manifest.run_id}.partial"
         staging.mkdir()
-        write_json_atomic(staging / "manifest.json", manifest.stored_form())
-        os.replace(staging, runs_dir / manifest.run_id)
+        try:
+            write_json_atomic(staging / "manifest.json", manifest.stored_form())
+            os.replace(staging, runs_dir / manifest.run_id)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         return cls(runs_dir / manifest.run_id)
 
     @classmethod
@@ -122,7 +149,8 @@ class RunStore:
         return summarize(self.events())
 
     def write_state(self, state: RunState) -> None:
-        write_json_atomic(self.state_path, state.model_dump(mode="json"))
+        label = f"write state.json ({state.state})"
+        write_json_atomic(self.state_path, state.model_dump(mode="json"), label)
 
     def open_journal(self) -> Journal:
         self.journal = Journal(self.journal_path)

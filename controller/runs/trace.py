@@ -6,7 +6,7 @@ check began, in the order they ran.
 
 from typing import Any
 
-from controller.runs.records import read_json, verdict_path
+from controller.runs.records import load_verdicts, read_json
 from controller.runs.store import RunStore
 
 PROCESS_ID = 1
@@ -49,11 +49,10 @@ def build_trace(store: RunStore) -> dict[str, Any]:
         check = read_json(directory / "check.json")
         if check:
             start = check["started_at"]
-            for gate in check["gates"]:
-                verdict = read_json(verdict_path(directory, gate), {})
-                seconds = float(verdict.get("seconds", 0.0))
-                args = {"attempt": number, "passed": verdict.get("passed")}
-                trace.append(_span(f"gate {gate}", "gate", start, seconds, origin, 4, args))
+            for verdict in load_verdicts(directory):
+                seconds = float(verdict.seconds or 0.0)
+                args = {"attempt": number, "passed": verdict.passed}
+                trace.append(_span(f"gate {verdict.gate}", "gate", start, seconds, origin, 4, args))
                 start += seconds
     return {"traceEvents": trace, "displayTimeUnit": "ms"}
 

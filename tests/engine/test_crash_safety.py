@@ -102,8 +102,9 @@ def test_a_resume_killed_in_turn_still_reaches_the_same_result(tmp_path):
     first = harness("start", runs_dir, target, kill_at=second_start, python_path=source)
     assert first.returncode == -signal.SIGKILL
     run_dir = only_run(runs_dir)
-    # The resume records attempt 2 as interrupted, plans attempt 3, and dies before its agent.
-    second = harness("resume", run_dir, kill_at=3, python_path=source)
+    # The resume records the crash and attempt 2 as interrupted, plans attempt 3, and dies
+    # before its agent.
+    second = harness("resume", run_dir, kill_at=4, python_path=source)
     assert second.returncode == -signal.SIGKILL
     last = json.loads((run_dir / "journal.jsonl").read_text().splitlines()[-1])
     assert (last["kind"], last["to"], last["attempt"]) == ("transition", "attempting", 3)

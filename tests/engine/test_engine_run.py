@@ -54,7 +54,7 @@ def test_failed_attempt_feeds_back_and_second_is_published(tmp_path, target):
     )
     assert "+hello" in (store.attempt_dir(2) / "diff.patch").read_text()
     markdown = (store.evidence_dir / "report.md").read_text()
-    assert "Outcome: done" in markdown and "FAIL **greeting**" in markdown
+    assert "Outcome: accepted; branch published" in markdown and "FAIL **greeting**" in markdown
     trace = json.loads((store.evidence_dir / "trace.json").read_text())["traceEvents"]
     categories = {event.get("cat") for event in trace}
     assert {"state", "agent_turn", "tool_call", "gate"} <= categories
@@ -142,12 +142,3 @@ def test_the_trace_is_well_formed_chrome_trace_json(tmp_path, target):
             assert event["ts"] >= 0 and event["dur"] >= 0 and event["tid"] in {1, 2, 3, 4}
     gates = [e["name"] for e in trace["traceEvents"] if e.get("cat") == "gate"]
     assert gates == ["gate scope", "gate greeting"] * 2
-
-
-def test_progress_is_quiet_when_stdout_is_not_a_terminal(capsys):
-    progress = Progress()
-    assert progress.enabled is False
-    progress.note("created -> prepared")
-    with progress.phase("working"):
-        pass
-    assert capsys.readouterr().out == ""
