@@ -22,7 +22,9 @@ __all__ = [
     "make_agent",
 ]
 
-SPEC_FORMS = "anthropic:<model>, openai:<model>, claude, codex, scripted:<file>"
+SPEC_FORMS = (
+    "anthropic:<model>, openai:<model>, claude, codex, scripted:<file>, autotune[:<points>]"
+)
 
 
 def make_agent(spec: str, *, base_url: str | None = None) -> Agent:
@@ -40,6 +42,10 @@ def make_agent(spec: str, *, base_url: str | None = None) -> Agent:
         from controller.agents.scripted_agent import ScriptedAgent
 
         return ScriptedAgent(argument)
+    if kind == "autotune":
+        from controller.agents.autotune_agent import AutotuneAgent
+
+        return AutotuneAgent.from_argument(argument)
     if kind == "claude":
         from controller.agents.claude_cli_agent import ClaudeCliAgent
 

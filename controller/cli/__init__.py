@@ -11,6 +11,7 @@ SUBCOMMANDS = (
     "controller.cli.generate_command",
     "controller.cli.evaluate_command",
     "controller.cli.register_command",
+    "controller.cli.tune_command",
     "controller.cli.runs_command",
 )
 

@@ -42,6 +42,8 @@ def show_status(arguments) -> int:
         f"spent {spend['tokens']} tokens, ${spend['dollars']:.4f}, {spend['calls']} calls "
         f"({spend['failed_calls']} failed), {spend['elapsed_s']:.1f} s active; {live}"
     )
+    if status.get("tune"):
+        print(status["tune"]["line"])
     if status["state"] not in TERMINAL_STATES and not status["live_pid"]:
         print(f"resume with: controller {status['flow']} --resume {store.run_dir}")
     return 0
@@ -52,6 +54,11 @@ def run_status(store) -> dict:
     manifest = store.manifest()
     state = store.state()
     history = store.history()
+    tune = None
+    if manifest.flow == "tune":
+        from controller.flows.tune_incumbents import tune_status
+
+        tune = tune_status(store)
     return {
         "run_id": store.run_id,
         "run_dir": str(store.run_dir),
@@ -65,6 +72,7 @@ def run_status(store) -> dict:
         "spend": history.spend.model_dump(mode="json") | {"tokens": history.spend.tokens},
         "limits": manifest.limits.model_dump(mode="json"),
         "attempts": [{"number": a.number, "status": a.status} for a in history.attempts],
+        "tune": tune,
     }
 
 

@@ -1,0 +1,180 @@
+"""A tune run's own evidence: the incumbent history, rejected attempts, the launch settings
+tried, and a per-workload latency-by-attempt plot (SVG written here, no plotting library),
+added to the report the engine writes. Rebuilt from the run folder every time."""
+
+import html
+import json
+from pathlib import Path
+
+from controller.flows.tune_incumbents import all_incumbents, attempt_summaries
+from controller.runs.records import read_json
+from controller.runs.store import RunStore, write_atomic, write_json_atomic
+from gates.tuning.reading import read_evaluation
+
+PLOT = "latency.svg"
+PANEL_WIDTH, PANEL_HEIGHT, MARGIN = 560, 150, 48
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+
+
+def write_tuning_evidence(store: RunStore, device: str) -> None:
+    """evidence/tuning.json, evidence/latency.svg, and a Tuning section in report.md."""
+    evidence = store.evidence_dir
+    summaries = attempt_summaries(store)
+    history = [
+        {
+            "attempt": incumbent.attempt,
+            "weighted_speedup": incumbent.reading.weighted_speedup() if incumbent.reading else None,
+            "workloads": [row.model_dump() for row in incumbent.reading.workloads]
+            if incumbent.reading
+            else [],
+        }
+        for incumbent in all_incumbents(store.run_dir)
+    ]
+    series = latency_series(store)
+    write_json_atomic(
+        evidence / "tuning.json",
+        {
+            "device": device,
+            "incumbents": history,
+            "attempts": [s.model_dump(mode="json") for s in summaries],
+            "latency_us": series,
+        },
+    )
+    write_atomic(evidence / PLOT, latency_svg(series))
+    report = evidence / "report.md"
+    text = report.read_text() if report.is_file() else ""
+    write_atomic(report, text.rstrip("\n") + "\n\n" + tuning_markdown(store, device) + "\n")
+
+
+def latency_series(store: RunStore) -> dict[str, dict[str, list]]:
+    """Per workload: the baseline's median and each timed attempt's candidate median (us)."""
+    series: dict[str, dict[str, list]] = {}
+    for record in store.history().attempts:
+        evaluation = read_json(store.attempt_dir(record.number) / "evaluation.json")
+        if not evaluation:
+            continue
+        for row in read_evaluation(evaluation).workloads:
+            entry = series.setdefault(row.name, {"attempts": [], "candidate_us": [], "base": []})
+            entry["attempts"].append(record.number)
+            entry["candidate_us"].append(row.candidate_us)
+            entry["base"].append(row.baseline_us)
+    return series
+
+
+def tuning_markdown(store: RunStore, device: str) -> str:
+    """The Tuning section of report.md."""
+    incumbents = all_incumbents(store.run_dir)
+    summaries = attempt_summaries(store)
+    state = store.state()
+    lines = ["## Tuning", ""]
+    if device != "cuda":
+        lines += [
+            f"Device `{device}`: correctness was checked under the Triton interpreter; nothing "
+            "was timed, so nothing could be promoted (promotion needs CUDA timing).",
+            "",
+        ]
+    lines.append(f"- stopped: {state.reason or 'not yet (the run is ' + state.state + ')'}")
+    best = incumbents[-1] if incumbents else None
+    if best is None or best.attempt == 0:
+        lines.append("- incumbent: the production kernel (no candidate was promoted)")
+    else:
+        speedup = best.reading.weighted_speedup() if best.reading else None
+        shown = f"x{speedup:.3f}" if speedup else "n/a"
+        lines.append(f"- incumbent: attempt {best.attempt}, {shown} weighted over production")
+    published = store.history().published
+    if published and published.get("export"):
+        lines.append(f"- export: `{published['export']}`")
+    lines += ["", "### Incumbent history", "", "| attempt | weighted | per workload (interval) |"]
+    lines.append("|---|---|---|")
+    for incumbent in incumbents:
+        reading = incumbent.reading
+        speedup = reading.weighted_speedup() if reading else None
+        rows = ", ".join(
+            f"{r.name} x{r.speedup:.3f} [{r.speedup_low or 0:.3f}, {r.speedup_high or 0:.3f}]"
+            for r in (reading.workloads if reading else ())
+        )
+        label = "production" if incumbent.attempt == 0 else str(incumbent.attempt)
+        lines.append(
+            f"| {label} | {f'x{speedup:.3f}' if speedup else '-'} | {rows or 'not timed'} |"
+        )
+    rejected = [s for s in summaries if s.outcome != "promoted"]
+    lines += ["", "### Rejected attempts", ""]
+    if not rejected:
+        lines.append("None.")
+    else:
+        lines += ["| attempt | outcome | gate | reason |", "|---|---|---|---|"]
+        for summary in rejected:
+            reason = summary.summary.replace("|", "\\|")
+            lines.append(
+                f"| {summary.attempt} | {summary.outcome} | {summary.gate or '-'} | {reason} |"
+            )
+    tried = [s for s in summaries if s.tuning is not None]
+    if tried:
+        lines += ["", "### Launch settings tried", "", "| attempt | TUNING | outcome |"]
+        lines.append("|---|---|---|")
+        for summary in tried:
+            point = json.dumps(summary.tuning, sort_keys=True)
+            lines.append(f"| {summary.attempt} | `{point}` | {summary.outcome} |")
+        lines.append("")
+        lines.append("Each attempt's transcript.json says how its agent chose the point.")
+    lines += ["", "### Latency by attempt", "", f"![per-workload latency by attempt]({PLOT})", ""]
+    return "\n".join(lines)
+
+
+def latency_svg(series: dict[str, dict[str, list]]) -> str:
+    """One panel per workload: candidate median by attempt, the baseline dashed."""
+    names = sorted(series)
+    height = max(1, len(names)) * (PANEL_HEIGHT + MARGIN) + MARGIN
+    width = PANEL_WIDTH + 2 * MARGIN
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'font-family="sans-serif" font-size="11">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+    ]
+    if not names:
+        parts.append(
+            f'<text x="{MARGIN}" y="{MARGIN}">no attempt was timed (timing needs CUDA)</text>'
+        )
+    for index, name in enumerate(names):
+        parts += _panel(name, series[name], MARGIN + index * (PANEL_HEIGHT + MARGIN), index)
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def _panel(name: str, entry: dict[str, list], top: float, index: int) -> list[str]:
+    attempts, values, base = entry["attempts"], entry["candidate_us"], entry["base"]
+    low = min(values + base) * 0.95
+    high = max(values + base) * 1.05
+    span_x = max(1, max(attempts) - min(attempts))
+
+    def x(attempt: int) -> float:
+        return MARGIN + (attempt - min(attempts)) / span_x * PANEL_WIDTH
+
+    def y(value: float) -> float:
+        return top + PANEL_HEIGHT - (value - low) / (high - low or 1) * PANEL_HEIGHT
+
+    colour = COLOURS[index % len(COLOURS)]
+    baseline = sum(base) / len(base)
+    points = " ".join(f"{x(a):.1f},{y(v):.1f}" for a, v in zip(attempts, values, strict=True))
+    parts = [
+        f'<text x="{MARGIN}" y="{top - 8:.1f}" font-weight="bold">'
+        f"{html.escape(name)}: candidate median per call (us) by attempt</text>",
+        f'<rect x="{MARGIN}" y="{top}" width="{PANEL_WIDTH}" height="{PANEL_HEIGHT}" '
+        'fill="none" stroke="#999"/>',
+        f'<line x1="{MARGIN}" x2="{MARGIN + PANEL_WIDTH}" y1="{y(baseline):.1f}" '
+        f'y2="{y(baseline):.1f}" stroke="#555" stroke-dasharray="4 3"/>',
+        f'<text x="{MARGIN + PANEL_WIDTH + 4}" y="{y(baseline):.1f}">base</text>',
+        f'<text x="4" y="{top + 10:.1f}">{high:.2f}</text>',
+        f'<text x="4" y="{top + PANEL_HEIGHT:.1f}">{low:.2f}</text>',
+        f'<polyline points="{points}" fill="none" stroke="{colour}"/>',
+    ]
+    for attempt, value in zip(attempts, values, strict=True):
+        parts.append(f'<circle cx="{x(attempt):.1f}" cy="{y(value):.1f}" r="3" fill="{colour}"/>')
+        parts.append(
+            f'<text x="{x(attempt) - 3:.1f}" y="{top + PANEL_HEIGHT + 14:.1f}">{attempt}</text>'
+        )
+    return parts
+
+
+def plot_path(store: RunStore) -> Path:
+    return store.evidence_dir / PLOT

@@ -1,0 +1,99 @@
+"""The launch settings a kernel's sources declare: `TUNING` (the point in use) and
+`TUNING_SPACE` (the values a search may try), read and rewritten without importing anything.
+
+Both are module-level dict literals in the solution's entry file, so a candidate that changes
+only its launch settings is a one-assignment edit of the same sources, judged like any other.
+"""
+
+import ast
+import itertools
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from gates.python_source import parse_python
+
+POINT_NAME = "TUNING"
+SPACE_NAME = "TUNING_SPACE"
+LINE_LENGTH = 100
+
+Point = dict[str, Any]
+
+
+class DeclaredSettings(BaseModel):
+    """What one source file declares; either may be None."""
+
+    model_config = ConfigDict(frozen=True)
+
+    point: Point | None = None
+    space: dict[str, tuple[Any, ...]] | None = None
+
+    def neighbours(self, around: Point, reach: int = 1) -> list[Point]:
+        """Points differing from `around` in exactly `reach` settings, in the space's order."""
+        if not self.space:
+            return []
+        names = list(self.space)
+        found = []
+        for changed in itertools.combinations(names, reach):
+            choices = [
+                [value for value in self.space[name] if value != around.get(name)]
+                for name in changed
+            ]
+            for values in itertools.product(*choices):
+                found.append({**around, **dict(zip(changed, values, strict=True))})
+        return found
+
+
+def declared_settings(source: str) -> DeclaredSettings:
+    """The literal `TUNING` and `TUNING_SPACE` assignments of a module's source."""
+    values: dict[str, Any] = {}
+    for node in _assignments(parse_python(source)):
+        try:
+            values[node.targets[0].id] = ast.literal_eval(node.value)
+        except ValueError:
+            continue
+    point, space = values.get(POINT_NAME), values.get(SPACE_NAME)
+    if space is not None:
+        space = {name: tuple(options) for name, options in space.items()}
+    return DeclaredSettings(
+        point=point if isinstance(point, dict) else None,
+        space=space if isinstance(space, dict) else None,
+    )
+
+
+def with_point(source: str, point: Point) -> str:
+    """The source with its `TUNING` assignment replaced by `point`, laid out as ruff would."""
+    for node in _assignments(parse_python(source)):
+        if node.targets[0].id != POINT_NAME:
+            continue
+        lines = source.splitlines(keepends=True)
+        before = "".join(lines[: node.lineno - 1])
+        after = "".join(lines[node.end_lineno :])
+        return before + render_point(point) + "\n" + after
+    raise ValueError(f"the source has no {POINT_NAME} assignment to rewrite")
+
+
+def render_point(point: Point) -> str:
+    """`TUNING = {...}` on one line when it fits, else one setting per line."""
+    items = [f"{_literal(name)}: {_literal(value)}" for name, value in point.items()]
+    single = f"{POINT_NAME} = {{{', '.join(items)}}}"
+    if len(single) <= LINE_LENGTH:
+        return single
+    return f"{POINT_NAME} = {{\n" + "".join(f"    {item},\n" for item in items) + "}"
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)
+
+
+def _assignments(module: ast.Module) -> list[ast.Assign]:
+    return [
+        node
+        for node in module.body
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id in (POINT_NAME, SPACE_NAME)
+    ]
