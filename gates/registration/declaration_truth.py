@@ -1,0 +1,213 @@
+"""Gate: the new operator's declaration tells the truth about its contract and its calls.
+
+Every later tuning run judges kernels by this declaration, so a lax contract or workloads the
+model never runs make every later verdict meaningless. Without a preferred kernel every
+profile runs the reference, so the contract is bit-exact; a tolerance is bounded; and the
+declared tensors, constant axes and workloads must fit and cover the calls the selected call
+sites made in the parity runs, with workload weights that follow the call counts. The parity
+model may be a scaled-down one, so a declared size covers every seen size up to it (a seen
+zero only by a declared zero).
+"""
+
+from typing import Any
+
+from gates.registration.call_bindings import Binding, SeenCall, bind, seen_calls
+from gates.registration.call_sites import CallSite
+from gates.registration.probes import ProbeResult
+from gates.registration.snapshots import RegistrySnapshot
+from gates.target import TargetConfig
+from gates.verdict import Verdict
+
+GATE = "declaration_truth"
+MAX_ROUNDINGS = 8
+"""The most unshared BF16 roundings a tolerance may state (the catalog's kernels need 2-4)."""
+WEIGHT_FACTOR = 2.0
+"""How far a workload's share of the declared weight may stray from its share of the calls."""
+
+
+def check(
+    candidate: RegistrySnapshot,
+    probe: ProbeResult,
+    config: TargetConfig,
+    operator: str,
+    sites: list[CallSite],
+) -> Verdict:
+    """The contract rules, then every seen call bound to and covered by the declaration."""
+    if candidate.problem:
+        return Verdict(gate=GATE, passed=False, summary=candidate.problem)
+    snapshot = candidate.operators.get(operator)
+    if snapshot is None:
+        return Verdict(gate=GATE, passed=False, summary=f"ops.{operator} is not registered")
+    if probe.problem:
+        return Verdict(gate=GATE, passed=False, summary=probe.problem)
+    declaration = snapshot.declaration
+    drivers = list(config.parity_configurations)
+    calls = seen_calls(probe.configurations, drivers, operator, sites)
+    problems = contract_problems(declaration["contract"], snapshot.preferred is not None)
+    if not calls:
+        problems.append(f"the parity runs recorded no call of ops.{operator} at the call sites")
+    bindings = [bind(declaration, call) for call in calls]
+    problems += [
+        f"a call from {', '.join(call.sites)} ({call.describe()}) {binding.problem}"
+        for call, binding in zip(calls, bindings, strict=True)
+        if binding.problem
+    ]
+    fitting = [(c, b) for c, b in zip(calls, bindings, strict=True) if not b.problem]
+    problems += const_axis_problems(declaration, fitting)
+    served, coverage = workload_coverage(declaration, fitting)
+    problems += coverage
+    if not coverage:
+        problems += weight_problems(declaration, served)
+    details = {
+        "declaration": declared_view(declaration),
+        "seen": [
+            _seen_view(c, b, declaration["workloads"]) for c, b in zip(calls, bindings, strict=True)
+        ],
+        "problems": problems,
+    }
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        summary = f"the {operator} declaration is untruthful: {problems[0]}{more}"
+        return Verdict(gate=GATE, passed=False, summary=summary, details=details)
+    summary = (
+        f"{operator}'s contract ({declaration['contract']['mode']}) and workloads fit the "
+        f"{sum(c.count for c in calls)} calls its call sites made in the parity runs"
+    )
+    return Verdict(gate=GATE, passed=True, summary=summary, details=details)
+
+
+def contract_problems(contract: dict[str, Any], has_preferred: bool) -> list[str]:
+    problems = []
+    roundings = contract.get("roundings", 0)
+    if contract["mode"] != "bit_exact" and not has_preferred:
+        problems.append(
+            f"without a preferred kernel every profile runs the reference, so the contract is "
+            f"bit_exact (declared a tolerance of {roundings} roundings)"
+        )
+    if contract["mode"] == "tolerance" and roundings > MAX_ROUNDINGS:
+        problems.append(
+            f"a tolerance of {roundings} BF16 roundings is past the bound of {MAX_ROUNDINGS}; "
+            "count the roundings the kernel and the reference do not share"
+        )
+    return problems
+
+
+def const_axis_problems(declaration: dict, fitting: list[tuple[SeenCall, Binding]]) -> list[str]:
+    """A const axis has one size in every call, no larger than the declared one."""
+    problems = []
+    for axis in declaration["axes"]:
+        if axis["kind"] != "const":
+            continue
+        seen = sorted({b.sizes[axis["name"]] for _, b in fitting if axis["name"] in b.sizes})
+        if len(seen) > 1:
+            problems.append(
+                f"axis {axis['name']} is declared const but the call sites pass sizes {seen}; "
+                "declare it var with a workload per size"
+            )
+        elif seen and not _covers(axis["value"], seen[0]):
+            problems.append(
+                f"axis {axis['name']} is declared const {axis['value']} but the call sites "
+                f"pass {seen[0]}"
+            )
+    return problems
+
+
+def workload_coverage(
+    declaration: dict, fitting: list[tuple[SeenCall, Binding]]
+) -> tuple[dict[str, int], list[str]]:
+    """Calls per declared workload (each call served by the smallest workload that covers it),
+    and a problem for each call no workload covers."""
+    workloads = declaration["workloads"]
+    served = {workload["name"]: 0 for workload in workloads}
+    problems = []
+    for call, binding in fitting:
+        workload = serving_workload(workloads, binding)
+        if workload is None:
+            var = {axis: binding.sizes.get(axis) for axis in _var_axes(declaration)}
+            declared = "; ".join(f"{w['name']} {w['axes']}" for w in workloads)
+            problems.append(
+                f"no declared workload covers {var} ({call.count} calls from "
+                f"{', '.join(call.sites)}); declared: {declared}"
+            )
+        else:
+            served[workload] += call.count
+    return served, problems
+
+
+def serving_workload(workloads: list[dict], binding: Binding) -> str | None:
+    covering = [
+        w
+        for w in workloads
+        if all(_covers(size, binding.sizes.get(axis, 0)) for axis, size in w["axes"].items())
+    ]
+    if not covering:
+        return None
+    return min(covering, key=lambda w: _product(w["axes"].values()))["name"]
+
+
+def weight_problems(declaration: dict, served: dict[str, int]) -> list[str]:
+    """Among the workloads that serve calls, each one's weight share follows its call share."""
+    weights = {w["name"]: w["weight"] for w in declaration["workloads"]}
+    used = {name: count for name, count in served.items() if count}
+    total_calls, total_weight = sum(used.values()), sum(weights[name] for name in used)
+    problems = []
+    for name, count in used.items():
+        call_share, weight_share = count / total_calls, weights[name] / total_weight
+        if not 1 / WEIGHT_FACTOR <= weight_share / call_share <= WEIGHT_FACTOR:
+            problems.append(
+                f"workload {name} has {weight_share:.0%} of the weight but serves "
+                f"{call_share:.0%} of the calls ({count} of {total_calls}); weigh workloads "
+                "by how often the call sites run them"
+            )
+    return problems
+
+
+def declared_view(declaration: dict) -> dict[str, Any]:
+    """The declaration as a reviewer reads it: contract with reason, axes, workloads."""
+    contract = declaration["contract"]
+    mode = contract["mode"]
+    if mode == "tolerance":
+        mode = f"tolerance of {contract['roundings']} BF16 roundings"
+    axes = [
+        f"{a['name']}={a['value']}" if a["kind"] == "const" else f"{a['name']} (var)"
+        for a in declaration["axes"]
+    ]
+    tensors = [
+        f"{spec['name']}: {spec['dtype']}[{', '.join(spec['shape'])}]"
+        for spec in declaration["inputs"] + declaration["outputs"]
+    ]
+    workloads = [
+        f"{w['name']} {w['axes']} weight {w['weight']:g}" for w in declaration["workloads"]
+    ]
+    return {
+        "contract": f"{mode}: {contract['reason']}",
+        "axes": axes,
+        "tensors": tensors,
+        "params": declaration.get("params", {}),
+        "workloads": workloads,
+    }
+
+
+def _seen_view(call: SeenCall, binding: Binding, workloads: list[dict]) -> dict[str, Any]:
+    view = {"sites": list(call.sites), "call": call.describe(), "count": call.count}
+    if binding.problem:
+        view["problem"] = binding.problem
+    else:
+        view["axes"] = binding.sizes
+        view["workload"] = serving_workload(workloads, binding)
+    return view
+
+
+def _var_axes(declaration: dict) -> list[str]:
+    return [axis["name"] for axis in declaration["axes"] if axis["kind"] == "var"]
+
+
+def _covers(declared: int, seen: int) -> bool:
+    return declared == 0 if seen == 0 else declared >= seen
+
+
+def _product(sizes) -> int:
+    total = 1
+    for size in sizes:
+        total *= size
+    return total

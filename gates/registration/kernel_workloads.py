@@ -1,0 +1,132 @@
+"""Gate: every kernel source a candidate changes or adds meets its contract at declared workloads.
+
+The parity runs use a tiny model, so a kernel that is right only at tiny sizes (a block capped
+below the real hidden width) passes them. Here each preferred kernel whose code or dependency
+files differ from BASE, and each new operator's, runs on the evaluator's CPU case plan: the
+declared workloads scaled for the Triton interpreter (const axes keep their real sizes, so
+every block boundary the real sizes cross is crossed), plus the plan's hidden sizes. A BASE
+operator is held to BASE's declaration; the outputs are judged here, by the controller.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from gates.evaluator.cases import Case, plan_cases
+from gates.registration.commands import CommandRunner
+from gates.registration.snapshots import OperatorSnapshot, RegistrySnapshot, file_digests
+from gates.target import TargetConfig
+from gates.verdict import Verdict
+from operators.contract import Contract
+from operators.declaration import OperatorDeclaration
+
+GATE = "kernel_workloads"
+RUNNER_SCRIPT = Path(__file__).with_name("kernel_workload_runner.py")
+
+
+def kernels_to_run(
+    base_tree: Path, candidate_tree: Path, base: RegistrySnapshot, candidate: RegistrySnapshot
+) -> dict[str, OperatorSnapshot]:
+    """Operators with a preferred kernel whose identity or dependency files the candidate
+    changed or added, each with the declaration it is judged by (BASE's where BASE has one)."""
+    chosen = {}
+    for name, after in sorted(candidate.operators.items()):
+        if after.preferred is None:
+            continue
+        before = base.operators.get(name)
+        if before is None:
+            chosen[name] = after
+            continue
+        changed = before.preferred != after.preferred or before.resolved != after.resolved
+        old, new = file_digests(base_tree, after.files), file_digests(candidate_tree, after.files)
+        if changed or old != new:
+            chosen[name] = before.model_copy(update={"preferred": after.preferred})
+    return chosen
+
+
+def planned_cases(snapshot: OperatorSnapshot, nonce: str) -> list[Case]:
+    """The evaluator's CPU case plan for the snapshot's declaration."""
+    data = {**snapshot.declaration, "reference": _never_called}
+    return plan_cases(OperatorDeclaration.model_validate(data), nonce, "cpu")
+
+
+def _never_called(*inputs):
+    raise AssertionError("the controller never runs a candidate's reference")
+
+
+def check(
+    base_tree: Path,
+    candidate_tree: Path,
+    base: RegistrySnapshot,
+    candidate: RegistrySnapshot,
+    config: TargetConfig,
+    runner: CommandRunner,
+    workdir: Path,
+    nonce: str,
+    timeout: float = 300,
+) -> Verdict:
+    """Run the chosen kernels on their planned cases and apply each one's contract."""
+    for label, snapshot in (("BASE: ", base), ("", candidate)):
+        if snapshot.problem:
+            return Verdict(gate=GATE, passed=False, summary=f"{label}{snapshot.problem}")
+    chosen = kernels_to_run(base_tree, candidate_tree, base, candidate)
+    if not chosen:
+        summary = "no preferred kernel source is changed or added"
+        return Verdict(gate=GATE, passed=True, summary=summary, details={"operators": {}})
+    plans = {name: planned_cases(snapshot, nonce) for name, snapshot in chosen.items()}
+    out = workdir / "kernel-workloads"
+    out.mkdir(parents=True, exist_ok=True)
+    request = out / "request.json"
+    request.write_text(
+        json.dumps({"operators": {n: [c.model_dump() for c in p] for n, p in plans.items()}})
+    )
+    argv = [sys.executable, "-I", "-B", str(RUNNER_SCRIPT), "--tree", str(candidate_tree)]
+    argv += ["--out", str(out), "--registry-module", config.registry_module]
+    argv += ["--request", str(request)]
+    result = runner.run(argv, candidate_tree, writable=(out,), timeout=timeout)
+    (out / "runner.log").write_text(result.output)
+    if result.timed_out:
+        return Verdict(gate=GATE, passed=False, summary=f"the kernels ran past {timeout:.0f} s")
+    result_file = out / "result.json"
+    if not result_file.is_file():
+        summary = f"the kernel runner exited {result.returncode} without a result"
+        return Verdict(gate=GATE, passed=False, summary=summary)
+    ran = json.loads(result_file.read_text())
+    if ran.get("import_error"):
+        summary = f"importing the registry failed: {ran['import_error']}"
+        return Verdict(gate=GATE, passed=False, summary=summary)
+    details = {"operators": {name: len(plan) for name, plan in plans.items()}}
+    for name, plan in plans.items():
+        problem = _first_problem(name, chosen[name], plan, ran["operators"].get(name), out / name)
+        if problem:
+            return Verdict(gate=GATE, passed=False, summary=problem, details=details)
+    counts = ", ".join(f"{name} on {len(plan)} cases" for name, plan in plans.items())
+    summary = f"changed or added kernels meet their contracts at the declared workloads: {counts}"
+    return Verdict(gate=GATE, passed=True, summary=summary, details=details)
+
+
+def _first_problem(name, snapshot, plan, ran, folder) -> str | None:
+    if not ran or len(ran) != len(plan):
+        return f"{name}: the kernel runner did not run every planned case"
+    contract = Contract.model_validate(snapshot.declaration["contract"])
+    outputs = [spec["name"] for spec in snapshot.declaration["outputs"]]
+    consts = {
+        axis["name"]: axis["value"]
+        for axis in snapshot.declaration["axes"]
+        if axis["kind"] == "const"
+    }
+    for case, record in zip(plan, ran, strict=True):
+        sizes = ", ".join(f"{axis}={size}" for axis, size in {**consts, **case.axes}.items())
+        where = f"{name}'s preferred kernel at workload {case.workload} ({sizes}; {case.key})"
+        if record["error"]:
+            return f"{where} raised {record['error']}"
+        saved = torch.load(folder / record["file"], weights_only=True)
+        if len(saved["got"]) != len(outputs) or len(saved["expected"]) != len(outputs):
+            return f"{where} returned {len(saved['got'])} outputs, not {len(outputs)}"
+        for output, got, expected in zip(outputs, saved["got"], saved["expected"], strict=True):
+            violation = contract.check(output, got, expected)
+            if violation is not None:
+                return f"{where} breaks its {contract.mode} contract: {violation.describe()}"
+    return None

@@ -1,0 +1,347 @@
+"""Describe every operator one tree's registry resolves, as canonical JSON, in a fresh interpreter.
+
+Started as a script with `python -I`, so only the tree under test is importable; it imports
+nothing from the controller's own packages. For each registered operator it writes the
+declaration's data, a content identity of its reference and preferred kernel (code, the globals
+and closures they read, recursively through everything defined in the tree), what it resolves
+to under every kernel profile, and the tree files those depend on. The controller compares two
+snapshots and digests the listed files itself, so no judgement happens in this process.
+"""
+
+import argparse
+import ast
+import hashlib
+import importlib
+import json
+import os
+import sys
+import traceback
+import types
+from pathlib import Path
+
+MAX_ITEMS = 256
+MAX_DEPTH = 24
+BASE_PROFILES = ("none", "torch", "auto")
+
+
+class Describer:
+    """Turns objects into JSON-ready descriptions that are equal exactly when, as far as the
+    tree's code is concerned, the objects behave the same; in-tree objects are followed."""
+
+    def __init__(self, tree: Path) -> None:
+        self.tree = tree
+        self.files: set[str] = set()
+        self._seen: dict[int, int] = {}
+        self._keep: list[object] = []
+
+    def relative_file(self, path: str | None) -> str | None:
+        if not path:
+            return None
+        try:
+            relative = Path(path).resolve().relative_to(self.tree)
+        except (ValueError, OSError):
+            return None
+        if relative.parts[0].startswith(".") or "site-packages" in relative.parts:
+            return None  # an environment inside the tree is not the tree's code
+        return relative.as_posix()
+
+    def module_file(self, module_name: str | None) -> str | None:
+        module = sys.modules.get(module_name or "")
+        return self.relative_file(getattr(module, "__file__", None)) if module else None
+
+    def describe(self, value, depth: int = 0):
+        if value is None or isinstance(value, bool | int | str):
+            return value
+        if isinstance(value, float):
+            return {"float": repr(value)}
+        if depth > MAX_DEPTH:
+            return {"too_deep": type(value).__qualname__}
+        key = id(value)
+        if key in self._seen:
+            return {"ref": self._seen[key]}
+        self._seen[key] = len(self._seen)
+        self._keep.append(value)  # ids stay unique while the walk lasts
+        return self._describe_new(value, depth + 1)
+
+    def _describe_new(self, value, depth: int):
+        if isinstance(value, tuple | list):
+            items = [self.describe(item, depth) for item in list(value)[:MAX_ITEMS]]
+            return {type(value).__name__: items, "length": len(value)}
+        if isinstance(value, dict):
+            items = sorted(value.items(), key=lambda item: repr(item[0]))[:MAX_ITEMS]
+            return {"dict": [[repr(k), self.describe(v, depth)] for k, v in items]}
+        if isinstance(value, set | frozenset):
+            return {"set": sorted(repr(item) for item in value)[:MAX_ITEMS]}
+        if isinstance(value, types.ModuleType):
+            return {"module": value.__name__, "file": self._note(getattr(value, "__file__", None))}
+        if isinstance(value, types.FunctionType):
+            return self._function(value, depth)
+        if isinstance(value, types.MethodType):
+            return {"method": self._function(value.__func__, depth)}
+        if isinstance(value, type):
+            return self._class(value, depth)
+        tensor = _tensor_description(value)
+        if tensor is not None:
+            return tensor
+        module = type(value).__module__ or ""
+        if hasattr(value, "fn") and module.split(".")[0] == "triton":
+            described = {"triton": type(value).__qualname__, "fn": self.describe(value.fn, depth)}
+            if hasattr(value, "configs"):
+                described["configs"] = [str(config) for config in value.configs]
+            return described
+        if hasattr(value, "func") and hasattr(value, "keywords"):  # functools.partial
+            return {
+                "partial": self.describe(value.func, depth),
+                "args": self.describe(tuple(value.args), depth),
+                "keywords": self.describe(dict(value.keywords), depth),
+            }
+        if self.module_file(module) is not None and hasattr(value, "__dict__"):
+            return {
+                "instance": self._class(type(value), depth),
+                "state": self.describe(dict(vars(value)), depth),
+            }
+        if callable(value):
+            return {"external": f"{module}.{getattr(value, '__qualname__', type(value).__name__)}"}
+        return {"object": f"{module}.{type(value).__qualname__}", "repr": _plain_repr(value)}
+
+    def _note(self, path: str | None) -> str | None:
+        relative = self.relative_file(path)
+        if relative is not None:
+            self.files.add(relative)
+        return relative
+
+    def _function(self, function: types.FunctionType, depth: int):
+        code = function.__code__
+        file = self._note(code.co_filename)
+        name = f"{function.__module__}.{function.__qualname__}"
+        if file is None:
+            return {"external": name}
+        names = _names_read(code)
+        scope = function.__globals__
+        globals_read = {}
+        for global_name in sorted(names):
+            if global_name not in scope:
+                continue
+            value = scope[global_name]
+            globals_read[global_name] = self.describe(value, depth)
+            if isinstance(value, types.ModuleType) and self.relative_file(
+                getattr(value, "__file__", None)
+            ):
+                for attribute in sorted(names):
+                    if attribute != global_name and hasattr(value, attribute):
+                        key = f"{global_name}.{attribute}"
+                        globals_read[key] = self.describe(getattr(value, attribute), depth)
+        closure = [self.describe(_cell(cell), depth) for cell in function.__closure__ or ()]
+        return {
+            "function": name,
+            "file": file,
+            "code": code_digest(code),
+            "defaults": self.describe(function.__defaults__, depth),
+            "keyword_defaults": self.describe(function.__kwdefaults__, depth),
+            "closure": closure,
+            "globals": globals_read,
+        }
+
+    def _class(self, cls: type, depth: int):
+        name = f"{cls.__module__}.{cls.__qualname__}"
+        file = self._note(getattr(sys.modules.get(cls.__module__), "__file__", None))
+        if file is None:
+            return {"external_class": name}
+        own = {
+            key: self.describe(value, depth)
+            for key, value in sorted(vars(cls).items())
+            if not key.startswith("__") and not key.startswith("_abc")
+        }
+        return {"class": name, "file": file, "attributes": own}
+
+
+def _cell(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return {"empty_cell": True}
+
+
+def _tensor_description(value):
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(value, torch.Tensor):
+        return None
+    flat = value.detach().cpu().contiguous().reshape(-1)
+    digest = hashlib.sha256(flat.view(torch.uint8).numpy().tobytes()).hexdigest()
+    return {"tensor": str(value.dtype), "shape": list(value.shape), "sha256": digest}
+
+
+def _plain_repr(value) -> str | None:
+    try:
+        text = repr(value)
+    except Exception:
+        return None
+    return None if " at 0x" in text else text[:200]
+
+
+def _names_read(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= _names_read(constant)
+    return names
+
+
+def code_digest(code: types.CodeType) -> str:
+    """The code's bytecode, constants and names (not its file or line numbers), recursively."""
+    digest = hashlib.sha256()
+
+    def feed(part: types.CodeType) -> None:
+        digest.update(part.co_code)
+        shape = (
+            part.co_names,
+            part.co_varnames,
+            part.co_freevars,
+            part.co_cellvars,
+            part.co_argcount,
+            part.co_posonlyargcount,
+            part.co_kwonlyargcount,
+            part.co_flags,
+        )
+        digest.update(repr(shape).encode())
+        for constant in part.co_consts:
+            if isinstance(constant, types.CodeType):
+                feed(constant)
+            elif isinstance(constant, frozenset):
+                digest.update(repr(sorted(repr(item) for item in constant)).encode())
+            else:
+                digest.update(repr(constant).encode())
+
+    feed(code)
+    return digest.hexdigest()
+
+
+def import_closure(tree: Path, files: set[str]) -> set[str]:
+    """`files` plus every tree module they import by name, transitively (a package's
+    `__init__` only where it is imported itself, not for each of its submodules)."""
+    found, pending = set(), sorted(files)
+    while pending:
+        relative = pending.pop()
+        if relative in found or not relative.endswith(".py"):
+            continue
+        found.add(relative)
+        try:
+            module = ast.parse((tree / relative).read_text())
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        package = Path(relative).parent.as_posix().replace("/", ".")
+        for node in ast.walk(module):
+            for target in _imported_files(tree, node, package):
+                if target not in found:
+                    pending.append(target)
+    return found
+
+
+def _imported_files(tree: Path, node: ast.AST, package: str) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [f for alias in node.names if (f := _module_path(tree, alias.name))]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = node.module or ""
+    if node.level:
+        parts = package.split(".") if package and package != "." else []
+        parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+        base = ".".join(parts + ([node.module] if node.module else []))
+    targets = []
+    for alias in node.names:
+        submodule = _module_path(tree, f"{base}.{alias.name}") if base else None
+        targets.append(submodule or _module_path(tree, base))
+    return [target for target in targets if target]
+
+
+def _module_path(tree: Path, dotted: str) -> str | None:
+    if not dotted:
+        return None
+    path = Path(*dotted.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if (tree / candidate).is_file():
+            return candidate.as_posix()
+    return None
+
+
+def bound_in(declaration, tree: Path, describer: Describer) -> list[str]:
+    """`module:name` of every tree module global that holds `declaration`."""
+    places = []
+    for name, module in sorted(sys.modules.items()):
+        file = describer.relative_file(getattr(module, "__file__", None))
+        if file is None:
+            continue
+        for attribute, value in sorted(vars(module).items()):
+            if value is declaration and not attribute.startswith("_"):
+                places.append(f"{name}:{attribute}")
+                describer.files.add(file)
+    return places
+
+
+def profile_names(runtime) -> list[str]:
+    """`none`, `torch`, `auto` and every profile installed in the runtime's tuned folder."""
+    names = list(BASE_PROFILES)
+    profiles = sys.modules.get(f"{runtime.__name__}.profiles")
+    root = getattr(profiles, "TUNED_ROOT", None)
+    if root is not None and Path(root).is_dir():
+        names += sorted(p.name for p in Path(root).iterdir() if (p / "profile.json").is_file())
+    return names
+
+
+def describe_operator(runtime, declaration, profiles: list[str], tree: Path) -> dict:
+    describer = Describer(tree)
+    data = declaration.model_dump(mode="json", exclude={"reference", "preferred"})
+    snapshot = {
+        "declaration": data,
+        "reference": describer.describe(declaration.reference),
+        "preferred": describer.describe(declaration.preferred),
+        "bound_in": bound_in(declaration, tree, describer),
+        "resolved": {},
+    }
+    for profile in profiles:
+        try:
+            resolved = runtime.KernelSelection(profile).resolve(declaration.name)
+            snapshot["resolved"][profile] = describer.describe(resolved)
+        except Exception as error:  # a profile that refuses to load is part of the answer
+            snapshot["resolved"][profile] = {"error": _last_line(error)}
+    snapshot["files"] = sorted(import_closure(tree, describer.files))
+    return snapshot
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tree", required=True, type=Path)
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--registry-module", required=True)
+    arguments = parser.parse_args(argv)
+    tree = arguments.tree.resolve()
+    sys.path.insert(0, str(tree))
+    os.chdir(tree)
+    os.environ.setdefault("CONTROLLER_KERNEL_PROFILE", "none")
+    arguments.out.mkdir(parents=True, exist_ok=True)
+    result: dict = {"import_error": None, "operators": {}}
+    try:
+        importlib.import_module(arguments.registry_module)
+        runtime = importlib.import_module(arguments.registry_module.split(".")[0])
+        profiles = profile_names(runtime)
+        result["profiles"] = profiles
+        for name in sorted(runtime.REGISTRY.names()):
+            declaration = runtime.REGISTRY.declaration(name)
+            result["operators"][name] = describe_operator(runtime, declaration, profiles, tree)
+    except Exception as error:  # candidate code may raise anything; report it, do not crash
+        result["import_error"] = _last_line(error)
+        result["operators"] = {}
+    temporary = arguments.out / "snapshot.json.tmp"
+    temporary.write_text(json.dumps(result, indent=1, sort_keys=True))
+    temporary.replace(arguments.out / "snapshot.json")
+    return 0
+
+
+def _last_line(error: BaseException) -> str:
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(error).__name__}: {error}{where}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
