@@ -24,6 +24,7 @@ USER_ERRORS = (
 )
 
 EXIT_USAGE = 2
+EXIT_ENVIRONMENT = 75  # a full or failing disk: fix the machine, then run the command again
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,12 +46,32 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     try:
         return int(arguments.func(arguments) or 0)
+    except OSError as error:
+        from controller.errors import environment_failure
+
+        failure = environment_failure(error)
+        if failure is None:
+            raise
+        print(
+            f"controller: error: {failure}; fix that, then run the command again", file=sys.stderr
+        )
+        return EXIT_ENVIRONMENT
     except Exception as error:
         if not _is_user_error(error):
             raise
-        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        print(f"controller: error: {message}", file=sys.stderr)
+        print(f"controller: error: {_one_line(error)}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _one_line(error: Exception) -> str:
+    """The first line of the message; a pydantic error as `field: rule (got value)`."""
+    errors = getattr(error, "errors", None)
+    if callable(errors) and type(error).__name__ == "ValidationError":
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or type(error).__name__
+        return f"{field}: {first['msg'].lower()} (got {first.get('input')!r})"
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _is_user_error(error: Exception) -> bool:

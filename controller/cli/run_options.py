@@ -17,6 +17,15 @@ if TYPE_CHECKING:  # pydantic costs ~0.2 s to import: not on every CLI start
     from controller.cli.new_run import NewRun
 
 DEFAULT_RUNS_DIR = Path("runs")
+# The run-option flag of each RunLimits field, so a rejected limit names what the user typed.
+LIMIT_FLAGS = {
+    "max_attempts": "--max-attempts",
+    "max_minutes": "--max-minutes",
+    "max_tokens": "--max-tokens",
+    "max_dollars": "--max-dollars",
+    "max_tokens_per_attempt": "--max-tokens-per-attempt",
+    "max_dollars_per_attempt": "--max-dollars-per-attempt",
+}
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -82,12 +91,17 @@ def start_or_resume(
     from controller.errors import ControllerError
     from controller.runs.engine import Engine
     from controller.runs.fencing import bind_fence
-    from controller.runs.launch import verify_resumable
+    from controller.runs.launch import resume_command, verify_resumable
     from controller.runs.store import RunStore
 
     if arguments.resume:
         store = RunStore.open(arguments.resume, arguments.runs_dir)
         manifest = verify_resumable(store, flow=flow_name)
+        if store.state().terminal:
+            print(
+                f"controller: run {store.run_id} has ended; rebuilding its evidence",
+                file=sys.stderr,
+            )
     else:
         if not arguments.agent:
             raise ControllerError("--agent is required for a new run (e.g. --agent claude)")
@@ -108,7 +122,37 @@ def start_or_resume(
     reason = f": {outcome.reason}" if outcome.reason else ""
     print(f"controller: run {outcome.run_id} {outcome.state}{reason}", file=sys.stderr)
     print(f"controller: evidence in {store.evidence_dir / 'report.md'}", file=sys.stderr)
+    command = resume_command(flow_name, store.run_dir)
+    if not store.state().terminal and command:
+        print(f"controller: resume with: {command}", file=sys.stderr)
     return outcome.exit_code
+
+
+def run_limits(arguments: argparse.Namespace, limits_type):
+    """The limits the flags ask for; a refused value names its flag and the rule, exit 2."""
+    from pydantic import ValidationError
+
+    from controller.errors import ControllerError
+
+    values = {field: getattr(arguments, field, None) for field in LIMIT_FLAGS}
+    try:
+        return limits_type(**{field: value for field, value in values.items() if value is not None})
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        flag = LIMIT_FLAGS.get(field, field)
+        raise ControllerError(
+            f"{flag} {values.get(field)!r}: {_rule(first)}; set it to an allowed value"
+        ) from None
+
+
+def _rule(error: dict) -> str:
+    """A pydantic error in words: `must be at least 1`, `must be more than 0`."""
+    context = error.get("ctx") or {}
+    for key, words in (("ge", "at least"), ("gt", "more than"), ("le", "at most")):
+        if key in context:
+            return f"must be {words} {context[key]}"
+    return error["msg"].lower()
 
 
 def _new_manifest(arguments, flow_name, make_flow, request: NewRun):
@@ -116,14 +160,7 @@ def _new_manifest(arguments, flow_name, make_flow, request: NewRun):
     from controller.runs.manifest import AgentChoice, FenceChoice, RunLimits
 
     flow = make_flow(dict(request.work_item), dict(request.gate_settings))
-    limits = RunLimits(
-        max_attempts=arguments.max_attempts,
-        max_minutes=arguments.max_minutes,
-        max_tokens=arguments.max_tokens,
-        max_dollars=arguments.max_dollars,
-        max_tokens_per_attempt=arguments.max_tokens_per_attempt,
-        max_dollars_per_attempt=arguments.max_dollars_per_attempt,
-    )
+    limits = run_limits(arguments, RunLimits)
     fence_name = "none" if arguments.unfenced else arguments.fence
     return new_manifest(
         flow=flow_name,

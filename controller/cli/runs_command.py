@@ -1,6 +1,7 @@
 """`controller status RUN` and `controller report RUN`: read a run folder, never change it."""
 
 import json
+import sys
 from pathlib import Path
 
 from controller.cli.run_options import DEFAULT_RUNS_DIR
@@ -27,6 +28,7 @@ def show_status(arguments) -> int:
 
     store = RunStore.open(arguments.run, arguments.runs_dir)
     status = run_status(store)
+    _warn(status["warnings"])
     if arguments.json:
         print(json.dumps(status, indent=2, sort_keys=True))
         return 0
@@ -45,15 +47,21 @@ def show_status(arguments) -> int:
     if status.get("tune"):
         print(status["tune"]["line"])
     if status["state"] not in TERMINAL_STATES and not status["live_pid"]:
-        print(f"resume with: controller {status['flow']} --resume {store.run_dir}")
+        from controller.runs.launch import resume_command
+
+        command = resume_command(status["flow"], store.run_dir)
+        print(f"resume with: {command}" if command else "resume it with the code that started it")
     return 0
 
 
 def run_status(store) -> dict:
-    """The status as data: state from the journal, spend, attempts, and the lock holder."""
-    manifest = store.manifest()
+    """The status as data: state from the journal, spend, attempts, and the lock holder.
+
+    With no process attached, an attempt the journal leaves running was cut short."""
+    manifest, warnings = store.manifest_for_reading()
     state = store.state()
     history = store.history()
+    live_pid = store.lock_holder()
     tune = None
     if manifest.flow == "tune":
         from controller.flows.tune_incumbents import tune_status
@@ -68,10 +76,14 @@ def run_status(store) -> dict:
         "limit": state.limit,
         "attempt": state.attempt,
         "resume_state": state.resume_state,
-        "live_pid": store.lock_holder(),
+        "live_pid": live_pid,
         "spend": history.spend.model_dump(mode="json") | {"tokens": history.spend.tokens},
         "limits": manifest.limits.model_dump(mode="json"),
-        "attempts": [{"number": a.number, "status": a.status} for a in history.attempts],
+        "attempts": [
+            {"number": a.number, "status": _attempt_status(a.status, live_pid)}
+            for a in history.attempts
+        ],
+        "warnings": warnings,
         "tune": tune,
     }
 
@@ -81,9 +93,20 @@ def show_report(arguments) -> int:
     from controller.runs.store import RunStore
 
     store = RunStore.open(arguments.run, arguments.runs_dir)
-    report = build_report(store)
+    manifest, warnings = store.manifest_for_reading()
+    _warn(warnings)
+    report = build_report(store, manifest)
     if arguments.json:
         print(json.dumps(report, indent=2, sort_keys=True, default=str))
     else:
         print(render_markdown(report))
     return 0
+
+
+def _attempt_status(status: str, live_pid: str | None) -> str:
+    return "interrupted" if status == "running" and not live_pid else status
+
+
+def _warn(warnings: list[str]) -> None:
+    for warning in warnings:
+        print(f"controller: warning: {warning}", file=sys.stderr)

@@ -8,14 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from controller.candidate import load_candidate
+from controller.runs.manifest import Manifest
 from controller.runs.records import attempt_base, load_verdicts, read_json
 from controller.runs.store import RunStore, write_atomic, write_json_atomic
 from controller.runs.trace import build_trace
 
 
-def build_report(store: RunStore) -> dict[str, Any]:
-    """What was asked, every attempt with its verdicts, the outcome, costs and durations."""
-    manifest = store.manifest()
+def build_report(store: RunStore, manifest: Manifest | None = None) -> dict[str, Any]:
+    """What was asked, every attempt with its verdicts, the outcome, costs and durations.
+
+    `manifest` replaces the verified one for a read-only look at an edited run folder."""
+    manifest = manifest or store.manifest()
     state = store.state()
     history = store.history()
     attempts = [_attempt_report(store, record) for record in history.attempts]

@@ -1,6 +1,7 @@
 """Starting a run and resuming one: freeze the manifest, or verify every identity it froze."""
 
 import datetime
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,16 @@ from controller.runs.manifest import (
     read_manifest_file,
 )
 from controller.runs.store import RunStore, new_run_id
+
+# Flows whose command is `controller <flow> run`; a run of another flow is resumed by its code.
+FLOW_COMMANDS = ("register", "tune")
+
+
+def resume_command(flow: str, run_dir: Path | str) -> str | None:
+    """The command that resumes a run of `flow`, as the user would type it; None if none."""
+    if flow not in FLOW_COMMANDS:
+        return None
+    return f"controller {flow} run --resume {shlex.quote(str(run_dir))}"
 
 
 def new_manifest(
@@ -76,7 +87,7 @@ def verify_resumable(
     if flow is not None and manifest.flow != flow:
         raise ControllerError(
             f"cannot resume {name}: manifest field 'flow' is {manifest.flow!r}, not {flow!r}; "
-            f"resume it with `controller {manifest.flow} --resume`"
+            f"resume it with `{resume_command(manifest.flow, store.run_dir) or manifest.flow}`"
         )
     target = Path(manifest.target)
     if not target.is_dir():

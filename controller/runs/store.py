@@ -22,10 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from controller.errors import ControllerError
 from controller.runs.faults import fault_point
 from controller.runs.history import RunHistory, summarize
-from controller.runs.journal import Journal, read_journal
+from controller.runs.journal import Journal, read_journal, torn_tail_bytes
 from controller.runs.manifest import Manifest, manifest_from_stored, read_manifest_file
 from controller.runs.statemachine import RunState, replay
 
@@ -137,6 +139,30 @@ class RunStore:
 
     def manifest(self) -> Manifest:
         return manifest_from_stored(read_manifest_file(self.manifest_path), str(self.manifest_path))
+
+    def manifest_for_reading(self) -> tuple[Manifest, list[str]]:
+        """The manifest for a read-only look, and warnings: an edited manifest or a torn journal
+        line is shown with a warning rather than refused (resuming still refuses an edit)."""
+        warnings = []
+        dropped = torn_tail_bytes(self.journal_path)
+        if dropped:
+            warnings.append(
+                f"journal.jsonl ends in a torn line ({dropped} bytes, a write cut short); it is "
+                "ignored here and dropped when the run resumes"
+            )
+        try:
+            return self.manifest(), warnings
+        except ControllerError as error:
+            stored = read_manifest_file(self.manifest_path).get("manifest")
+            try:
+                manifest = Manifest.model_validate(stored)
+            except ValidationError:
+                raise error from None
+        warnings.append(
+            "manifest.json was edited after the run was created (its digest does not match); "
+            "shown read-only, and the run cannot be resumed"
+        )
+        return manifest, warnings
 
     def events(self) -> list[dict]:
         return read_journal(self.journal_path)

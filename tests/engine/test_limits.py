@@ -25,9 +25,10 @@ def test_attempt_limit(tmp_path, target):
 
 
 def test_wall_time_limit(tmp_path, target):
-    # 0.001 minutes is 0.06 s; one session sleeping 0.3 s uses it up.
-    store = new_tiny_run(tmp_path / "runs", target, max_attempts=5, max_minutes=0.001)
-    agent = GreetingAgent(good_from=99, sleep_s=0.3)
+    # 0.02 minutes is 1.2 s (room for the first attempt on a loaded machine); one session
+    # sleeping 1.5 s uses it up.
+    store = new_tiny_run(tmp_path / "runs", target, max_attempts=5, max_minutes=0.02)
+    agent = GreetingAgent(good_from=99, sleep_s=1.5)
     outcome = run_tiny(store, agent)
     assert (outcome.state, outcome.limit) == ("rejected", "wall_time")
     assert len(agent.sessions) == 1
