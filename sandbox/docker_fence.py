@@ -157,22 +157,41 @@ def _close_relay(relay: HostRelay, relay_folder: str) -> None:
 
 
 def _mounts(policy: FencePolicy) -> list:
+    """Bind mounts with one mount per target: Docker refuses a container with a duplicate mount
+    point, and a readable path inside a system folder (a pyenv Python) is already mounted."""
     from docker.types import Mount
 
     links = {f"/{name}" for name in _top_level_links()}
-    mounts = []
+    system = []
     for path in system_read_paths(policy.gpu):
         text = str(path)
         if text in links or text in DOCKER_MANAGED_ETC or text.startswith("/proc"):
             continue
-        mounts.append(Mount(target=text, source=str(path.resolve()), type="bind", read_only=True))
+        system.append(path)
+    mounts = [
+        Mount(target=str(path), source=str(path.resolve()), type="bind", read_only=True)
+        for path in system
+    ]
+    targets = {str(path) for path in system}
     for path in policy.readable:
-        if path not in policy.readonly_within_workspace:  # mounted below, after the workspace
-            mounts.append(Mount(target=str(path), source=str(path), type="bind", read_only=True))
+        if path in policy.readonly_within_workspace:  # mounted below, after the workspace
+            continue
+        if str(path) in targets or any(path.is_relative_to(folder) for folder in system):
+            continue
+        targets.add(str(path))
+        mounts.append(Mount(target=str(path), source=str(path), type="bind", read_only=True))
     for path in (policy.workspace, *policy.writable):
+        if str(path) in targets:
+            raise FenceError(
+                f"the docker fence cannot mount {path} both read-only and writable; "
+                "list it once in the policy"
+            )
+        targets.add(str(path))
         mounts.append(Mount(target=str(path), source=str(path), type="bind", read_only=False))
     for path in policy.readonly_within_workspace:
-        mounts.append(Mount(target=str(path), source=str(path), type="bind", read_only=True))
+        if str(path) not in targets:
+            targets.add(str(path))
+            mounts.append(Mount(target=str(path), source=str(path), type="bind", read_only=True))
     return mounts
 
 
