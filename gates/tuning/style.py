@@ -24,8 +24,14 @@ def check(start: Path, candidate: Path, config: Path | None, timeout: float = 12
         return Verdict(gate=GATE, passed=True, summary="no Python files changed")
     settings = ("--config", str(config)) if config is not None and config.is_file() else ()
     ruff = [sys.executable, "-m", "ruff"]
-    lint = _run([*ruff, "check", "--no-cache", *settings, *CONCISE, *files], candidate, timeout)
-    layout = _run([*ruff, "format", "--check", "--no-cache", *settings, *files], candidate, timeout)
+    lint, layout = _run_together(
+        [
+            [*ruff, "check", "--no-cache", *settings, *CONCISE, *files],
+            [*ruff, "format", "--check", "--no-cache", *settings, *files],
+        ],
+        candidate,
+        timeout,
+    )
     problems = []
     if lint.returncode != 0:
         problems.append("ruff check: " + _first_line(lint.stdout + lint.stderr))
@@ -40,10 +46,30 @@ def check(start: Path, candidate: Path, config: Path | None, timeout: float = 12
     return Verdict(gate=GATE, passed=True, summary=summary, details=details, seconds=seconds)
 
 
-def _run(argv: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
-    )
+def _run_together(
+    commands: list[list[str]], cwd: Path, timeout: float
+) -> list[subprocess.CompletedProcess]:
+    """Start every command, then wait for each: the lint and format checks overlap."""
+    processes = [
+        subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        for argv in commands
+    ]
+    finished = []
+    for argv, process in zip(commands, processes, strict=True):
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+        finished.append(subprocess.CompletedProcess(argv, process.returncode, stdout, stderr))
+    return finished
 
 
 def _first_line(output: str) -> str:
