@@ -1,0 +1,127 @@
+"""The new declaration tells the truth: a scripted attempt declaring a lax tolerance without a
+preferred kernel and a workload smaller than every call is rejected; an honest one passes, and
+the verdict shows the declaration beside the shapes its call sites saw."""
+
+import pytest
+from target_fixture import GELU_TANH, REQUEST, SITES
+
+from gates.registration import declaration_truth
+from gates.registration.call_bindings import SeenCall, bind
+from gates.registration.probes import run_probe
+from gates.registration.snapshots import take_snapshot
+from gates.target import load_target_config
+from operators.contract import Contract
+from operators.declaration import Axis, OperatorDeclaration, TensorSpec, Workload
+
+UNTRUTHFUL = {
+    'Axis(name="width", kind="const", value=8)': 'Axis(name="width", kind="const", value=1)',
+    'contract=Contract(mode="bit_exact", reason="the reference is the production path")': (
+        'contract=Contract(mode="tolerance", roundings=4000, reason="room for a kernel")'
+    ),
+    'workloads=(Workload(name="rows_2", axes={"rows": 2}),)': (
+        'workloads=(Workload(name="one", axes={"rows": 1}),)'
+    ),
+}
+
+
+@pytest.fixture
+def judge(runner, tmp_path):
+    """The gate's verdict on a candidate tree, from its real probe and registry snapshot."""
+
+    def run(tree):
+        config = load_target_config(tree)
+        operator, sites = REQUEST.operator, list(SITES)
+        probe = run_probe(tree, tmp_path / "probe", config, operator, runner)
+        snapshot = take_snapshot(tree, tmp_path / "snapshot", config, runner)
+        return declaration_truth.check(snapshot, probe, config, operator, sites)
+
+    return run
+
+
+def test_an_honest_declaration_passes_and_shows_what_the_call_sites_saw(make_candidate, judge):
+    verdict = judge(make_candidate())
+    assert verdict.passed, verdict.summary
+    declared = verdict.details["declaration"]
+    assert declared["contract"] == "bit_exact: the reference is the production path"
+    assert declared["axes"] == ["rows (var)", "width=8"]
+    seen = {entry["call"]: entry for entry in verdict.details["seen"]}
+    assert seen["float32[2, 8] -> float32[2, 8]"]["axes"] == {"rows": 2, "width": 8}
+    assert seen["float32[2, 8] -> float32[2, 8]"]["workload"] == "rows_2"
+    assert seen["float32[1, 8] -> float32[1, 8]"]["count"] == 2  # the block and the projector
+
+
+def test_an_untruthful_declaration_is_rejected(make_candidate, judge):
+    source = GELU_TANH
+    for old, new in UNTRUTHFUL.items():
+        assert old in source
+        source = source.replace(old, new)
+    verdict = judge(make_candidate({"operators/catalog/gelu_tanh.py": source}))
+    assert not verdict.passed
+    assert verdict.summary.startswith(
+        "the gelu_tanh declaration is untruthful: without a preferred kernel every profile "
+        "runs the reference, so the contract is bit_exact"
+    )
+    problems = "\n".join(verdict.details["problems"])
+    assert "a tolerance of 4000 BF16 roundings is past the bound of 8" in problems
+    assert "axis width is declared const 1 but the call sites pass 8" in problems
+    assert "no declared workload covers {'rows': 2}" in problems
+
+
+def rows_declaration(workloads: tuple[Workload, ...], dtype: str = "bfloat16") -> dict:
+    declaration = OperatorDeclaration(
+        name="scaled",
+        summary="Scales rows.",
+        axes=(Axis(name="rows", kind="var"), Axis(name="width", kind="const", value=1024)),
+        inputs=(TensorSpec(name="x", shape=("rows", "width"), dtype=dtype),),
+        outputs=(TensorSpec(name="y", shape=("rows", "width"), dtype=dtype),),
+        params={"scale": 2.0},
+        reference=lambda x, scale: x * scale,
+        contract=Contract(mode="bit_exact", reason="one rounding like eager"),
+        workloads=workloads,
+    )
+    return declaration.model_dump(mode="json", exclude={"reference", "preferred"})
+
+
+def call(shape: tuple[int, ...], count: int = 1, dtype: str = "bfloat16", **keywords) -> SeenCall:
+    tensor = ("tensor", dtype, shape)
+    return SeenCall(
+        arguments=(tensor,),
+        keywords=tuple((name, ("value", repr(v))) for name, v in keywords.items()),
+        results=(tensor,),
+        count=count,
+        sites=("model.py:Block.forward",),
+    )
+
+
+def test_leading_axes_fold_into_the_first_and_misfits_are_named():
+    declared = rows_declaration((Workload(name="rows_64", axes={"rows": 64}),))
+    assert bind(declared, call((2, 8, 64), scale=2.0)).sizes == {"rows": 16, "width": 64}
+    assert (
+        "x is float32 at the call sites, declared bfloat16"
+        in bind(declared, call((8, 64), dtype="float32")).problem
+    )
+    assert "x has shape [64] at the call sites" in bind(declared, call((64,))).problem
+    assert (
+        "passes bias=, which is neither an input nor a param"
+        in bind(declared, call((8, 64), bias=1.0)).problem
+    )
+
+
+def test_weights_follow_the_call_counts_and_const_axes_have_one_size():
+    workloads = (
+        Workload(name="short", axes={"rows": 16}, weight=1.0),
+        Workload(name="long", axes={"rows": 512}, weight=10.0),
+    )
+    declared = rows_declaration(workloads)
+    calls = [call((8, 64), count=10), call((256, 64), count=1)]
+    fitting = [(c, bind(declared, c)) for c in calls]
+    served, coverage = declaration_truth.workload_coverage(declared, fitting)
+    assert served == {"short": 10, "long": 1} and not coverage
+    short, long = declaration_truth.weight_problems(declared, served)
+    assert short.startswith("workload short has 9% of the weight but serves 91% of the calls")
+    assert long.startswith("workload long has 91% of the weight but serves 9% of the calls")
+    assert not declaration_truth.weight_problems(declared, {"short": 1, "long": 10})
+    assert not declaration_truth.const_axis_problems(declared, fitting)
+    fitting.append((call((8, 32)), bind(declared, call((8, 32)))))
+    (problem,) = declaration_truth.const_axis_problems(declared, fitting)
+    assert "axis width is declared const but the call sites pass sizes [32, 64]" in problem

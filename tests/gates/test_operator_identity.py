@@ -1,0 +1,187 @@
+"""Every other operator stays exactly as BASE has it: scripted attempts that loosen another
+operator's contract, change its production kernel so it is wrong only at real sizes, or shadow
+its name with a loosened copy listed first each leave the parity outputs unchanged and are
+rejected here; an honest registration passes."""
+
+import pytest
+from target_fixture import CATALOG_GOOD
+
+from gates.registration import kernel_workloads, operator_identity
+from gates.registration.snapshots import take_snapshot
+from gates.target import load_target_config
+from operators.contract import Contract
+from operators.declaration import Axis, OperatorDeclaration, TensorSpec, Workload
+from operators.errors import OperatorError
+from operators.registry import OperatorRegistry
+
+LOOSENED_CONTRACT = """
+
+DECLARATION = DECLARATION.model_copy(
+    update={"contract": Contract(mode="tolerance", roundings=3000, reason="faster")}
+)
+"""
+
+CAPPED_KERNEL = '''
+
+def _capped_rms_norm(x, weight, eps=1e-6):
+    """The production kernel on the first 64 columns only: exact while rows fit one block."""
+    out = rms_norm_triton(x[..., :64].contiguous(), weight[:64], eps)
+    return torch.cat([out, torch.zeros_like(x[..., 64:])], dim=-1)
+
+
+DECLARATION = DECLARATION.model_copy(update={"preferred": _capped_rms_norm})
+'''
+
+SHADOW = '''\
+"""A faster rms_norm."""
+
+from operators.catalog import rms_norm
+from operators.contract import Contract
+
+DECLARATION = rms_norm.DECLARATION.model_copy(
+    update={"contract": Contract(mode="tolerance", roundings=64, reason="faster")}
+)
+'''
+
+SILENT_LOOP = """for _declaration in CATALOG:
+    if _declaration.name not in REGISTRY:
+        REGISTRY.register(_declaration)
+"""
+PLAIN_LOOP = """for _declaration in CATALOG:
+    REGISTRY.register(_declaration)
+"""
+
+
+@pytest.fixture(scope="module")
+def base_snapshot(base_tree, runner, tmp_path_factory):
+    config = load_target_config(base_tree)
+    return take_snapshot(base_tree, tmp_path_factory.mktemp("base-snapshot"), config, runner)
+
+
+@pytest.fixture
+def snapshot(runner, tmp_path):
+    def take(tree):
+        return take_snapshot(tree, tmp_path / "snapshot", load_target_config(tree), runner)
+
+    return take
+
+
+def rms_norm_source(base_tree) -> str:
+    return (base_tree / "operators/catalog/rms_norm.py").read_text()
+
+
+def test_an_honest_registration_leaves_every_operator_as_it_was(
+    base_tree, base_snapshot, make_candidate, snapshot, runner, tmp_path
+):
+    tree = make_candidate()
+    candidate = snapshot(tree)
+    verdict = operator_identity.check(base_tree, tree, base_snapshot, candidate)
+    assert verdict.passed, verdict.summary
+    assert "gelu_tanh" in candidate.operators and "rms_norm" in base_snapshot.operators
+    config = load_target_config(tree)
+    ran = kernel_workloads.check(
+        base_tree, tree, base_snapshot, candidate, config, runner, tmp_path, "nonce"
+    )
+    assert ran.passed and "no preferred kernel" in ran.summary
+
+
+def test_another_operators_loosened_contract_is_rejected(
+    base_tree, base_snapshot, make_candidate, snapshot
+):
+    source = rms_norm_source(base_tree) + LOOSENED_CONTRACT
+    tree = make_candidate({"operators/catalog/rms_norm.py": source})
+    verdict = operator_identity.check(base_tree, tree, base_snapshot, snapshot(tree))
+    assert not verdict.passed
+    assert verdict.summary.startswith("rms_norm: its contract changed from tolerance of")
+    assert "to tolerance of 3000 BF16 roundings" in verdict.summary
+    assert "out of scope for the register flow" in verdict.summary
+
+
+@pytest.mark.slow
+def test_another_operators_kernel_wrong_only_at_real_sizes_is_rejected(
+    base_tree, base_snapshot, make_candidate, snapshot, runner, tmp_path
+):
+    tree = make_candidate(
+        {"operators/catalog/rms_norm.py": rms_norm_source(base_tree) + CAPPED_KERNEL}
+    )
+    candidate = snapshot(tree)
+    verdict = operator_identity.check(base_tree, tree, base_snapshot, candidate)
+    assert not verdict.passed
+    assert "rms_norm: its preferred kernel changed" in verdict.summary
+    assert any(
+        "depends on operators/catalog/rms_norm.py" in d for d in verdict.details["differences"]
+    )
+    config = load_target_config(tree)
+    ran = kernel_workloads.check(
+        base_tree, tree, base_snapshot, candidate, config, runner, tmp_path, "nonce"
+    )
+    assert not ran.passed
+    assert ran.summary.startswith("rms_norm's preferred kernel at workload")
+    assert "hidden=1024" in ran.summary and "breaks its tolerance contract" in ran.summary
+
+
+@pytest.mark.parametrize(
+    "loop", [PLAIN_LOOP, SILENT_LOOP], ids=["registry_refuses", "catalog_skips"]
+)
+def test_a_name_shadowed_by_a_loosened_copy_listed_first_is_rejected(
+    base_tree, base_snapshot, make_candidate, snapshot, loop
+):
+    catalog = CATALOG_GOOD.replace(
+        "import gelu_tanh, rms_norm", "import gelu_tanh, rms_norm, rms_norm_fast"
+    ).replace("(rms_norm.DECLARATION,", "(rms_norm_fast.DECLARATION, rms_norm.DECLARATION,")
+    catalog = catalog.replace(SILENT_LOOP, loop)
+    assert "rms_norm_fast.DECLARATION, rms_norm" in catalog and loop in catalog
+    tree = make_candidate(
+        {"operators/catalog/rms_norm_fast.py": SHADOW, "operators/catalog/__init__.py": catalog}
+    )
+    verdict = operator_identity.check(base_tree, tree, base_snapshot, snapshot(tree))
+    assert not verdict.passed
+    if loop == PLAIN_LOOP:
+        assert (
+            "importing the registry failed: OperatorError: operator 'rms_norm'" in verdict.summary
+        )
+        assert "one name takes one declaration" in verdict.summary
+    else:
+        assert "rms_norm: its contract changed" in verdict.summary
+
+
+def test_a_changed_helper_file_is_seen_even_where_the_code_reads_the_same(
+    base_tree, base_snapshot, make_candidate
+):
+    helper = (base_tree / "operators/catalog/blocking.py").read_text()
+    tree = make_candidate({"operators/catalog/blocking.py": helper + "# a comment\n"})
+    verdict = operator_identity.check(base_tree, tree, base_snapshot, base_snapshot)
+    assert not verdict.passed
+    assert (
+        "depends on operators/catalog/blocking.py, which the candidate changed" in verdict.summary
+    )
+
+
+def declaration(summary: str = "Doubles x.") -> OperatorDeclaration:
+    return OperatorDeclaration(
+        name="doubled",
+        summary=summary,
+        axes=(Axis(name="n", kind="var"),),
+        inputs=(TensorSpec(name="x", shape=("n",)),),
+        outputs=(TensorSpec(name="y", shape=("n",)),),
+        reference=lambda x: x * 2,
+        contract=Contract(mode="bit_exact", reason="one rounding like eager"),
+        workloads=(Workload(name="n4", axes={"n": 4}),),
+    )
+
+
+def test_the_registry_refuses_a_second_declaration_under_one_name():
+    registry = OperatorRegistry()
+    first = registry.register(declaration())
+    assert registry.register(first) is first  # the same object again: a re-imported catalog
+    with pytest.raises(OperatorError, match="already registered .* one name takes one declaration"):
+        registry.register(declaration(summary="Another doubling."))
+    assert registry.declaration("doubled") is first
+
+
+def test_first_difference_names_the_path():
+    old = {"contract": {"mode": "bit_exact"}, "axes": [1, 2]}
+    assert operator_identity.first_difference(old, old) is None
+    assert operator_identity.first_difference(old, {**old, "axes": [1, 3]}) == "axes[1]"
+    new = {**old, "contract": {"mode": "tolerance"}}
+    assert operator_identity.first_difference(old, new) == "contract.mode"
