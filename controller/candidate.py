@@ -1,8 +1,11 @@
-"""What an attempt produced: a snapshot of the workspace taken without trusting its `.git`.
+"""What an attempt produced: the candidate commit, built without trusting the workspace's `.git`.
 
 The agent could have rewritten the workspace's git history, index or refs, so the candidate is
-the plain file tree (regular files copied, symlinks kept as links and never followed, `.git`
-left out), compared with a pristine export of BASE kept in the run folder.
+built from the plain file tree: the files git would commit under BASE's ignore rules (no
+byte-compiled files, caches or nested repositories; symlinks kept as links, never followed),
+committed on a commit of the pristine BASE export in a private repository beside the attempt
+(`candidate.git`). The gates judge that commit and the review branch holds it; `candidate/`
+is an export of it for reading.
 """
 
 import difflib
@@ -14,9 +17,22 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from gates.registration.judged_commit import (
+    CommitChange,
+    JudgedCommit,
+    commit_workspace,
+    make_writable,
+)
+
 ChangeKind = Literal["added", "modified", "deleted", "symlink", "binary", "mode"]
 EXCLUDED_TOP_LEVEL = frozenset({".git"})
 BINARY_PROBE_BYTES = 8192
+SYMLINK_MODE = "120000"
+DIFF_FILE_LIMIT = 256_000
+"""Larger files are named in diff.patch, not shown line by line."""
+DIFF_TOTAL_LIMIT = 2_000_000
+"""diff.patch stops here, saying so (the scope gate reports oversized changes)."""
+REPOSITORY = "candidate.git"
 
 
 class Change(BaseModel):
@@ -29,22 +45,24 @@ class Change(BaseModel):
 
 
 class Candidate(BaseModel):
-    """A snapshot of one attempt's tree and how it differs from BASE; gates judge this."""
+    """One attempt's candidate commit, an export of it, and how it differs from BASE."""
 
     model_config = ConfigDict(frozen=True)
 
     path: Path
     base_path: Path
     changes: tuple[Change, ...]
+    commit: JudgedCommit
 
     def copy_to(self, destination: Path) -> Path:
-        """A fresh copy for a gate to work in, so no gate can alter what the next one sees.
+        """A fresh writable copy of the commit's files for a gate to work in.
 
         A copy left at `destination` by an earlier, interrupted check is replaced.
         """
         if destination.exists():
+            make_writable(destination)
             shutil.rmtree(destination)
-        copy_tree(self.path, destination)
+        self.commit.export(destination, read_only=False)
         return destination
 
     def changed_paths(self, *kinds: ChangeKind) -> list[str]:
@@ -52,31 +70,116 @@ class Candidate(BaseModel):
 
 
 def capture_candidate(workspace: Path, base_path: Path, attempt_dir: Path) -> Candidate:
-    """Snapshot `workspace` into `attempt_dir/candidate/` and write `attempt_dir/diff.patch`.
+    """Commit `workspace` into `attempt_dir/candidate.git`, export it to `attempt_dir/candidate/`
+    and write `attempt_dir/diff.patch`.
 
     Staged then renamed, so a snapshot that exists is complete; a second call reuses it.
     """
     destination = attempt_dir / "candidate"
     if not destination.exists():
+        repository = attempt_dir / REPOSITORY
+        staging_repository = attempt_dir / f"{REPOSITORY}.partial"
         staging = attempt_dir / "candidate.partial"
-        if staging.exists():
-            shutil.rmtree(staging)
-        copy_tree(workspace, staging)
+        for leftover in (repository, staging_repository, staging):
+            if leftover.exists():
+                make_writable(leftover)
+                shutil.rmtree(leftover)
+        built = commit_workspace(base_path, workspace, staging_repository)
+        os.replace(staging_repository, repository)
+        JudgedCommit(git_dir=repository, base=built.base, commit=built.commit).export(
+            staging, read_only=False
+        )
         os.replace(staging, destination)
     candidate = load_candidate(destination, base_path)
     patch = attempt_dir / "diff.patch"
     if not patch.exists():
         staged_patch = attempt_dir / "diff.patch.partial"
-        staged_patch.write_text(unified_diff(candidate))
+        staged_patch.write_text(unified_diff(candidate), encoding="utf-8")
         os.replace(staged_patch, patch)
     return candidate
 
 
 def load_candidate(snapshot: Path, base_path: Path) -> Candidate:
-    """The Candidate for an existing snapshot (recomputed, so it needs nothing else stored)."""
+    """The Candidate for an existing snapshot (its commit read back from `candidate.git`)."""
+    judged = JudgedCommit.load(snapshot.parent / REPOSITORY)
+    changes = judged.changes()
     return Candidate(
-        path=snapshot, base_path=base_path, changes=tuple(compare_trees(base_path, snapshot))
+        path=snapshot,
+        base_path=base_path,
+        changes=tuple(classify(judged, changes)),
+        commit=judged,
     )
+
+
+def classify(commit: JudgedCommit, changes: list[CommitChange]) -> list[Change]:
+    """The kind of each committed change: symlink, binary and mode-only changes named apart."""
+    heads = commit.blobs([c.blob for c in changes] + [c.old_blob for c in changes])
+    classified = []
+    for change in changes:
+        if change.kind == "deleted":
+            kind = "deleted"
+        elif change.mode == SYMLINK_MODE:
+            kind = "symlink"
+        elif _is_binary(heads.get(change.blob, b"")) or _is_binary(heads.get(change.old_blob, b"")):
+            kind = "binary"
+        elif change.kind == "modified" and change.blob == change.old_blob:
+            kind = "mode"
+        else:
+            kind = change.kind
+        classified.append(Change(path=change.path, kind=kind))
+    return classified
+
+
+def unified_diff(candidate: Candidate) -> str:
+    """The candidate's changes as a git-style unified diff, for reading (symlinks are shown as
+    `symlink -> target` text, binary and very large files only named)."""
+    changes = {change.path: change for change in candidate.commit.changes()}
+    contents = candidate.commit.blobs(
+        [c.blob for c in changes.values() if c.size <= DIFF_FILE_LIMIT]
+        + [c.old_blob for c in changes.values()]
+    )
+    sections, total = [], 0
+    for change in candidate.changes:
+        section = _section(change, changes[change.path], contents)
+        total += len(section)
+        if total > DIFF_TOTAL_LIMIT:
+            sections.append(f"... diff truncated at {DIFF_TOTAL_LIMIT:,} characters\n")
+            break
+        sections.append(section)
+    return "".join(sections)
+
+
+def _section(change: Change, committed: CommitChange, contents: dict[str, bytes]) -> str:
+    path = change.path
+    header = f"diff --git a/{path} b/{path}\n"
+    if committed.kind == "added":
+        header += f"new file mode {committed.mode}\n"
+    elif committed.kind == "deleted":
+        header += f"deleted file mode {committed.old_mode}\n"
+    if change.kind == "binary":
+        return header + f"Binary files a/{path} and b/{path} differ\n"
+    if change.kind == "mode":
+        return header + f"old mode {committed.old_mode}\nnew mode {committed.mode}\n"
+    if committed.kind != "deleted" and committed.blob not in contents:
+        return header + f"({committed.size:,} bytes; too large to show)\n"
+    old = _lines(contents.get(committed.old_blob), committed.old_mode)
+    new = _lines(contents.get(committed.blob), committed.mode)
+    body = difflib.unified_diff(
+        old or [],
+        new or [],
+        fromfile=f"a/{path}" if old is not None else "/dev/null",
+        tofile=f"b/{path}" if new is not None else "/dev/null",
+    )
+    return header + "".join(_terminated(line) for line in body)
+
+
+def _lines(content: bytes | None, mode: str) -> list[str] | None:
+    if content is None:
+        return None
+    text = content.decode("utf-8", errors="replace")
+    if mode == SYMLINK_MODE:
+        return [f"symlink -> {text}\n"]
+    return text.splitlines(keepends=True)
 
 
 def copy_tree(source: Path, destination: Path) -> None:
@@ -96,49 +199,6 @@ def copy_tree(source: Path, destination: Path) -> None:
             os.chmod(target, stat.S_IMODE(entry_stat.st_mode) & 0o755 | 0o600)
 
 
-def compare_trees(base: Path, candidate: Path) -> list[Change]:
-    """Every file or symlink that differs between the two trees, sorted by path."""
-    base_entries = {path: mode for path, mode in _files(base)}
-    candidate_entries = {path: mode for path, mode in _files(candidate)}
-    changes = []
-    for path in sorted(base_entries.keys() | candidate_entries.keys()):
-        kind = _change_kind(
-            base, candidate, path, base_entries.get(path), candidate_entries.get(path)
-        )
-        if kind:
-            changes.append(Change(path=path, kind=kind))
-    return changes
-
-
-def unified_diff(candidate: Candidate) -> str:
-    """The candidate's changes as a git-style unified diff, for reading (symlinks are shown as
-    `symlink -> target` text, binary files only named)."""
-    sections = []
-    for change in candidate.changes:
-        old, new = candidate.base_path / change.path, candidate.path / change.path
-        header = f"diff --git a/{change.path} b/{change.path}\n"
-        if change.kind in ("added", "binary") and not os.path.lexists(old):
-            header += f"new file mode {_mode_text(new)}\n"
-        elif change.kind == "deleted":
-            header += f"deleted file mode {_mode_text(old)}\n"
-        if change.kind == "binary":
-            sections.append(header + f"Binary files a/{change.path} and b/{change.path} differ\n")
-            continue
-        if change.kind == "mode":
-            old_mode, new_mode = _mode_text(old), _mode_text(new)
-            sections.append(header + f"old mode {old_mode}\nnew mode {new_mode}\n")
-            continue
-        had, has = os.path.lexists(old), os.path.lexists(new)
-        body = difflib.unified_diff(
-            _diff_lines(old) if had else [],
-            _diff_lines(new) if has else [],
-            fromfile=f"a/{change.path}" if had else "/dev/null",
-            tofile=f"b/{change.path}" if has else "/dev/null",
-        )
-        sections.append(header + "".join(_terminated(line) for line in body))
-    return "".join(sections)
-
-
 def _walk(root: Path):
     """(relative path, lstat) for everything below root, parents first, never following links."""
     pending = [Path()]
@@ -154,33 +214,6 @@ def _walk(root: Path):
                     pending.append(relative / entry.name)
 
 
-def _files(root: Path):
-    for relative, entry_stat in _walk(root):
-        if stat.S_ISLNK(entry_stat.st_mode) or stat.S_ISREG(entry_stat.st_mode):
-            yield relative.as_posix(), entry_stat.st_mode
-
-
-def _change_kind(base: Path, candidate: Path, path: str, old_mode, new_mode) -> ChangeKind | None:
-    new_is_link = new_mode is not None and stat.S_ISLNK(new_mode)
-    if new_mode is None:
-        return "deleted"
-    if new_is_link:
-        same_link = old_mode is not None and stat.S_ISLNK(old_mode)
-        if same_link and os.readlink(base / path) == os.readlink(candidate / path):
-            return None
-        return "symlink"
-    new_bytes = (candidate / path).read_bytes()
-    if old_mode is None:
-        return "binary" if _is_binary(new_bytes) else "added"
-    old_bytes = os.readlink(base / path).encode() if stat.S_ISLNK(old_mode) else None
-    old_bytes = old_bytes if old_bytes is not None else (base / path).read_bytes()
-    if old_bytes != new_bytes or stat.S_ISLNK(old_mode):
-        return "binary" if _is_binary(old_bytes) or _is_binary(new_bytes) else "modified"
-    if (old_mode & 0o111 != 0) != (new_mode & 0o111 != 0):
-        return "mode"
-    return None
-
-
 def _is_binary(content: bytes) -> bool:
     if b"\0" in content[:BINARY_PROBE_BYTES]:
         return True
@@ -191,15 +224,5 @@ def _is_binary(content: bytes) -> bool:
     return False
 
 
-def _diff_lines(path: Path) -> list[str]:
-    if path.is_symlink():
-        return [f"symlink -> {os.readlink(path)}\n"]
-    return path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
-
-
 def _terminated(line: str) -> str:
     return line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
-
-
-def _mode_text(path: Path) -> str:
-    return "100755" if os.lstat(path).st_mode & 0o111 else "100644"

@@ -21,3 +21,8 @@ def tiny_batch1() -> dict[str, torch.Tensor]:
 def tiny_batch8() -> dict[str, torch.Tensor]:
     """The tiny model at batch 8, so batch-dependent kernel paths are exercised too."""
     return run_example(TINY, batch=8, seed=PARITY_SEED, device=default_device())
+
+
+def tiny(batch: int, seed: int) -> dict[str, torch.Tensor]:
+    """The tiny model at any batch and seed; the controller draws hidden configurations here."""
+    return run_example(TINY, batch=batch, seed=seed, device=default_device())

@@ -14,6 +14,31 @@ from gates.errors import GateError
 TABLE = "tool.controller"
 
 
+class HiddenParity(BaseModel):
+    """A driver the controller calls at batch sizes and seeds it draws per run, unseen by agents."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    driver: str = Field(description="`module:function` taking (batch, seed), returning outputs")
+    batch_sizes: tuple[int, int] = Field(description="smallest and largest batch the model takes")
+    configurations: int = Field(2, ge=1, le=8, description="how many are drawn per run")
+
+    @field_validator("driver")
+    @classmethod
+    def _driver_names_a_function(cls, driver: str) -> str:
+        module, _, function = driver.partition(":")
+        if not module or not function:
+            raise ValueError(f"{driver!r} is not `module:function`")
+        return driver
+
+    @field_validator("batch_sizes")
+    @classmethod
+    def _ordered_sizes(cls, sizes: tuple[int, int]) -> tuple[int, int]:
+        if not 1 <= sizes[0] <= sizes[1]:
+            raise ValueError(f"{list(sizes)} is not [smallest, largest] with 1 <= smallest")
+        return sizes
+
+
 class TargetConfig(BaseModel):
     """What the controller needs to know about a target repository."""
 
@@ -30,6 +55,18 @@ class TargetConfig(BaseModel):
     protected_paths: tuple[str, ...] = Field(
         default=(), description="paths a registration must never change or delete"
     )
+    expectation_files: tuple[str, ...] = Field(
+        default=(), description="files holding expected outputs or bounds; protected implicitly"
+    )
+    allowed_tool_files: tuple[str, ...] = Field(
+        default=(), description="tool configuration files a registration may change, by path"
+    )
+    hidden_parity: HiddenParity | None = Field(
+        default=None, description="driver for configurations drawn per run (other batch, seed)"
+    )
+    max_file_bytes: int = Field(default=1_000_000, gt=0, description="largest changed file")
+    max_change_bytes: int = Field(default=4_000_000, gt=0, description="all changed files")
+    max_changed_files: int = Field(default=200, gt=0, description="number of changed paths")
 
     @field_validator("parity_configurations")
     @classmethod
@@ -49,7 +86,21 @@ class TargetConfig(BaseModel):
         return any(_under(path, prefix) for prefix in self.allowed_paths)
 
     def is_protected(self, path: str) -> bool:
-        return any(_under(path, prefix) for prefix in self.protected_paths)
+        """Listed as protected, or protected implicitly: the parity drivers' modules, the
+        expectation files and `pyproject.toml` (it holds this table)."""
+        implicit = ("pyproject.toml", *self.expectation_files, *self.driver_files())
+        return path in implicit or any(_under(path, prefix) for prefix in self.protected_paths)
+
+    def driver_files(self) -> tuple[str, ...]:
+        """Where the parity drivers' modules may live (`a/b.py` or `a/b/__init__.py`)."""
+        drivers = list(self.parity_configurations)
+        if self.hidden_parity:
+            drivers.append(self.hidden_parity.driver)
+        files = []
+        for driver in drivers:
+            module = driver.partition(":")[0].replace(".", "/")
+            files += [f"{module}.py", f"{module}/__init__.py"]
+        return tuple(files)
 
 
 def _under(path: str, prefix: str) -> bool:

@@ -56,6 +56,11 @@ def add_parser(subparsers) -> None:
     run.add_argument(
         "--target", type=Path, default=Path("."), metavar="DIR", help="target git repository"
     )
+    run.add_argument(
+        "--all-gates",
+        action="store_true",
+        help="run every gate even after a cheap one failed (slower; fuller feedback)",
+    )
     add_run_options(run)
     run.set_defaults(func=run_register)
     demo = actions.add_parser(
@@ -113,6 +118,7 @@ def new_register_run(arguments: argparse.Namespace):
     return NewRun(
         target=target,
         work_item={"operator": arguments.operator, "call_sites": [str(s) for s in sites]},
+        gate_settings={"all_gates": bool(getattr(arguments, "all_gates", False))},
     )
 
 

@@ -1,8 +1,9 @@
 """The register flow: ask an agent to register an operator and route call sites through it,
-judge each attempt with the eight registration gates, and publish a review branch.
+judge each attempt's candidate commit with the registration gates, and publish a review branch.
 
 The branch is written with git plumbing (a private index, `commit-tree`, `update-ref`), so the
-target's working tree, index and HEAD are never touched, and nothing is pushed.
+target's working tree, index and HEAD are never touched, and nothing is pushed. Its changes are
+exactly the judged commit's (same paths, modes and blobs), checked after it is written.
 """
 
 import ast
@@ -18,18 +19,26 @@ import prompts
 from controller.candidate import Candidate
 from controller.errors import ControllerError
 from controller.flows.base import RunContext
+from controller.flows.register_evidence import write_declaration_evidence
 from controller.gitrepo import CONTROLLER_IDENTITY, git
+from controller.runs.review_notes import REGISTER_BY_EYE, review_lines
 from gates.python_source import parse_python
 from gates.registration import GATE_NAMES
 from gates.registration.call_sites import CallSite, require_call_sites
-from gates.registration.suite import GateSettings, RegistrationRequest, check_attempt
-from gates.registration.tree_changes import tree_changes
+from gates.registration.hidden import HiddenDraw, draw_hidden, new_nonce
+from gates.registration.suite import (
+    GateSettings,
+    RegistrationRequest,
+    check_attempt,
+    is_skipped,
+)
 from gates.target import TargetConfig, load_target_config
 from gates.verdict import Verdict
 
 PROMPT_TEMPLATE = Path(prompts.__file__).with_name("register.md")
 EXAMPLE_OPERATOR = "rms_norm"
 BASE_PROBE = "base-probe"
+NONCE_FILE = "hidden-nonce"
 
 
 class RegisterFlow:
@@ -48,17 +57,25 @@ class RegisterFlow:
         return list(GATE_NAMES)
 
     def prepare(self, run: RunContext) -> None:
-        """Check BASE (call sites exist, operator not registered yet); copy the worked example."""
+        """Check BASE (call sites exist, operator not registered yet); draw the run's nonce for
+        the hidden configurations; copy the worked example."""
         config = load_target_config(run.base_path)
         require_call_sites(run.base_path, list(self.request.call_sites))
         from gates.registration.probes import cached_probe
 
+        nonce = run.prepared_dir / NONCE_FILE
+        if not nonce.is_file():
+            staged = run.prepared_dir / f"{NONCE_FILE}.partial"
+            staged.write_text(new_nonce())
+            os.replace(staged, nonce)
         probe = cached_probe(
             run.base_path,
             run.prepared_dir / BASE_PROBE,
             config,
             self.request.operator,
             self._runner(run),
+            self._hidden(run, config),
+            self.request.call_sites,
         )
         if probe.problem:
             raise ControllerError(f"BASE cannot be probed: {probe.problem}")
@@ -101,22 +118,23 @@ class RegisterFlow:
         return string.Template(PROMPT_TEMPLATE.read_text()).substitute(values)
 
     def check(self, run: RunContext, attempt: int, candidate: Candidate) -> list[Verdict]:
-        """All eight gates on a fresh copy of the candidate, outside the agent's fence."""
+        """Every gate on the candidate commit (each on its own export), outside the fence."""
         # A controller stopped mid-gates may leave fenced children still writing into their
         # folder, so every check gets a new one and the gates start over there.
         checks = run.attempt_dir(attempt) / "gates"
         checks.mkdir(parents=True, exist_ok=True)
         work = checks / f"check-{len(list(checks.iterdir())) + 1}"
-        tree = candidate.copy_to(work / "tree")
+        config = load_target_config(run.base_path)
         return check_attempt(
             run.base_path,
-            tree,
+            candidate.commit,
             self.request,
-            load_target_config(run.base_path),
+            config,
             self._runner(run),
             work,
             run.prepared_dir / BASE_PROBE,
             self.settings,
+            self._hidden(run, config),
         )
 
     def publish(self, run: RunContext, candidate: Candidate, verdicts: list[Verdict]) -> dict:
@@ -134,6 +152,14 @@ class RegisterFlow:
             raise ControllerError(f"branch {branch} already exists at another commit {existing}")
         return {"branch": branch, "commit": commit, "target": str(run.target)}
 
+    def write_evidence(self, run: RunContext) -> None:
+        """The report's section on the new declaration beside the calls its sites made."""
+        write_declaration_evidence(run.store)
+
+    def _hidden(self, run: RunContext, config: TargetConfig) -> HiddenDraw:
+        """The run's hidden configurations, drawn again from its nonce (same on resume)."""
+        return draw_hidden(config, (run.prepared_dir / NONCE_FILE).read_text().strip())
+
     def _runner(self, run: RunContext):
         from gates.registration.fenced_runner import FencedRunner
 
@@ -147,8 +173,8 @@ class RegisterFlow:
             f"Operator: {self.request.operator}",
             "Call sites:",
             *[f"  {site}" for site in self.request.call_sites],
-            f"Run: {run.manifest.run_id}",
             f"Agent: {run.manifest.agent.spec}",
+            *review_lines(run.store, run.store.state().attempt, REGISTER_BY_EYE),
             "Gate verdicts:",
             *[f"  {'PASS' if v.passed else 'FAIL'} {v.gate}: {v.summary}" for v in verdicts],
         ]
@@ -163,7 +189,10 @@ def _feedback(attempt: int, feedback: list[Verdict]) -> str:
         "The workspace is a fresh copy of BASE again: the earlier attempt's changes are gone, "
         "so make the whole change, fixing these:\n"
     )
-    lines += [f"- **{verdict.gate}**: {verdict.summary}" for verdict in feedback]
+    lines += [f"- **{v.gate}**: {v.summary}" for v in feedback if not is_skipped(v)]
+    skipped = [v.gate for v in feedback if is_skipped(v)]
+    if skipped:
+        lines.append(f"- not run, because the gates above failed first: {', '.join(skipped)}")
     return "\n".join(lines) + "\n"
 
 
@@ -203,34 +232,39 @@ def _first_caller(tree: Path, config: TargetConfig, package: Path) -> str | None
 def commit_candidate(
     target: Path, base_commit: str, candidate: Candidate, message: str, date: str
 ) -> str:
-    """A commit on BASE whose tree is the candidate's, built in a private index.
+    """A commit on BASE whose changes are exactly the judged commit's, built in a private index.
 
-    The changes are the ones the gates judged (`tree_changes`, caches such as `__pycache__`
-    left out), so the branch holds exactly what was accepted.
+    Each changed blob is copied into the target's object store and checked to keep its id;
+    the written commit's change list (paths, modes, blobs) is compared with the judged one.
     """
+    judged = candidate.commit.changes()
+    contents = candidate.commit.blobs([change.blob for change in judged])
     with tempfile.TemporaryDirectory(prefix="register-index-") as scratch:
         environment = {**CONTROLLER_IDENTITY, "GIT_INDEX_FILE": str(Path(scratch) / "index")}
         git(target, "read-tree", base_commit, env=environment)
-        for change in tree_changes(candidate.base_path, candidate.path):
+        for change in judged:
             if change.kind == "deleted":
                 git(target, "update-index", "--force-remove", "--", change.path, env=environment)
                 continue
-            file = candidate.path / change.path
-            blob = git(target, "hash-object", "-w", "--stdin", stdin=file.read_bytes()).strip()
-            mode = "100755" if os.access(file, os.X_OK) else "100644"
-            git(
-                target,
-                "update-index",
-                "--add",
-                "--cacheinfo",
-                f"{mode},{blob},{change.path}",
-                env=environment,
-            )
+            blob = git(target, "hash-object", "-w", "--stdin", stdin=contents[change.blob]).strip()
+            if blob != change.blob:
+                raise ControllerError(f"{change.path}: blob {blob} is not the judged {change.blob}")
+            cacheinfo = f"{change.mode},{blob},{change.path}"
+            git(target, "update-index", "--add", "--cacheinfo", cacheinfo, env=environment)
         tree = git(target, "write-tree", env=environment).strip()
     dated = {**CONTROLLER_IDENTITY, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
-    return git(
+    commit = git(
         target, "commit-tree", tree, "-p", base_commit, env=dated, stdin=message.encode()
     ).strip()
+    fields = git(target, "diff-tree", "-r", "-z", "--no-renames", base_commit, commit).split("\0")
+    written = sorted(
+        (path, meta.split()[1], meta.split()[3])
+        for meta, path in zip(fields[::2], fields[1::2], strict=False)
+    )
+    expected = sorted((c.path, c.mode or "000000", c.blob or "0" * 40) for c in judged)
+    if written != expected:
+        raise ControllerError("the branch commit differs from the judged commit; not published")
+    return commit
 
 
 def _ref(target: Path, ref: str) -> str | None:

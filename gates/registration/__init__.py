@@ -1,13 +1,16 @@
-"""The eight controller-owned gates that judge one registration attempt.
+"""The controller-owned gates that judge one registration attempt.
 
-Each gate is its own module with `check(...) -> Verdict`; `suite.check_attempt` runs them all
-so a failed attempt's feedback is complete.
+Each gate is its own module with `check(...) -> Verdict`; `suite.GATES` is the table that runs
+them, static gates first, each on its own export of the candidate commit.
 """
 
 GATE_NAMES = (
     "scope",
-    "structure",
     "ruff",
+    "structure",
+    "operator_identity",
+    "declaration_truth",
+    "kernel_workloads",
     "tests",
     "test_effectiveness",
     "aten_sequence",

@@ -1,10 +1,11 @@
 """Gate 6, ATen sequence: routing through the registry must not change what eager PyTorch runs.
 
-Under `kernel_profile=none` every parity configuration must dispatch the same ATen overloads
-on tensors of the same shapes, dtypes and strides, in the same order, as at BASE; an added
-cast, copy or reordering shows up as the first divergence.
+Under `kernel_profile=none` every parity configuration, hidden ones included, must dispatch the
+same ATen overloads on tensors of the same shapes, dtypes and strides, in the same order, as at
+BASE; an added cast, copy or reordering shows up as the first divergence.
 """
 
+from gates.registration.hidden import HiddenDraw, configuration_names
 from gates.registration.probes import ProbeResult, comparison_problem
 from gates.target import TargetConfig
 from gates.verdict import Verdict
@@ -13,13 +14,19 @@ GATE = "aten_sequence"
 END = "<end of sequence>"
 
 
-def check(base: ProbeResult, candidate: ProbeResult, config: TargetConfig) -> Verdict:
+def check(
+    base: ProbeResult,
+    candidate: ProbeResult,
+    config: TargetConfig,
+    hidden: HiddenDraw | None = None,
+) -> Verdict:
     """Compare the recorded ATen calls of every parity configuration with BASE's."""
-    problem = comparison_problem(base, candidate, config.parity_configurations)
+    names = configuration_names(config, hidden or HiddenDraw())
+    problem = comparison_problem(base, candidate, names)
     if problem:
         return Verdict(gate=GATE, passed=False, summary=problem)
     counts = {}
-    for driver in config.parity_configurations:
+    for driver in names:
         before = base.configurations[driver]["aten"]
         after = candidate.configurations[driver]["aten"]
         index = first_divergence(before, after)

@@ -1,8 +1,9 @@
 """Time one attempt's full registration gate set on the bundled example target.
 
-Builds BASE from this repository's example target files and a candidate from the last attempt
-of the scripted gelu_tanh session, probes BASE once, then times `check_attempt` (wall and the
-CPU its child processes used). Run: `python -m gates.registration.benchmark [--fence NAME]`.
+Builds BASE from this repository's example target files and a candidate commit from the last
+attempt of the scripted gelu_tanh session, probes BASE once (hidden configurations and direct
+calls included, drawn from a fixed nonce), then times `check_attempt` (wall and the CPU its
+child processes used), every gate run. Run: `python -m gates.registration.benchmark [--fence NAME]`.
 """
 
 import argparse
@@ -15,8 +16,10 @@ from pathlib import Path
 
 from gates.registration.call_sites import CallSite
 from gates.registration.commands import make_runner
+from gates.registration.hidden import draw_hidden
+from gates.registration.judged_commit import commit_workspace
 from gates.registration.probes import cached_probe
-from gates.registration.suite import RegistrationRequest, check_attempt
+from gates.registration.suite import GateSettings, RegistrationRequest, check_attempt
 from gates.target import load_target_config
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -70,12 +73,23 @@ def main() -> None:
         candidate = copy_target(root / "candidate")
         apply_actions(candidate, json.loads(SESSION.read_text())["attempts"][-1])
         config = load_target_config(base)
+        hidden = draw_hidden(config, "benchmark")
+        sites = REQUEST.call_sites
         started = time.monotonic()
-        cached_probe(base, root / "base-probe", config, REQUEST.operator, runner)
+        cached_probe(base, root / "base-probe", config, REQUEST.operator, runner, hidden, sites)
         base_probe_s = time.monotonic() - started
         cpu_before, started = children_cpu_seconds(), time.monotonic()
+        commit = commit_workspace(base, candidate, root / "candidate.git")
         verdicts = check_attempt(
-            base, candidate, REQUEST, config, runner, root / "work", root / "base-probe"
+            base,
+            commit,
+            REQUEST,
+            config,
+            runner,
+            root / "work",
+            root / "base-probe",
+            GateSettings(all_gates=True),
+            hidden,
         )
         result = {
             "fence": runner.description,
@@ -84,6 +98,7 @@ def main() -> None:
             "gate_set_child_cpu_s": round(children_cpu_seconds() - cpu_before, 1),
             "passed": all(v.passed for v in verdicts),
             "gates": {v.gate: [v.passed, round(v.seconds, 1)] for v in verdicts},
+            "failed": {v.gate: v.summary for v in verdicts if not v.passed},
         }
     print(json.dumps(result, indent=1))
 

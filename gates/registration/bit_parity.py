@@ -1,11 +1,15 @@
 """Gate 8, bit-exact parity: `kernel_profile=none` outputs are byte-identical to BASE's.
 
 Registration must not change the model's numbers at all; the probe saved every output of every
-parity configuration, so the first differing element can be shown.
+parity configuration (hidden ones included) and of the direct calls of each call site on drawn
+inputs, so the first differing element can be shown.
 """
+
+from pathlib import Path
 
 import torch
 
+from gates.registration.hidden import HiddenDraw, configuration_names
 from gates.registration.probes import ProbeResult, comparison_problem
 from gates.target import TargetConfig
 from gates.verdict import Verdict
@@ -13,13 +17,19 @@ from gates.verdict import Verdict
 GATE = "bit_exact_parity"
 
 
-def check(base: ProbeResult, candidate: ProbeResult, config: TargetConfig) -> Verdict:
-    """Compare each configuration's output digests with BASE's; name the first difference."""
-    problem = comparison_problem(base, candidate, config.parity_configurations)
+def check(
+    base: ProbeResult,
+    candidate: ProbeResult,
+    config: TargetConfig,
+    hidden: HiddenDraw | None = None,
+) -> Verdict:
+    """Compare each configuration's and each direct call's outputs with BASE's, bit for bit."""
+    names = configuration_names(config, hidden or HiddenDraw())
+    problem = comparison_problem(base, candidate, names)
     if problem:
         return Verdict(gate=GATE, passed=False, summary=problem)
     compared = 0
-    for driver in config.parity_configurations:
+    for driver in names:
         before = base.configurations[driver]["outputs"]
         after = candidate.configurations[driver]["outputs"]
         if sorted(before) != sorted(after):
@@ -38,16 +48,55 @@ def check(base: ProbeResult, candidate: ProbeResult, config: TargetConfig) -> Ve
                 }
                 return Verdict(gate=GATE, passed=False, summary=summary, details=details)
             compared += 1
-    summary = f"{compared} outputs byte-identical to BASE in {len(config.parity_configurations)} "
-    summary += "parity configurations"
+    calls, problem = _direct_calls(base, candidate)
+    if problem:
+        return Verdict(gate=GATE, passed=False, summary=problem)
+    summary = f"{compared} outputs byte-identical to BASE in {len(names)} parity configurations"
+    summary += f" and {calls} direct call-site calls on drawn inputs"
     return Verdict(gate=GATE, passed=True, summary=summary)
+
+
+def _direct_calls(base: ProbeResult, candidate: ProbeResult) -> tuple[int, str | None]:
+    """Where BASE's call site accepted the drawn inputs, the candidate's gives the same bytes."""
+    compared = 0
+    for site, base_entries in base.direct_calls.items():
+        entries = candidate.direct_calls.get(site, [])
+        for index, before in enumerate(base_entries):
+            if before.get("error") or "size" not in before:
+                continue  # BASE does not accept these inputs: outside what the model takes
+            label = f"{site} called directly on drawn inputs (call {index + 1})"
+            after = entries[index] if index < len(entries) else {"error": "was not called"}
+            if after.get("error"):
+                return compared, f"{label}: the candidate raised {after['error']}"
+            if before["outputs"] != after["outputs"]:
+                return compared, f"{label}: " + _call_difference(base, candidate, before, after)
+            compared += 1
+    return compared, None
+
+
+def _call_difference(base, candidate, before: dict, after: dict) -> str:
+    if len(before["outputs"]) != len(after["outputs"]):
+        return f"returns {len(after['outputs'])} tensors, BASE {len(before['outputs'])}"
+    old_tensors = torch.load(Path(base.folder) / before["tensors"], weights_only=True)
+    new_tensors = torch.load(Path(candidate.folder) / after["tensors"], weights_only=True)
+    for position, (old, new) in enumerate(zip(old_tensors, new_tensors, strict=True)):
+        if before["outputs"][position] != after["outputs"][position]:
+            return f"output {position} " + _tensor_difference(old, new)
+    return "differs from BASE"
 
 
 def _difference(base, candidate, driver, name, before, after) -> str:
     if before["dtype"] != after["dtype"] or before["shape"] != after["shape"]:
         return f"is {after['dtype']}{after['shape']}, BASE's is {before['dtype']}{before['shape']}"
-    old = torch.load(base.tensors(driver), weights_only=True)[name].reshape(-1)
-    new = torch.load(candidate.tensors(driver), weights_only=True)[name].reshape(-1)
+    old = torch.load(base.tensors(driver), weights_only=True)[name]
+    new = torch.load(candidate.tensors(driver), weights_only=True)[name]
+    return _tensor_difference(old, new)
+
+
+def _tensor_difference(old: torch.Tensor, new: torch.Tensor) -> str:
+    if old.dtype != new.dtype or old.shape != new.shape:
+        return f"is {new.dtype}{list(new.shape)}, BASE's is {old.dtype}{list(old.shape)}"
+    old, new = old.reshape(-1), new.reshape(-1)
     differs = old.view(torch.uint8).reshape(old.numel(), -1) != new.view(torch.uint8).reshape(
         new.numel(), -1
     )

@@ -48,13 +48,15 @@ def python_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
 
 
 def target_environment(tree: Path, home: Path) -> dict[str, str]:
-    """The environment target code runs with: its own tree first on the path, profile none."""
+    """The environment target code runs with: its own tree first on the path, profile none,
+    no bytecode written and a private cache prefix (so no `__pycache__` in the tree is read)."""
     environment = {
         "PATH": os.path.dirname(sys.executable) + os.pathsep + "/usr/bin:/bin",
         "HOME": str(home),
         "TMPDIR": str(home),
         "PYTHONPATH": str(tree),
         "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPYCACHEPREFIX": str(home / "pycache"),
         "PYTHONHASHSEED": "0",
         "CONTROLLER_KERNEL_PROFILE": "none",
         "LANG": "C.UTF-8",

@@ -1,8 +1,9 @@
 """Gate 5, test effectiveness: the candidate's new tests catch a perturbed reference.
 
 Each mutation of the new operator's reference is written into a private copy of the candidate
-and the new test files are run there, fenced: they must fail on every mutant and pass on the
-candidate itself. A test that passes against a wrong reference checks nothing.
+and the new test files are run there, fenced, with BASE's pytest configuration: they must fail
+on every mutant and pass on the candidate itself. A test that passes against a wrong
+reference checks nothing.
 """
 
 import shutil
@@ -11,9 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gates.registration.commands import CommandResult, CommandRunner
+from gates.registration.judged_commit import make_writable
 from gates.registration.mutations import MutationError, mutate
 from gates.registration.probes import ProbeResult
-from gates.registration.target_tests import failure_line
+from gates.registration.target_tests import base_config_copy, failure_line
 from gates.registration.tree_changes import SKIPPED_NAMES, new_test_files, tree_changes
 from gates.verdict import Verdict
 
@@ -59,12 +61,17 @@ def check(
             )
     except MutationError as error:
         return Verdict(gate=GATE, passed=False, summary=f"cannot perturb the reference: {error}")
-    argv = ["python", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
+    workdir.mkdir(parents=True, exist_ok=True)
+    config_file = base_config_copy(base, workdir)
+    argv = ["python", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-c", str(config_file)]
+
+    def run(tree: Path) -> CommandResult:
+        where = ["--rootdir", str(tree), "--confcutdir", str(tree)]
+        folder = (config_file.parent,)  # the fence reads BASE's config copy there
+        return runner.run([*argv, *where, *tests], tree, writable=folder, timeout=timeout)
+
     with ThreadPoolExecutor(max_workers=len(trees)) as pool:
-        futures = {
-            name: pool.submit(runner.run, argv, tree, timeout=timeout)
-            for name, tree in trees.items()
-        }
+        futures = {name: pool.submit(run, tree) for name, tree in trees.items()}
         results: dict[str, CommandResult] = {name: f.result() for name, f in futures.items()}
     details = {
         "tests": tests,
@@ -107,6 +114,7 @@ def _mutant(candidate: Path, folder: Path, reference_file: str, qualname: str, m
     if folder.exists():
         shutil.rmtree(folder)
     shutil.copytree(candidate, folder, symlinks=True, ignore=shutil.ignore_patterns(*SKIPPED_NAMES))
+    make_writable(folder)
     target = folder / reference_file
     target.write_text(mutate(target.read_text(), qualname, mutation))
     return folder

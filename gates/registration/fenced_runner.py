@@ -1,9 +1,12 @@
 """Run target code for a gate inside a sandbox fence (Landlock or Docker), failing closed.
 
-The candidate may read the system, Python and its own tree, and write only its tree, the
-gate's output folder and a private tmp; no network.
+The candidate may read the system, Python and its own tree, and write only the gate's output
+folder and a private scratch folder; its tree is read-only, so a gate's run cannot rewrite what
+it judges; no network.
 """
 
+import shutil
+import tempfile
 from pathlib import Path
 
 from gates.registration.commands import CommandResult, python_argv, target_environment
@@ -25,18 +28,22 @@ class FencedRunner:
     def run(
         self, argv: list[str], cwd: Path, *, writable: tuple[Path, ...] = (), timeout: float = 600
     ) -> CommandResult:
-        environment = target_environment(Path(cwd), Path("/tmp"))
-        for name in ("HOME", "TMPDIR"):
-            environment.pop(name)
-        policy = FencePolicy(
-            workspace=Path(cwd),
-            readable=(GATE_CODE,),
-            writable=tuple(writable),
-            env_values=environment,
-            limits=LIMITS,
-            timeout_s=timeout,
-        )
-        result = self.fence.run(python_argv(argv), policy, cwd=Path(cwd))
+        scratch = Path(tempfile.mkdtemp(prefix="gate-scratch-"))
+        try:
+            environment = target_environment(Path(cwd), scratch)
+            for name in ("HOME", "TMPDIR"):
+                environment.pop(name)
+            policy = FencePolicy(
+                workspace=scratch,
+                readable=(GATE_CODE, Path(cwd)),
+                writable=tuple(writable),
+                env_values=environment,
+                limits=LIMITS,
+                timeout_s=timeout,
+            )
+            result = self.fence.run(python_argv(argv), policy, cwd=Path(cwd))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         output = (result.stdout + result.stderr)[-20_000:]
         return CommandResult(
             returncode=result.returncode,

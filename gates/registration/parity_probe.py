@@ -2,12 +2,17 @@
 
 Started as a script with `python -I`, so only the tree under test is importable: BASE's and
 the candidate's modules never mix, and the controller never imports candidate code. For each
-parity configuration it records the eager ATen sequence, the registry hits per call site and
-the outputs (digests plus the tensors), under `kernel_profile=none`. It imports nothing from
-the controller's own packages.
+parity configuration (declared, then hidden: the hidden-parity driver at drawn batch sizes and
+seeds) it records the eager ATen sequence, the registry hits per call site and the outputs
+(digests plus the tensors), under `kernel_profile=none`. Then it calls each selected call site
+directly, on the object and arguments it saw in the first configuration but with random inputs
+of drawn leading sizes, and records those outputs and hits too. It imports nothing from the
+controller's own packages.
 """
 
 import argparse
+import contextlib
+import functools
 import hashlib
 import importlib
 import inspect
@@ -81,23 +86,32 @@ def declaration_info(runtime, operator: str, tree: Path) -> dict:
     return info
 
 
-def run_configuration(driver: str, index: int, runtime, out: Path, tree: Path) -> dict:
+def run_configuration(call, index: int, runtime, out: Path, tree: Path) -> dict:
+    """Run `call()` (one driver) under the recorder and save its outputs as outputs-<index>.pt."""
     import torch
 
-    module_name, _, function_name = driver.partition(":")
     recorder = make_recorder(torch)()
     torch.manual_seed(0)
-    function = getattr(importlib.import_module(module_name), function_name)
-    with runtime.use_kernel_profile("none"), runtime.record_registry_hits() as hits, recorder:
-        outputs = function()
+    record_calls = getattr(runtime, "record_registry_calls", contextlib.nullcontext)
+    with (
+        runtime.use_kernel_profile("none"),
+        runtime.record_registry_hits() as hits,
+        record_calls() as calls,
+        recorder,
+    ):
+        outputs = call()
     if not isinstance(outputs, dict) or not all(
         isinstance(v, torch.Tensor) for v in outputs.values()
     ):
-        raise TypeError(f"{driver} must return dict[str, Tensor], got {type(outputs).__name__}")
+        raise TypeError(f"the driver must return dict[str, Tensor], got {type(outputs).__name__}")
     tensors_file = out / f"outputs-{index}.pt"
     torch.save({k: v.detach().cpu() for k, v in outputs.items()}, tensors_file)
     return {
         "aten": recorder.calls,
+        "calls": [
+            [op, relative(file, tree), qualname, list(arguments), list(keywords), list(results), n]
+            for (op, file, qualname, arguments, keywords, results), n in (calls or {}).items()
+        ],
         "hits": [
             [op, relative(file, tree), qualname, n] for (op, file, qualname), n in hits.items()
         ],
@@ -107,40 +121,176 @@ def run_configuration(driver: str, index: int, runtime, out: Path, tree: Path) -
     }
 
 
+def driver_call(driver: str, **arguments):
+    module_name, _, function_name = driver.partition(":")
+    function = getattr(importlib.import_module(module_name), function_name)
+    return functools.partial(function, **arguments)
+
+
+class CallCapture:
+    """Replaces each call site's function by a wrapper that keeps its first call's arguments."""
+
+    def __init__(self, sites: list[str]) -> None:
+        self.sites = sites
+        self.seen: dict[str, tuple] = {}
+        self.errors: dict[str, str] = {}
+        self.installed: list[tuple] = []
+
+    def __enter__(self):
+        for site in self.sites:
+            try:
+                owner, name, original = _site_function(site)
+            except Exception as error:
+                self.errors[site] = f"cannot be located: {_last_line(error)}"
+                continue
+            setattr(owner, name, self._wrapper(site, original))
+            self.installed.append((owner, name, original))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for owner, name, original in self.installed:
+            setattr(owner, name, original)
+
+    def _wrapper(self, site: str, original):
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            if site not in self.seen:
+                self.seen[site] = (original, args, kwargs)
+            return original(*args, **kwargs)
+
+        return wrapper
+
+
+def _site_function(site: str):
+    path, _, qualname = site.rpartition(":")
+    module_name = path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+    owner = importlib.import_module(module_name)
+    parts = qualname.split(".")
+    for part in parts[:-1]:
+        owner = getattr(owner, part)
+    original = vars(owner)[parts[-1]]
+    if not inspect.isfunction(original):
+        raise TypeError(f"{qualname} is not a plain function or method")
+    return owner, parts[-1], original
+
+
+def drawn_inputs(args: tuple, kwargs: dict, size: int, seed: int, torch):
+    """The arguments with every tensor that shares the first tensor's leading size resized to
+    `size` and filled with random values like the seen ones (other tensors kept)."""
+    tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
+    leading = next((t.shape[0] for t in tensors if t.dim() >= 1), None)
+    generator = torch.Generator().manual_seed(seed)
+
+    def redraw(value):
+        if not isinstance(value, torch.Tensor) or value.dim() == 0 or value.shape[0] != leading:
+            return value
+        shape = (size, *value.shape[1:])
+        seen = value.detach().cpu()
+        if seen.is_floating_point():
+            floats = seen.double()
+            spread = float(floats.std()) if seen.numel() > 1 else 1.0
+            drawn = torch.randn(shape, generator=generator, dtype=torch.float64)
+            drawn = drawn * (spread or 1.0) + float(floats.mean())
+        else:
+            flat = seen.reshape(-1)
+            picks = torch.randint(0, max(flat.numel(), 1), shape, generator=generator)
+            drawn = flat[picks] if flat.numel() else torch.zeros(shape, dtype=seen.dtype)
+        return drawn.to(dtype=value.dtype, device=value.device)
+
+    return [redraw(a) for a in args], {k: redraw(v) for k, v in kwargs.items()}
+
+
+def direct_calls(capture: CallCapture, plan: dict, runtime, out: Path, tree: Path) -> dict:
+    """Call each captured call site on drawn inputs; outputs and registry hits per size."""
+    import torch
+
+    results: dict[str, list] = {site: [{"error": e}] for site, e in capture.errors.items()}
+    for site_index, site in enumerate(capture.sites):
+        if site not in capture.seen:
+            results.setdefault(site, [{"error": "was never called by the first configuration"}])
+            continue
+        original, args, kwargs = capture.seen[site]
+        results[site] = []
+        for size_index, size in enumerate(plan.get("call_sizes", [])):
+            seed = plan.get("input_seed", 0) + 1000 * site_index + size_index
+            entry: dict = {"size": size}
+            try:
+                new_args, new_kwargs = drawn_inputs(args, kwargs, size, seed, torch)
+                torch.manual_seed(seed)
+                with (
+                    torch.inference_mode(),
+                    runtime.use_kernel_profile("none"),
+                    runtime.record_registry_hits() as hits,
+                ):
+                    value = original(*new_args, **new_kwargs)
+                flat = _tensors(value, torch)
+                tensors_file = out / f"direct-{site_index}-{size_index}.pt"
+                torch.save([t.detach().cpu() for t in flat], tensors_file)
+                entry["outputs"] = [output_digest(t, torch) for t in flat]
+                entry["tensors"] = tensors_file.name
+                entry["hits"] = [[op, relative(f, tree), q, n] for (op, f, q), n in hits.items()]
+            except Exception as error:
+                entry["error"] = _last_line(error)
+            results[site].append(entry)
+    return results
+
+
+def _tensors(value, torch) -> list:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [t for item in value for t in _tensors(item, torch)]
+    if isinstance(value, dict):
+        return [t for key in sorted(value) for t in _tensors(value[key], torch)]
+    return []
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", required=True, type=Path)
     parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--registry-module", required=True)
-    parser.add_argument("--operator", default="")
-    parser.add_argument("--configuration", action="append", default=[])
+    parser.add_argument("--plan", required=True, type=Path, help="JSON: what to run")
     arguments = parser.parse_args(argv)
+    plan = json.loads(arguments.plan.read_text())
     tree = arguments.tree.resolve()
     sys.path.insert(0, str(tree))
     os.chdir(tree)
     os.environ.setdefault("CONTROLLER_KERNEL_PROFILE", "none")
-    arguments.out.mkdir(parents=True, exist_ok=True)
+    out = arguments.out
+    out.mkdir(parents=True, exist_ok=True)
     result: dict = {"declaration": None, "import_error": None, "configurations": {}}
     try:
         import torch
 
         torch.set_num_threads(1)
-        importlib.import_module(arguments.registry_module)
-        runtime = importlib.import_module(arguments.registry_module.split(".")[0])
-        result["declaration"] = declaration_info(runtime, arguments.operator, tree)
+        importlib.import_module(plan["registry_module"])
+        runtime = importlib.import_module(plan["registry_module"].split(".")[0])
+        result["declaration"] = declaration_info(runtime, plan.get("operator", ""), tree)
     except Exception as error:  # candidate code may raise anything; report it, do not crash
         result["import_error"] = _last_line(error)
         runtime = None
-    for index, driver in enumerate(arguments.configuration if runtime else []):
+    runs = [(driver, driver, {}) for driver in plan.get("configurations", [])]
+    runs += [
+        (h["label"], h["driver"], {"batch": h["batch"], "seed": h["seed"]})
+        for h in plan.get("hidden", [])
+    ]
+    capture = CallCapture(plan.get("call_sites", []))
+    for index, (name, driver, driver_arguments) in enumerate(runs if runtime else []):
         try:
-            result["configurations"][driver] = run_configuration(
-                driver, index, runtime, arguments.out, tree
-            )
+            call = driver_call(driver, **driver_arguments)
+            if index == 0:
+                with capture:
+                    entry = run_configuration(call, index, runtime, out, tree)
+            else:
+                entry = run_configuration(call, index, runtime, out, tree)
+            result["configurations"][name] = entry
         except Exception as error:
-            result["configurations"][driver] = {"error": _last_line(error)}
-    temporary = arguments.out / "probe.json.tmp"
+            result["configurations"][name] = {"error": _last_line(error)}
+    if runtime is not None:
+        result["direct_calls"] = direct_calls(capture, plan, runtime, out, tree)
+    temporary = out / "probe.json.tmp"
     temporary.write_text(json.dumps(result, indent=1))
-    temporary.replace(arguments.out / "probe.json")
+    temporary.replace(out / "probe.json")
     return 0
 
 

@@ -7,7 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from gates.registration.call_sites import CallSite
 from gates.registration.commands import CommandRunner
+from gates.registration.hidden import HiddenDraw
 from gates.target import TargetConfig
 
 PROBE_SCRIPT = Path(__file__).with_name("parity_probe.py")
@@ -24,6 +26,8 @@ class ProbeResult(BaseModel):
     import_error: str | None = None
     declaration: dict[str, Any] | None = None
     configurations: dict[str, dict[str, Any]] = {}
+    direct_calls: dict[str, list[dict[str, Any]]] = {}
+    """Per call site, one entry per drawn size: outputs and hits, or the error it raised."""
 
     @property
     def problem(self) -> str | None:
@@ -42,7 +46,9 @@ class ProbeResult(BaseModel):
         return Path(self.folder) / self.configurations[driver]["tensors"]
 
 
-def comparison_problem(base: ProbeResult, candidate: ProbeResult, drivers: list[str]) -> str | None:
+def comparison_problem(
+    base: ProbeResult, candidate: ProbeResult, drivers: list[str] | tuple[str, ...]
+) -> str | None:
     """Why BASE and the candidate cannot be compared (BASE's own problems marked), or None."""
     if base.problem:
         return f"BASE: {base.problem}"
@@ -64,14 +70,26 @@ def run_probe(
     config: TargetConfig,
     operator: str,
     runner: CommandRunner,
+    hidden: HiddenDraw | None = None,
+    sites: list[CallSite] | tuple[CallSite, ...] = (),
     timeout: float = 300,
 ) -> ProbeResult:
-    """Run every parity configuration of `tree` in a fresh fenced interpreter."""
+    """Run every parity configuration of `tree` (declared and hidden) and the direct calls of
+    `sites`, in a fresh fenced interpreter."""
+    hidden = hidden or HiddenDraw()
     out.mkdir(parents=True, exist_ok=True)
+    plan = {
+        "registry_module": config.registry_module,
+        "operator": operator,
+        "configurations": list(config.parity_configurations),
+        "hidden": [c.model_dump() for c in hidden.configurations],
+        "call_sites": [str(site) for site in sites],
+        "call_sizes": list(hidden.call_sizes),
+        "input_seed": hidden.input_seed,
+    }
+    (out / "plan.json").write_text(json.dumps(plan, indent=1))
     argv = [sys.executable, "-I", "-B", str(PROBE_SCRIPT), "--tree", str(tree), "--out", str(out)]
-    argv += ["--registry-module", config.registry_module, "--operator", operator]
-    for driver in config.parity_configurations:
-        argv += ["--configuration", driver]
+    argv += ["--plan", str(out / "plan.json")]
     result = runner.run(argv, tree, writable=(out,), timeout=timeout)
     (out / "probe.log").write_text(result.output)
     result_file = out / RESULT_FILE
@@ -85,10 +103,16 @@ def run_probe(
 
 
 def cached_probe(
-    tree: Path, out: Path, config: TargetConfig, operator: str, runner: CommandRunner
+    tree: Path,
+    out: Path,
+    config: TargetConfig,
+    operator: str,
+    runner: CommandRunner,
+    hidden: HiddenDraw | None = None,
+    sites: list[CallSite] | tuple[CallSite, ...] = (),
 ) -> ProbeResult:
     """BASE's probe, run once per run folder and read back on later attempts and on resume."""
     result_file = out / RESULT_FILE
     if result_file.is_file():
         return ProbeResult(folder=str(out), **json.loads(result_file.read_text()))
-    return run_probe(tree, out, config, operator, runner)
+    return run_probe(tree, out, config, operator, runner, hidden, sites)

@@ -1,8 +1,11 @@
-"""Gate 1, scope: the candidate changed only what a registration may change.
+"""Gate 1, scope: the candidate commit changes only what a registration may change.
 
-Rejects paths outside `allowed_paths`, any change to `protected_paths`, symlinks, binary files,
-an existing test function that was edited or removed (so a test cannot be weakened), and
-changed source that patches other modules at run time (`patching.py`).
+Judged from the commit itself (the same change list the report shows and the branch holds).
+Rejects paths that are not valid UTF-8, changes over the size and count limits, paths outside
+`allowed_paths`, any change to a protected path (listed, or implicitly: the parity drivers'
+modules, expectation files, `pyproject.toml`), tool configuration files (they would change how
+ruff or pytest judge), symlinks, binary files, an existing test function that was edited or
+removed, and changed source or tests that patch other modules at run time (`patching.py`).
 """
 
 import ast
@@ -10,26 +13,50 @@ import time
 from pathlib import Path
 
 from gates.python_source import parse_python
+from gates.registration.judged_commit import CommitChange, JudgedCommit
 from gates.registration.patching import patching_violations
-from gates.registration.tree_changes import TreeChange, is_test_file, tree_changes
+from gates.registration.tree_changes import is_test_file
 from gates.target import TargetConfig
 from gates.verdict import Verdict
 
 GATE = "scope"
+SYMLINK_MODE = "120000"
+TOOL_FILE_NAMES = frozenset(
+    {
+        "pyproject.toml",
+        "setup.py",
+        "setup.cfg",
+        "tox.ini",
+        "pytest.ini",
+        ".pytest.ini",
+        "ruff.toml",
+        ".ruff.toml",
+        "conftest.py",
+        ".gitignore",
+        ".gitattributes",
+        "sitecustomize.py",
+        "usercustomize.py",
+        "MANIFEST.in",
+        ".coveragerc",
+        "noxfile.py",
+    }
+)
+"""Files that configure git, the interpreter, ruff or pytest; a registration never needs them."""
 
 
-def check(base: Path, candidate: Path, config: TargetConfig) -> Verdict:
-    """Judge the candidate's changed paths against the target's path rules."""
+def check(base: Path, commit: JudgedCommit, config: TargetConfig, operator: str = "") -> Verdict:
+    """Judge the commit's changed paths against the target's path rules and limits."""
     started = time.monotonic()
-    changes = tree_changes(base, candidate)
-    violations: list[str] = []
+    changes = commit.changes()
+    violations = _limit_violations(changes, config)
     for change in changes:
-        violations.extend(_violations(base, candidate, config, change))
+        violations.extend(_violations(base, commit, config, change, operator))
     changed = [f"{c.kind} {c.path}" for c in changes]
-    details = {"changes": changed, "violations": violations}
+    details = {"changes": changed[:500], "changed_paths": len(changed), "violations": violations}
     seconds = time.monotonic() - started
     if violations:
         more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+        details["violations"] = violations[:200]
         return Verdict(
             gate=GATE, passed=False, summary=violations[0] + more, details=details, seconds=seconds
         )
@@ -41,10 +68,39 @@ def check(base: Path, candidate: Path, config: TargetConfig) -> Verdict:
     return Verdict(gate=GATE, passed=True, summary=summary, details=details, seconds=seconds)
 
 
-def _violations(base: Path, candidate: Path, config: TargetConfig, change: TreeChange):
+def is_tool_file(path: str, config: TargetConfig) -> bool:
+    """A tool configuration file that the target's config does not allow by name."""
+    name = path.rsplit("/", 1)[-1]
+    tool = name in TOOL_FILE_NAMES or name.endswith(".pth")
+    return tool and path not in config.allowed_tool_files
+
+
+def _limit_violations(changes: list[CommitChange], config: TargetConfig) -> list[str]:
+    found = []
+    if len(changes) > config.max_changed_files:
+        found.append(
+            f"{len(changes)} changed paths, over the limit of {config.max_changed_files} "
+            "(max_changed_files)"
+        )
+    total = sum(change.size for change in changes)
+    if total > config.max_change_bytes:
+        found.append(
+            f"the change adds {total:,} bytes, over the limit of {config.max_change_bytes:,} "
+            "(max_change_bytes)"
+        )
+    return found
+
+
+def _violations(base, commit, config: TargetConfig, change: CommitChange, operator: str):
     path = change.path
+    if not change.utf8:
+        yield f"{path}: the path is not valid UTF-8; use plain UTF-8 file names"
+        return
     if config.is_protected(path):
         yield f"{path}: protected path {change.kind}; leave it as it is at BASE"
+        return
+    if is_tool_file(path, config):
+        yield f"{path}: tool configuration files may not be {change.kind} by a registration"
         return
     if not config.is_allowed(path):
         yield f"{path}: outside the allowed paths ({', '.join(config.allowed_paths)})"
@@ -53,18 +109,31 @@ def _violations(base: Path, candidate: Path, config: TargetConfig, change: TreeC
         if is_test_file(path):
             yield f"{path}: an existing test file was deleted"
         return
-    file = candidate / path
-    if file.is_symlink():
+    if change.mode == SYMLINK_MODE:
         yield f"{path}: symlinks are not allowed"
         return
-    content = file.read_bytes()
+    if change.size > config.max_file_bytes:
+        yield (
+            f"{path}: {change.size:,} bytes, over the per-file limit of "
+            f"{config.max_file_bytes:,} (max_file_bytes)"
+        )
+        return
+    content = commit.read(path)
     if b"\0" in content or not _is_text(content):
         yield f"{path}: binary files are not allowed"
         return
+    text = content.decode()
     if change.kind == "modified" and is_test_file(path):
-        yield from _weakened_tests(path, (base / path).read_text(), content.decode())
-    if path.endswith(".py") and not is_test_file(path):
-        yield from patching_violations(path, content.decode())
+        yield from _weakened_tests(path, (Path(base) / path).read_text(), text)
+    if path.endswith(".py"):
+        own_module = _operator_module(config, operator) if is_test_file(path) else None
+        yield from patching_violations(path, text, own_module)
+
+
+def _operator_module(config: TargetConfig, operator: str) -> str | None:
+    """The module a new operator lives in (`operators.catalog.gelu_tanh`), which its own tests
+    may monkeypatch."""
+    return f"{config.registry_module}.{operator}" if operator else None
 
 
 def _is_text(content: bytes) -> bool:

@@ -1,19 +1,28 @@
-"""Run all eight registration gates on one candidate, so a failed attempt's feedback is complete.
+"""Run the registration gates on one candidate commit, cheap ones first, each on its own export.
 
-The candidate's parity probe runs once and feeds the structure, ATen sequence, registry hits
-and bit-exact gates; BASE's probe runs once per run and is read back afterwards.
+Every gate is one row of `GATES`. Static gates (they read files, run no target code) go first;
+when one fails, the gates that run target code are skipped unless `all_gates` is set, and their
+verdicts say so. Each gate reads its own fresh read-only export of the judged commit, so no
+gate's execution can change what another sees. The candidate's parity probe runs once, in its
+own export, and feeds the gates that compare with BASE; BASE's probe and test outcomes are
+recorded once per run and read back afterwards.
 """
 
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
 from gates.registration import (
+    GATE_NAMES,
     aten_sequence,
     bit_parity,
     effectiveness,
+    registry_gates,
     registry_hits,
     ruff_check,
     scope,
@@ -23,7 +32,9 @@ from gates.registration import (
 from gates.registration.call_sites import CallSite
 from gates.registration.commands import CommandRunner
 from gates.registration.declared import reference_location
-from gates.registration.probes import cached_probe, run_probe
+from gates.registration.hidden import HiddenDraw
+from gates.registration.judged_commit import JudgedCommit, make_writable
+from gates.registration.probes import ProbeResult, cached_probe, run_probe
 from gates.target import TargetConfig
 from gates.verdict import Verdict
 
@@ -38,78 +49,220 @@ class RegistrationRequest(BaseModel):
 
 
 class GateSettings(BaseModel):
-    """Timeouts of the gates that run target code."""
+    """Timeouts of the gates that run target code, and whether to run every gate regardless."""
 
     model_config = ConfigDict(frozen=True)
 
     test_timeout_s: float = 300
     probe_timeout_s: float = 300
+    all_gates: bool = False
+    """Run the gates that execute target code even after a static gate failed."""
+
+
+@dataclass
+class Attempt:
+    """What every gate of one attempt may read; the candidate probe is shared and run once."""
+
+    base: Path
+    commit: JudgedCommit
+    request: RegistrationRequest
+    config: TargetConfig
+    runner: CommandRunner
+    workdir: Path
+    base_probe_dir: Path
+    settings: GateSettings
+    hidden: HiddenDraw
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _probe: Future | None = None
+
+    def export(self, gate: str) -> Path:
+        """A fresh read-only export of the judged commit for `gate` alone."""
+        return self.commit.export(self.workdir / gate / "tree")
+
+    def base_probe(self) -> ProbeResult:
+        return cached_probe(
+            self.base,
+            self.base_probe_dir,
+            self.config,
+            self.operator,
+            self.runner,
+            self.hidden,
+            self.sites,
+        )
+
+    def candidate_probe(self) -> ProbeResult:
+        """The candidate's probe, started by the first gate that asks and shared with the rest."""
+        with self._lock:
+            if self._probe is None:
+                self._probe = Future()
+                owner = True
+            else:
+                owner = False
+        if owner:
+            try:
+                tree = self.export("probe")
+                out = self.workdir / "probe" / "out"
+                result = run_probe(
+                    tree,
+                    out,
+                    self.config,
+                    self.operator,
+                    self.runner,
+                    self.hidden,
+                    self.sites,
+                    self.settings.probe_timeout_s,
+                )
+                self._probe.set_result(result)
+            except BaseException as error:
+                self._probe.set_exception(error)
+        return self._probe.result()
+
+    @property
+    def operator(self) -> str:
+        return self.request.operator
+
+    @property
+    def sites(self) -> list[CallSite]:
+        return list(self.request.call_sites)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One registration gate: its name, whether it runs target code, how it is checked."""
+
+    name: str
+    runs_code: bool
+    check: Callable[[Attempt], Verdict]
+
+
+def _scope(attempt: Attempt) -> Verdict:
+    return scope.check(attempt.base, attempt.commit, attempt.config, attempt.operator)
+
+
+def _ruff(attempt: Attempt) -> Verdict:
+    return ruff_check.check(attempt.base, attempt.export("ruff"))
+
+
+def _structure(attempt: Attempt) -> Verdict:
+    tree = attempt.export("structure")
+    probe = attempt.candidate_probe()
+    return structure.check(
+        attempt.base, tree, attempt.config, attempt.operator, attempt.sites, probe
+    )
+
+
+def _tests(attempt: Attempt) -> Verdict:
+    return target_tests.check(
+        attempt.base,
+        attempt.export("tests"),
+        attempt.config,
+        attempt.runner,
+        attempt.workdir / "tests",
+        attempt.base_probe_dir / "base-tests",
+        attempt.settings.test_timeout_s,
+    )
+
+
+def _effectiveness(attempt: Attempt) -> Verdict:
+    tree = attempt.export("test_effectiveness")
+    reference = reference_location(tree, attempt.config, attempt.operator)
+    probe = attempt.candidate_probe() if reference is None else None
+    return effectiveness.check(
+        attempt.base,
+        tree,
+        probe,
+        attempt.runner,
+        attempt.workdir / "test_effectiveness",
+        attempt.settings.test_timeout_s,
+        reference,
+    )
+
+
+def _aten(attempt: Attempt) -> Verdict:
+    base, candidate = attempt.base_probe(), attempt.candidate_probe()
+    return aten_sequence.check(base, candidate, attempt.config, attempt.hidden)
+
+
+def _hits(attempt: Attempt) -> Verdict:
+    base, candidate = attempt.base_probe(), attempt.candidate_probe()
+    config, operator, sites = attempt.config, attempt.operator, attempt.sites
+    return registry_hits.check(candidate, config, operator, sites, attempt.hidden, base)
+
+
+def _parity(attempt: Attempt) -> Verdict:
+    base, candidate = attempt.base_probe(), attempt.candidate_probe()
+    return bit_parity.check(base, candidate, attempt.config, attempt.hidden)
+
+
+GATES: tuple[Gate, ...] = (
+    Gate("scope", runs_code=False, check=_scope),
+    Gate("ruff", runs_code=False, check=_ruff),
+    Gate("structure", runs_code=True, check=_structure),
+    Gate("operator_identity", runs_code=True, check=registry_gates.operator_identity_gate),
+    Gate("declaration_truth", runs_code=True, check=registry_gates.declaration_truth_gate),
+    Gate("kernel_workloads", runs_code=True, check=registry_gates.kernel_workloads_gate),
+    Gate("tests", runs_code=True, check=_tests),
+    Gate("test_effectiveness", runs_code=True, check=_effectiveness),
+    Gate("aten_sequence", runs_code=True, check=_aten),
+    Gate("registry_hits", runs_code=True, check=_hits),
+    Gate("bit_exact_parity", runs_code=True, check=_parity),
+)
+"""Every registration gate in run order; adding a gate is one function and one row here
+(and its name in `GATE_NAMES`)."""
 
 
 def check_attempt(
     base: Path,
-    candidate: Path,
+    commit: JudgedCommit,
     request: RegistrationRequest,
     config: TargetConfig,
     runner: CommandRunner,
     workdir: Path,
     base_probe_dir: Path,
     settings: GateSettings | None = None,
+    hidden: HiddenDraw | None = None,
 ) -> list[Verdict]:
-    """Every gate's verdict on `candidate`, in the order of `GATE_NAMES`."""
-    settings = settings or GateSettings()
-    workdir.mkdir(parents=True, exist_ok=True)
-    operator, sites = request.operator, list(request.call_sites)
-    started = time.monotonic()
-    reference = reference_location(candidate, config, operator)
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        base_job = pool.submit(cached_probe, base, base_probe_dir, config, operator, runner)
-        candidate_job = pool.submit(
-            run_probe,
-            candidate,
-            workdir / "probe",
-            config,
-            operator,
-            runner,
-            settings.probe_timeout_s,
-        )
-        tests_job = pool.submit(
-            target_tests.check, candidate, config, runner, settings.test_timeout_s
-        )
-        effective_job = None
-        if reference is not None:  # known from the source: no need to wait for the probe
-            effective_job = pool.submit(
-                effectiveness.check,
-                base,
-                candidate,
-                None,
-                runner,
-                workdir,
-                settings.test_timeout_s,
-                reference,
-            )
-        base_probe, candidate_probe = base_job.result(), candidate_job.result()
-        probes_seconds = time.monotonic() - started
-        if effective_job is None:
-            effective = effectiveness.check(
-                base, candidate, candidate_probe, runner, workdir, settings.test_timeout_s
-            )
+    """Every gate's verdict on `commit`, in the order of `GATE_NAMES` (skipped ones included)."""
+    attempt = Attempt(
+        base=Path(base),
+        commit=commit,
+        request=request,
+        config=config,
+        runner=runner,
+        workdir=Path(workdir),
+        base_probe_dir=Path(base_probe_dir),
+        settings=settings or GateSettings(),
+        hidden=hidden or HiddenDraw(),
+    )
+    attempt.workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        verdicts = {gate.name: _run(gate, attempt) for gate in GATES if not gate.runs_code}
+        failed = [name for name, verdict in verdicts.items() if not verdict.passed]
+        running = [gate for gate in GATES if gate.runs_code]
+        if failed and not attempt.settings.all_gates:
+            verdicts |= {gate.name: skipped(gate.name, failed) for gate in running}
         else:
-            effective = effective_job.result()
-        tested = tests_job.result()
-    probed = {"seconds": probes_seconds}
-    return [
-        scope.check(base, candidate, config),
-        structure.check(base, candidate, config, operator, sites, candidate_probe),
-        ruff_check.check(base, candidate),
-        tested,
-        effective,
-        _timed(aten_sequence.check(base_probe, candidate_probe, config), probed),
-        _timed(registry_hits.check(candidate_probe, config, operator, sites), probed),
-        _timed(bit_parity.check(base_probe, candidate_probe, config), probed),
-    ]
+            with ThreadPoolExecutor(max_workers=max(1, len(running))) as pool:
+                jobs = {gate.name: pool.submit(_run, gate, attempt) for gate in running}
+                verdicts |= {name: job.result() for name, job in jobs.items()}
+    finally:
+        make_writable(attempt.workdir)  # the exports are read-only only while gates run
+    return [verdicts[name] for name in GATE_NAMES]
 
 
-def _timed(verdict: Verdict, probed: dict) -> Verdict:
-    details = {**verdict.details, "probe": probed}
-    return verdict.model_copy(update={"details": details, "seconds": probed["seconds"]})
+def skipped(gate: str, failed: list[str]) -> Verdict:
+    """The verdict of a gate not run because a cheaper one already failed."""
+    summary = f"skipped: {', '.join(failed)} failed first (run with --all-gates to see this gate)"
+    return Verdict(gate=gate, passed=False, summary=summary, details={"skipped": True})
+
+
+def is_skipped(verdict: Verdict) -> bool:
+    return bool(verdict.details.get("skipped"))
+
+
+def _run(gate: Gate, attempt: Attempt) -> Verdict:
+    started = time.monotonic()
+    verdict = gate.check(attempt)
+    if verdict.seconds:
+        return verdict
+    return verdict.model_copy(update={"seconds": time.monotonic() - started})

@@ -1,5 +1,6 @@
 """Fixtures for the gate tests: the fixture target's BASE tree and fresh candidates of it."""
 
+import itertools
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,19 @@ def make_candidate(base_tree, tmp_path) -> Callable[..., Path]:
         return tree
 
     return make
+
+
+@pytest.fixture
+def commit_of(base_tree, tmp_path):
+    """The judged commit of a candidate tree on the fixture's BASE (built as for an attempt)."""
+    from gates.registration.judged_commit import commit_workspace
+
+    built = itertools.count()
+
+    def build(tree: Path):
+        return commit_workspace(base_tree, tree, tmp_path / f"commit-{next(built)}.git")
+
+    return build
 
 
 @pytest.fixture(scope="session")

@@ -27,6 +27,10 @@ test_command = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests
 parity_configurations = ["model.parity:tiny_batch1", "model.parity:tiny_batch2"]
 allowed_paths = ["operators/catalog/", "model/", "tests/"]
 protected_paths = ["tests/conftest.py"]
+
+[tool.controller.hidden_parity]
+driver = "model.parity:tiny"
+batch_sizes = [1, 6]
 """
 
 CATALOG_BASE = '''\
@@ -76,8 +80,8 @@ import torch
 from model.vision import VisionBlock, VisionProjector
 
 
-def run(batch: int) -> dict[str, torch.Tensor]:
-    generator = torch.Generator().manual_seed(7)
+def run(batch: int, seed: int = 7) -> dict[str, torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
     block, projector = VisionBlock(generator), VisionProjector()
     x, skip, bias = (torch.randn(batch, 8, generator=generator) for _ in range(3))
     hidden = block.forward(x, skip, bias)
@@ -90,6 +94,10 @@ def tiny_batch1() -> dict[str, torch.Tensor]:
 
 def tiny_batch2() -> dict[str, torch.Tensor]:
     return run(2)
+
+
+def tiny(batch: int, seed: int) -> dict[str, torch.Tensor]:
+    return run(batch, seed)
 '''
 
 MODEL_TEST = """\

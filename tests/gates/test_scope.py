@@ -2,101 +2,109 @@
 
 import os
 
+import pytest
 from target_fixture import MODEL_TEST
 
 from gates.registration import scope
 from gates.target import load_target_config
 
 
-def judge(base_tree, candidate):
-    return scope.check(base_tree, candidate, load_target_config(base_tree))
+@pytest.fixture
+def judge(base_tree, commit_of):
+    """Scope's verdict on the commit of a candidate tree."""
+
+    def check(candidate):
+        config = load_target_config(base_tree)
+        return scope.check(base_tree, commit_of(candidate), config, "gelu_tanh")
+
+    return check
 
 
-def test_accepts_the_good_registration(base_tree, make_candidate):
-    verdict = judge(base_tree, make_candidate())
+def test_accepts_the_good_registration(judge, make_candidate):
+    verdict = judge(make_candidate())
     assert verdict.passed, verdict.summary
     assert "added tests/test_gelu_tanh.py" in verdict.details["changes"]
 
 
-def test_rejects_an_out_of_scope_edit(base_tree, make_candidate):
-    verdict = judge(base_tree, make_candidate({"README.md": "hello\n"}))
+def test_rejects_an_out_of_scope_edit(judge, make_candidate):
+    verdict = judge(make_candidate({"README.md": "hello\n"}))
     assert not verdict.passed
     assert verdict.summary.startswith("README.md: outside the allowed paths")
 
 
-def test_rejects_an_edit_to_the_target_config(base_tree, make_candidate):
-    verdict = judge(base_tree, make_candidate({"pyproject.toml": "[project]\n"}))
+def test_rejects_an_edit_to_the_target_config(judge, make_candidate):
+    verdict = judge(make_candidate({"pyproject.toml": "[project]\n"}))
     assert not verdict.passed
-    assert "pyproject.toml: outside the allowed paths" in verdict.summary
+    assert "pyproject.toml: protected path modified" in verdict.summary
 
 
-def test_rejects_a_deleted_protected_file(base_tree, make_candidate):
-    verdict = judge(base_tree, make_candidate({"tests/conftest.py": None}))
+def test_rejects_a_deleted_protected_file(judge, make_candidate):
+    verdict = judge(make_candidate({"tests/conftest.py": None}))
     assert not verdict.passed
     assert "tests/conftest.py: protected path deleted" in verdict.summary
 
 
-def test_rejects_a_symlink(base_tree, make_candidate):
+def test_rejects_a_symlink(judge, make_candidate):
     candidate = make_candidate()
     os.symlink("/etc/passwd", candidate / "model" / "secrets.py")
-    verdict = judge(base_tree, candidate)
+    verdict = judge(candidate)
     assert not verdict.passed
     assert "model/secrets.py: symlinks are not allowed" in verdict.summary
 
 
-def test_rejects_a_binary_file(base_tree, make_candidate):
+def test_rejects_a_binary_file(judge, make_candidate):
     candidate = make_candidate()
     (candidate / "model" / "weights.bin").write_bytes(b"\x00\x01\x02")
-    verdict = judge(base_tree, candidate)
+    verdict = judge(candidate)
     assert not verdict.passed
     assert "model/weights.bin: binary files are not allowed" in verdict.summary
 
 
-def test_rejects_a_weakened_existing_test(base_tree, make_candidate):
+def test_rejects_a_weakened_existing_test(judge, make_candidate):
     weakened = MODEL_TEST.replace('    assert outputs["projected"].shape == (2, 8)\n', "")
-    verdict = judge(base_tree, make_candidate({"tests/test_model.py": weakened}))
+    verdict = judge(make_candidate({"tests/test_model.py": weakened}))
     assert not verdict.passed
     assert "existing test test_outputs_are_finite was changed" in verdict.summary
 
 
-def test_rejects_a_removed_existing_test(base_tree, make_candidate):
+def test_rejects_a_removed_existing_test(judge, make_candidate):
     emptied = "from model.parity import run\n"
-    verdict = judge(base_tree, make_candidate({"tests/test_model.py": emptied}))
+    verdict = judge(make_candidate({"tests/test_model.py": emptied}))
     assert not verdict.passed
     assert "existing test test_outputs_are_finite was removed" in verdict.summary
 
 
-def test_accepts_a_new_test_in_an_existing_file(base_tree, make_candidate):
+def test_accepts_a_new_test_in_an_existing_file(judge, make_candidate):
     extended = (
         MODEL_TEST + "\n\ndef test_batch_one():\n    assert run(1)['hidden'].shape == (1, 8)\n"
     )
-    verdict = judge(base_tree, make_candidate({"tests/test_model.py": extended}))
+    verdict = judge(make_candidate({"tests/test_model.py": extended}))
     assert verdict.passed, verdict.summary
 
 
-def test_rejects_an_empty_candidate(base_tree, make_candidate):
-    verdict = judge(base_tree, make_candidate(good=False))
+def test_rejects_an_empty_candidate(judge, make_candidate):
+    verdict = judge(make_candidate(good=False))
     assert not verdict.passed
     assert verdict.summary == "the candidate changed nothing"
 
 
-def test_rejects_source_that_patches_another_module(base_tree, make_candidate):
+def test_rejects_source_that_patches_another_module(judge, make_candidate):
     patcher = "import operators.ops as registry\n\nregistry._count_hit = lambda *args: None\n"
-    verdict = judge(base_tree, make_candidate({"model/patcher.py": patcher}))
+    verdict = judge(make_candidate({"model/patcher.py": patcher}))
     assert not verdict.passed
     assert "model/patcher.py:3: assigns to an attribute of module registry" in verdict.summary
 
 
-def test_rejects_setattr_and_sys_modules_in_source(base_tree, make_candidate):
+def test_rejects_setattr_and_sys_modules_in_source(judge, make_candidate):
     sneaky = 'import sys\n\nimport torch\n\nsetattr(torch, "add", None)\nsys.modules.pop("x")\n'
-    verdict = judge(base_tree, make_candidate({"model/sneaky.py": sneaky}))
+    verdict = judge(make_candidate({"model/sneaky.py": sneaky}))
     assert not verdict.passed
     assert "model/sneaky.py:5: calls setattr() (runtime patching)" in verdict.summary
     assert "touches sys.modules" in str(verdict.details["violations"])
 
 
-def test_rejects_patching_through_dunder_handles(base_tree, make_candidate):
+def test_rejects_patching_through_dunder_handles(judge, make_candidate):
     sneaky = 'import torch\n\ntorch.__dict__["add"] = None\n'
-    verdict = judge(base_tree, make_candidate({"model/sneaky.py": sneaky}))
+    verdict = judge(make_candidate({"model/sneaky.py": sneaky}))
     assert not verdict.passed
     assert "model/sneaky.py:3: uses __dict__ (runtime patching)" in verdict.summary
