@@ -59,6 +59,7 @@ def check(
     if not coverage:
         problems += weight_problems(declaration, served)
     details = {
+        "operator": operator,
         "declaration": declared_view(declaration),
         "seen": [
             _seen_view(c, b, declaration["workloads"]) for c, b in zip(calls, bindings, strict=True)
@@ -186,6 +187,32 @@ def declared_view(declaration: dict) -> dict[str, Any]:
         "params": declaration.get("params", {}),
         "workloads": workloads,
     }
+
+
+def declaration_markdown(details: dict[str, Any]) -> list[str]:
+    """Report lines: the declaration as the registry resolves it beside the calls seen."""
+    declared = details["declaration"]
+    params = ", ".join(f"{k}={v}" for k, v in declared["params"].items()) or "none"
+    lines = [
+        f"- contract: {declared['contract']}",
+        f"- axes: {', '.join(declared['axes'])}",
+        f"- tensors: {'; '.join(declared['tensors'])}",
+        f"- params: {params}",
+        f"- workloads: {'; '.join(declared['workloads'])}",
+        "",
+        "| call sites | call (dtype[shape]) | calls | axes | served by workload |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for seen in details["seen"]:
+        axes = ", ".join(f"{a}={n}" for a, n in seen.get("axes", {}).items())
+        served = seen.get("workload") or seen.get("problem") or "none covers it"
+        lines.append(
+            f"| {', '.join(seen['sites'])} | {seen['call']} | {seen['count']} | {axes} | {served} |"
+        )
+    if not details["seen"]:
+        lines.append("| (no call recorded) | | | | |")
+    lines += [f"- problem: {problem}" for problem in details.get("problems", [])]
+    return lines
 
 
 def _seen_view(call: SeenCall, binding: Binding, workloads: list[dict]) -> dict[str, Any]:

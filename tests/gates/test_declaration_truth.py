@@ -48,6 +48,9 @@ def test_an_honest_declaration_passes_and_shows_what_the_call_sites_saw(make_can
     assert seen["float32[2, 8] -> float32[2, 8]"]["axes"] == {"rows": 2, "width": 8}
     assert seen["float32[2, 8] -> float32[2, 8]"]["workload"] == "rows_2"
     assert seen["float32[1, 8] -> float32[1, 8]"]["count"] == 2  # the block and the projector
+    report = "\n".join(declaration_truth.declaration_markdown(verdict.details))
+    assert "- contract: bit_exact: the reference is the production path" in report
+    assert "| float32[2, 8] -> float32[2, 8] | 2 | rows=2, width=8 | rows_2 |" in report
 
 
 def test_an_untruthful_declaration_is_rejected(make_candidate, judge):
