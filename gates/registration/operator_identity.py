@@ -73,9 +73,21 @@ def _snapshot_differences(before: OperatorSnapshot, after: OperatorSnapshot) -> 
             found += [
                 _field_change(field, old.get(field), new.get(field)) for field in _keys(old, new)
             ]
+        elif part == "files":
+            added, removed = sorted(set(new) - set(old)), sorted(set(old) - set(new))
+            found.append(f"{words} changed (added {added or 'none'}, removed {removed or 'none'})")
+        elif _name(old) != _name(new):
+            found.append(f"{words} is now {_name(new)} (was {_name(old)})")
         else:
             found.append(f"{words} changed (first at {first_difference(old, new) or part})")
     return found
+
+
+def _name(described) -> str | None:
+    """The qualified name a snapshot gives a described function, if it is one."""
+    if isinstance(described, dict):
+        return described.get("function") or described.get("external")
+    return None
 
 
 def _keys(old: dict, new: dict) -> list[str]:
