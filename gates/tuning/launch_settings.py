@@ -29,19 +29,35 @@ class DeclaredSettings(BaseModel):
     space: dict[str, tuple[Any, ...]] | None = None
 
     def neighbours(self, around: Point, reach: int = 1) -> list[Point]:
-        """Points differing from `around` in exactly `reach` settings, in the space's order."""
+        """Points differing from `around` in exactly `reach` settings, nearest first.
+
+        A step is the distance between two values' places in the declared list, so a search
+        tries the next value up and down of every setting before any larger jump; ties keep
+        the space's order of settings, the step up before the step down.
+        """
         if not self.space:
             return []
-        names = list(self.space)
         found = []
-        for changed in itertools.combinations(names, reach):
+        for changed in itertools.combinations(list(self.space), reach):
             choices = [
                 [value for value in self.space[name] if value != around.get(name)]
                 for name in changed
             ]
             for values in itertools.product(*choices):
-                found.append({**around, **dict(zip(changed, values, strict=True))})
-        return found
+                point = {**around, **dict(zip(changed, values, strict=True))}
+                found.append((self._distance(around, point), len(found), point))
+        return [point for _, _, point in sorted(found, key=lambda item: item[:2])]
+
+    def _distance(self, around: Point, point: Point) -> tuple[int, int]:
+        total, downward = 0, 0
+        for name, options in (self.space or {}).items():
+            if point.get(name) == around.get(name):
+                continue
+            here = options.index(around[name]) if around.get(name) in options else 0
+            step = options.index(point[name]) - here
+            total += abs(step)
+            downward += step < 0
+        return total, downward
 
 
 def declared_settings(source: str) -> DeclaredSettings:

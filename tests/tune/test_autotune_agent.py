@@ -23,17 +23,17 @@ SPACE = DeclaredSettings(
 )
 
 
-def test_the_plan_tries_one_setting_at_a_time_then_two_skipping_what_was_tried():
+def test_the_plan_tries_the_nearest_steps_first_then_two_settings_skipping_what_was_tried():
     plan = plan_points(SPACE, [], 10)
     assert plan.points[:4] == [
-        {"rows": 2, "warps": 4},
-        {"rows": 4, "warps": 4},
-        {"rows": 1, "warps": 2},
+        {"rows": 2, "warps": 4},  # one step up each setting
         {"rows": 1, "warps": 8},
+        {"rows": 1, "warps": 2},  # one step down
+        {"rows": 4, "warps": 4},  # two steps
     ]
-    assert plan.points[4] == {"rows": 2, "warps": 2}  # then two settings at once
+    assert plan.points[4] == {"rows": 2, "warps": 8}  # then two settings at once
     history = [{"attempt": 1, "outcome": "rejected", "gate": "latency", "tuning": plan.points[0]}]
-    assert plan_points(SPACE, history, 1).points == [{"rows": 4, "warps": 4}]
+    assert plan_points(SPACE, history, 1).points == [{"rows": 1, "warps": 8}]
 
 
 def test_a_value_that_broke_the_contract_is_pruned_unless_a_passing_point_used_it():
@@ -110,7 +110,10 @@ def test_autotune_runs_the_search_through_the_gates(tune_target, tmp_path):
     assert run_tune(arguments, evaluator=FakeEvaluator()) == 1  # A/A points: none promoted
     run_dir = only_run(tmp_path / "runs")
     tried = json.loads((run_dir / "evidence" / "tuning.json").read_text())["attempts"]
-    assert [a["tuning"]["rows_per_program"] for a in tried] == [2, 4]
+    assert [(a["tuning"]["rows_per_program"], a["tuning"]["num_warps"]) for a in tried] == [
+        (2, 4),
+        (1, 8),
+    ]
     assert {a["gate"] for a in tried} == {"latency"}
     transcript = json.loads((run_dir / "attempts" / "0002" / "transcript.json").read_text())
     plan = next(step for step in transcript if step.get("step") == "plan")
