@@ -19,26 +19,33 @@ SHORTEST_PERIOD = 4e-3
 LONGEST_PERIOD = 4.0
 
 
-def sinusoidal_time(time: torch.Tensor, width: int) -> torch.Tensor:
-    """Sine/cosine features of time (batch,) over geometric periods, (batch, width) float32."""
+def angular_frequencies(width: int) -> torch.Tensor:
+    """(width / 2,) float32 angular frequencies over geometric periods, made on the host once."""
     fraction = torch.linspace(0.0, 1.0, width // 2, dtype=torch.float64)
     period = SHORTEST_PERIOD * (LONGEST_PERIOD / SHORTEST_PERIOD) ** fraction
-    angular = (2 * math.pi / period).to(torch.float32).to(time.device)
+    return (2 * math.pi / period).to(torch.float32)
+
+
+def sinusoidal_time(time: torch.Tensor, angular: torch.Tensor) -> torch.Tensor:
+    """Sine/cosine features of time (batch,) at `angular` frequencies, (batch, width) float32."""
     angles = time.float()[:, None] * angular[None, :]
     return torch.cat((angles.sin(), angles.cos()), dim=-1)
 
 
 class TimeEmbedding(nn.Module):
-    """The small MLP that turns the time step into the condition every modulation reads."""
+    """The small MLP that turns the time step into the condition every modulation reads.
+
+    Its frequencies are a buffer, so the forward pass reads them where the model lives.
+    """
 
     def __init__(self, size: ExampleSize, weights: WeightFactory) -> None:
         super().__init__()
-        self.width = size.width
+        self.register_buffer("angular", angular_frequencies(size.width), persistent=False)
         self.in_weight = weights.matrix(size.width, size.width)
         self.out_weight = weights.matrix(size.width, size.width)
 
     def forward(self, time: torch.Tensor) -> torch.Tensor:
-        features = sinusoidal_time(time, self.width).to(torch.bfloat16)
+        features = sinusoidal_time(time, self.angular).to(torch.bfloat16)
         hidden = F.silu(F.linear(features, self.in_weight))
         return F.silu(F.linear(hidden, self.out_weight))
 

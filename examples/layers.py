@@ -31,15 +31,19 @@ class WeightFactory:
 
 
 def rope_tables(
-    first_position: int, tokens: int, head_dim: int, device: torch.device
+    first_position: int, tokens: int, head_dim: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos/sin tables (tokens, head_dim) for rotate-half RoPE, both halves equal, in BF16."""
+    """cos/sin tables (tokens, head_dim) for rotate-half RoPE, both halves equal, in BF16.
+
+    Computed on the host once, when a model is built; models keep them as buffers, so a
+    forward pass never copies a table from the host (a CUDA graph can capture it).
+    """
     exponents = torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim
     frequencies = ROPE_BASE**-exponents
     positions = torch.arange(first_position, first_position + tokens, dtype=torch.float32)
     angles = torch.outer(positions, frequencies)
     angles = torch.cat((angles, angles), dim=-1)
-    return angles.cos().to(torch.bfloat16).to(device), angles.sin().to(torch.bfloat16).to(device)
+    return angles.cos().to(torch.bfloat16), angles.sin().to(torch.bfloat16)
 
 
 def empty_cache(size: ExampleSize, batch: int, device: torch.device) -> torch.Tensor:

@@ -32,8 +32,11 @@ class ExampleModel(nn.Module):
         self.vision = VisionTower(size, weights)
         self.prefix_encoder = PrefixEncoder(size, weights)
         self.action_expert = ActionExpert(size, weights)
+        cos, sin = rope_tables(size.prefix_tokens, size.action_tokens, size.head_dim)
+        self.register_buffer("action_rope_cos", cos, persistent=False)
+        self.register_buffer("action_rope_sin", sin, persistent=False)
 
-    @torch.inference_mode()
+    @torch.no_grad()
     def forward(self, inputs: ExampleInputs) -> dict[str, torch.Tensor]:
         vision_features = self.vision(inputs.patches)
         cache = self.prefix_encoder(vision_features, inputs.token_ids)
@@ -52,7 +55,7 @@ class ExampleModel(nn.Module):
         Returns the actions and the first step's velocity, which no step size scales down.
         """
         size = self.size
-        cos, sin = rope_tables(size.prefix_tokens, size.action_tokens, size.head_dim, noise.device)
+        cos, sin = self.action_rope_cos, self.action_rope_sin
         step = -1.0 / size.denoise_steps
         actions, first_velocity = noise, None
         for index in range(size.denoise_steps):

@@ -50,13 +50,16 @@ class PrefixEncoder(nn.Module):
         self.size = size
         self.token_embedding = weights.matrix(size.vocabulary, size.width, gain=size.width**0.5)
         self.layers = nn.ModuleList(PrefixLayer(size, weights) for _ in range(size.prefix_layers))
+        cos, sin = rope_tables(0, size.prefix_tokens, size.head_dim)
+        self.register_buffer("rope_cos", cos, persistent=False)
+        self.register_buffer("rope_sin", sin, persistent=False)
 
     def forward(self, image_tokens: torch.Tensor, token_ids: torch.Tensor) -> PrefixCache:
         """image_tokens (batch, image_tokens, width), token_ids (batch, text_tokens)."""
         prompt = F.embedding(token_ids, self.token_embedding)
         hidden = torch.cat((image_tokens, prompt), dim=1)
         batch, tokens, _ = hidden.shape
-        cos, sin = rope_tables(0, tokens, self.size.head_dim, hidden.device)
+        cos, sin = self.rope_cos, self.rope_sin
         no_cache = empty_cache(self.size, batch, hidden.device)
         cache = PrefixCache(keys=[], values=[])
         for layer in self.layers:

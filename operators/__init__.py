@@ -31,3 +31,5 @@ __all__ = [
     "record_registry_hits",
     "use_kernel_profile",
 ]
+
+ops.bind(REGISTRY.names())

@@ -4,13 +4,17 @@ A call goes through the active `KernelSelection`; while `record_registry_hits` i
 each call is also counted against the calling function, so a gate can prove a call site is
 routed through the registry; while `record_registry_calls` is active, the shapes and dtypes
 each call site passed and got back are counted too, so a gate can hold a declaration to them.
+While `torch.compile` traces, a call goes to what the active selection resolved for compiled
+graphs (see `operators.library`) and is neither counted nor recorded.
 """
 
 import contextlib
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+
+import torch
 
 from operators.selection import active_selection
 
@@ -20,6 +24,8 @@ _call_counters: list[Counter] = []
 
 def call_operator(name: str, *args: Any, **kwargs: Any) -> Any:
     """Run operator `name` under the active selection, counting the caller as a hit."""
+    if torch.compiler.is_compiling():
+        return active_selection().compiled(name)(*args, **kwargs)
     if _hit_counters:
         _count_hit(name, sys._getframe(1))
     if _call_counters:
@@ -79,22 +85,40 @@ def record_registry_calls() -> Iterator[Counter]:
         _call_counters.remove(counter)
 
 
-class _Operators:
-    """Attribute access turns into a registry call: `ops.rms_norm(x, w, eps=1e-6)`."""
+def operator_function(name: str) -> Callable[..., Any]:
+    """The function `ops.<name>` stands for; it reads the active selection at every call."""
 
-    def __getattr__(self, name: str):
+    def operator(*args: Any, **kwargs: Any) -> Any:
+        if torch.compiler.is_compiling():
+            return active_selection().compiled(name)(*args, **kwargs)
+        if _hit_counters:
+            _count_hit(name, sys._getframe(1))
+        if _call_counters:
+            return _recorded_call(name, sys._getframe(1), args, kwargs)
+        return active_selection().resolve(name)(*args, **kwargs)
+
+    operator.__name__ = operator.__qualname__ = name
+    return operator
+
+
+class _Operators:
+    """Attribute access turns into a registry call: `ops.rms_norm(x, w, eps=1e-6)`.
+
+    The function for a name is made once and kept as an attribute, so later accesses (and
+    `torch.compile`'s tracing) find a plain attribute instead of running `__getattr__`.
+    """
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("__"):
             raise AttributeError(name)
-
-        def operator(*args: Any, **kwargs: Any) -> Any:
-            if _hit_counters:
-                _count_hit(name, sys._getframe(1))
-            if _call_counters:
-                return _recorded_call(name, sys._getframe(1), args, kwargs)
-            return active_selection().resolve(name)(*args, **kwargs)
-
-        operator.__name__ = name
+        operator = operator_function(name)
+        setattr(self, name, operator)
         return operator
+
+    def bind(self, names: list[str]) -> None:
+        """Make the functions for `names` now (the registered operators, at import)."""
+        for name in names:
+            getattr(self, name)
 
 
 ops = _Operators()

@@ -2,17 +2,24 @@
 
 `none` runs the preferred (production) kernel, `torch` the reference, `auto` or a profile
 name the verified tuned kernels with the preferred kernel as fallback. Resolution happens once
-per selection, before any compiled region, so a traced call only reads a cache.
+per selection, before any compiled region, so a traced call only reads a cache: the
+selection's table of what a compiled graph calls (`compiled`). That table belongs to the
+selection object, so `torch.compile`'s guards on it see a change of profile and trace again;
+a compiled graph never keeps running the kernels of a profile no longer active.
 """
 
 import contextlib
+import functools
+import itertools
 import os
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from operators.environment import KernelEnvironment, current_kernel_environment
-from operators.errors import ProfileError
+from operators.errors import OperatorError, ProfileError
+from operators.library import preferred_op, tuned_op
 from operators.profiles import TUNED_ROOT, TunedKernel, load_profile, matching_profile
 from operators.registry import REGISTRY, OperatorRegistry
 
@@ -49,6 +56,9 @@ class KernelSelection:
         self._environment = environment
         self._tuned: dict[str, TunedKernel] | None = None
         self._resolved: dict[str, ResolvedOperator] = {}
+        self._compiled: dict[str, Callable[..., Any]] = {}
+        self.number = next(_numbers)
+        _selections[self.number] = self
 
     def resolve(self, name: str) -> ResolvedOperator:
         resolved = self._resolved.get(name)
@@ -58,10 +68,31 @@ class KernelSelection:
         return resolved
 
     def prepare(self) -> "KernelSelection":
-        """Resolve every registered operator now (call before compiling a model)."""
+        """Resolve every registered operator now, for eager calls and compiled graphs."""
         for name in self.registry.names():
             self.resolve(name)
+            if name not in self._compiled:
+                self._compiled[name] = self._compiled_call(name)
         return self
+
+    def compiled(self, name: str) -> Callable[..., Any]:
+        """What a compiled graph calls for `name`: a custom op, or the reference to trace."""
+        try:
+            return self._compiled[name]
+        except KeyError:
+            raise OperatorError(
+                f"operator {name!r} was not resolved before compiling under kernel_profile "
+                f"{self.profile!r}; activate the profile with use_kernel_profile() first"
+            ) from None
+
+    def _compiled_call(self, name: str) -> Callable[..., Any]:
+        resolved = self._resolved[name]
+        declaration = self.registry.declaration(name)
+        if self.profile == "torch" or declaration.preferred is None and resolved.tuned is None:
+            return declaration.reference
+        if resolved.tuned is not None:
+            return functools.partial(tuned_op(declaration, _run_tuned), selection=self.number)
+        return preferred_op(declaration)
 
     def _resolve(self, name: str) -> ResolvedOperator:
         declaration = self.registry.declaration(name)
@@ -94,6 +125,21 @@ def _has_root(selection: KernelSelection) -> bool:
     return selection.tuned_root.is_dir()
 
 
+_numbers = itertools.count(1)
+_selections: weakref.WeakValueDictionary[int, KernelSelection] = weakref.WeakValueDictionary()
+
+
+def _run_tuned(number: int, name: str, *args: Any) -> Any:
+    """A tuned op's body at run time: the traced selection's resolution of `name`."""
+    selection = _selections.get(number)
+    if selection is None:
+        raise OperatorError(
+            f"a compiled graph calls tuned {name!r} of a kernel selection that no longer "
+            "exists; compile again under the active profile"
+        )
+    return selection.resolve(name)(*args)
+
+
 _active: KernelSelection | None = None
 
 
@@ -101,7 +147,7 @@ def active_selection() -> KernelSelection:
     """The selection calls go through: set by `use_kernel_profile`, else from the environment."""
     global _active
     if _active is None:
-        _active = KernelSelection(os.environ.get(PROFILE_VARIABLE, "none"))
+        _active = KernelSelection(os.environ.get(PROFILE_VARIABLE, "none")).prepare()
     return _active
 
 

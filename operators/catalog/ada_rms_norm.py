@@ -14,6 +14,7 @@ from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, action_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
+from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {"rows_per_program": 1, "num_warps": 4, "num_stages": 3}
 """Launch settings on a GPU (the interpreter picks its own rows per program)."""
@@ -68,6 +69,7 @@ def _ada_rms_norm_kernel(
     tl.store(out_ptr + row[:, None] * hidden + columns[None, :], round_to_bfloat16(y), mask=mask)
 
 
+@compiler_visible
 def ada_rms_norm_triton(
     x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6
 ) -> torch.Tensor:
@@ -79,7 +81,9 @@ def ada_rms_norm_triton(
         rows = batch * tokens
         block = triton.next_power_of_2(hidden)
         rows_each = rows_per_program(rows, block, TUNING["rows_per_program"])
-        _ada_rms_norm_kernel[(triton.cdiv(rows, rows_each),)](
+        launch(
+            _ada_rms_norm_kernel,
+            (triton.cdiv(rows, rows_each),),
             x,
             scale,
             shift,

@@ -11,6 +11,7 @@ from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, row_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
+from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {"block": 1024, "rows_per_program": 1, "num_warps": 4, "num_stages": 3}
 """Launch settings on a GPU: columns per program, rows per program, warps, pipeline stages."""
@@ -57,6 +58,7 @@ def _gated_gelu_kernel(
     tl.store(out_ptr + row[:, None] * columns + offsets[None, :], out, mask=mask)
 
 
+@compiler_visible
 def gated_gelu_triton(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """Production kernel: one program per (rows, 1024 columns), GELU rounded like eager."""
     tokens, columns = gate.shape
@@ -65,7 +67,9 @@ def gated_gelu_triton(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     if out.numel():
         block = interpreter_block(columns, min(TUNING["block"], triton.next_power_of_2(columns)))
         rows_each = rows_per_program(tokens, block, TUNING["rows_per_program"])
-        _gated_gelu_kernel[(triton.cdiv(tokens, rows_each), triton.cdiv(columns, block))](
+        launch(
+            _gated_gelu_kernel,
+            (triton.cdiv(tokens, rows_each), triton.cdiv(columns, block)),
             gate,
             up,
             out,

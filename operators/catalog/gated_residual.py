@@ -14,6 +14,7 @@ from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, action_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
+from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {"block": 1024, "rows_per_program": 1, "num_warps": 4, "num_stages": 3}
 """Launch settings on a GPU: columns per program, rows per program, warps, pipeline stages."""
@@ -66,6 +67,7 @@ def _gated_residual_kernel(
     tl.store(out_ptr + row[:, None] * hidden + columns[None, :], out, mask=mask)
 
 
+@compiler_visible
 def gated_residual_triton(
     residual: torch.Tensor, update: torch.Tensor, gate: torch.Tensor
 ) -> torch.Tensor:
@@ -79,7 +81,9 @@ def gated_residual_triton(
         rows = batch * tokens
         block = interpreter_block(hidden, min(TUNING["block"], triton.next_power_of_2(hidden)))
         rows_each = rows_per_program(rows, block, TUNING["rows_per_program"])
-        _gated_residual_kernel[(triton.cdiv(rows, rows_each), triton.cdiv(hidden, block))](
+        launch(
+            _gated_residual_kernel,
+            (triton.cdiv(rows, rows_each), triton.cdiv(hidden, block)),
             residual,
             update,
             gate,

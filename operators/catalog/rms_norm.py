@@ -10,6 +10,7 @@ from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, row_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
+from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {"rows_per_program": 1, "num_warps": 4, "num_stages": 3}
 """Launch settings on a GPU (the interpreter picks its own rows per program)."""
@@ -52,6 +53,7 @@ def _rms_norm_kernel(
     tl.store(out_ptr + row[:, None] * hidden + columns[None, :], y, mask=mask)
 
 
+@compiler_visible
 def rms_norm_triton(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """Production kernel: whole rows in one block, one row per program on a GPU."""
     hidden = x.shape[-1]
@@ -63,7 +65,9 @@ def rms_norm_triton(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) ->
     if count:
         block = triton.next_power_of_2(hidden)
         rows_each = rows_per_program(count, block, TUNING["rows_per_program"])
-        _rms_norm_kernel[(triton.cdiv(count, rows_each),)](
+        launch(
+            _rms_norm_kernel,
+            (triton.cdiv(count, rows_each),),
             rows,
             weight,
             out,

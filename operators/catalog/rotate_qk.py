@@ -13,6 +13,7 @@ from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, sequence_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
+from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {"rows_per_program": 8, "num_warps": 4, "num_stages": 3}
 """Launch settings on a GPU: (batch, head, token) rows per program, warps, pipeline stages."""
@@ -144,6 +145,7 @@ def _rotate_qk_kernel(
         )
 
 
+@compiler_visible
 def rotate_qk_triton(
     q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -162,7 +164,9 @@ def rotate_qk_triton(
     k_first_program = 0 if triton_runtime.interpreting() else q_programs
     programs = max(q_programs, k_first_program + k_programs)
     if programs and head_dim:
-        _rotate_qk_kernel[(programs,)](
+        launch(
+            _rotate_qk_kernel,
+            (programs,),
             q,
             k,
             q_out,

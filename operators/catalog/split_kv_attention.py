@@ -13,6 +13,7 @@ from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, attention_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
+from operators.kernel_launch import compiler_visible, launch
 
 LOG2_E = 1.4426950408889634
 INTERPRETER_MAX_BLOCK = 64
@@ -246,6 +247,7 @@ def _blocks(batch: int, group: int, tokens: int, prefix: int) -> tuple[int, int,
     return batches, heads, block_queries, block_keys
 
 
+@compiler_visible
 def split_kv_attention_triton(
     q: torch.Tensor,
     k_cache: torch.Tensor,
@@ -273,7 +275,9 @@ def split_kv_attention_triton(
         batch, query_heads // kv_heads, tokens, prefix
     )
     grid = (triton.cdiv(tokens, block_queries), triton.cdiv(batch, batches) * query_heads // heads)
-    _split_kv_attention_kernel[grid](
+    launch(
+        _split_kv_attention_kernel,
+        grid,
         q,
         k_cache,
         v_cache,

@@ -70,7 +70,7 @@ def test_the_comparison_sees_a_kernel_that_drops_rows_past_the_first_program(mon
     expected = declaration.preferred(*inputs, **declaration.params)
     monkeypatch.setattr(rms_norm.torch, "empty", torch.zeros)  # unwritten rows read as zero
     monkeypatch.setattr(rms_norm.triton, "cdiv", lambda count, rows: 1)
-    monkeypatch.setattr(rms_norm, "rows_per_program", lambda rows, block: 4)
+    monkeypatch.setattr(rms_norm, "rows_per_program", lambda rows, block, compiled_rows=1: 4)
     got = declaration.preferred(*inputs, **declaration.params)
     assert not torch.equal(got[4:], expected[4:])
 
