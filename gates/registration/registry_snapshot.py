@@ -140,6 +140,7 @@ class Describer:
             "keyword_defaults": self.describe(function.__kwdefaults__, depth),
             "closure": closure,
             "globals": globals_read,
+            "attributes": self.describe(dict(vars(function)), depth),
         }
 
     def _class(self, cls: type, depth: int):
