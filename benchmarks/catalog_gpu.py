@@ -6,6 +6,7 @@ a buffer of at least twice its size, both queued ahead of the start event; no ho
 between samples; events are read after the loop; the median is reported. Eager and Triton
 samples are interleaved so clock drift hits both alike. `--dry-run` runs the same code on the
 CPU (host clock, scaled-down workloads, Triton interpreter) to check the script itself.
+`--host` instead measures the host time of one registry call against its reference's ATen ops.
 """
 
 import argparse
@@ -14,6 +15,7 @@ import json
 import os
 import statistics
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +28,9 @@ from operators.catalog import CATALOG  # noqa: E402
 from operators.catalog.checking import first_violation, scaled_down  # noqa: E402
 from operators.declaration import DISTRIBUTIONS, OperatorDeclaration, Workload  # noqa: E402
 from operators.environment import current_environment_identity  # noqa: E402
+from operators.kernel_launch import LaunchBinding  # noqa: E402
+from operators.ops import ops  # noqa: E402
+from operators.selection import use_kernel_profile  # noqa: E402
 
 MIN_SAMPLES = 1000
 MIN_FLUSH_BYTES = 512 * 2**20
@@ -150,6 +155,60 @@ def benchmark(
     return rows
 
 
+HOST_CALLS = 40
+"""Calls per host-time sample: few enough that their launches fit the device's queue."""
+HOST_ROLES = {
+    "reference": ("torch", True, False),
+    "ops, Triton's launch": ("none", False, False),
+    "ops, bound launch": ("none", True, False),
+    "launcher, bound launch": ("none", True, True),
+}
+"""role: (kernel profile, bound launches, call the launcher directly instead of `ops`)."""
+
+
+def host_overhead(declarations: list[OperatorDeclaration], rounds: int) -> list[dict]:
+    """Host microseconds per call at each operator's first workload, for each HOST_ROLES role.
+
+    The device is first held busy by a sleep kernel, so every call only queues its launches
+    and the host clock measures the host's work alone; roles alternate, median of `rounds`.
+    """
+    rows = []
+    for declaration in declarations:
+        inputs = declaration.make_inputs(declaration.workloads[0], seed=0, device="cuda")
+        samples: dict[str, list[float]] = {role: [] for role in HOST_ROLES}
+        for _ in range(rounds):
+            for role, (profile, bound, direct) in HOST_ROLES.items():
+                LaunchBinding.enabled = bound
+                call = declaration.preferred if direct else getattr(ops, declaration.name)
+                with use_kernel_profile(profile):
+                    for _ in range(WARMUP_CALLS):
+                        call(*inputs, **declaration.params)
+                    torch.cuda.synchronize()
+                    torch.cuda._sleep(PRIMING_SLEEP_CYCLES)
+                    start = time.perf_counter()
+                    for _ in range(HOST_CALLS):
+                        call(*inputs, **declaration.params)
+                    elapsed = time.perf_counter() - start
+                    torch.cuda.synchronize()
+                samples[role].append(elapsed / HOST_CALLS * 1e6)
+        LaunchBinding.enabled = True
+        row = {"operator": declaration.name, "workload": declaration.workloads[0].name}
+        row.update({role: statistics.median(values) for role, values in samples.items()})
+        rows.append(row)
+    return rows
+
+
+def host_table(rows: list[dict]) -> str:
+    lines = [
+        "| operator | workload | " + " | ".join(f"{role} us" for role in HOST_ROLES) + " |",
+        "| --- | --- |" + " ---: |" * len(HOST_ROLES),
+    ]
+    for row in rows:
+        values = " | ".join(f"{row[role]:.1f}" for role in HOST_ROLES)
+        lines.append(f"| {row['operator']} | {row['workload']} | {values} |")
+    return "\n".join(lines)
+
+
 def markdown_table(rows: list[dict], header: dict) -> str:
     lines = [f"- {key}: {value}" for key, value in header.items()]
     lines += [
@@ -180,6 +239,11 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seeds", type=int, default=2, help="seeds per contract check")
     parser.add_argument("--operators", nargs="*", help="only these operators (default: all)")
     parser.add_argument(
+        "--host",
+        action="store_true",
+        help="only the host time of one registry call against its reference (CUDA)",
+    )
+    parser.add_argument(
         "--dry-run",
         action="store_true",
         help="CPU, scaled-down workloads, host clock: checks the script, measures nothing",
@@ -200,6 +264,13 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cpu" if arguments.dry_run else "cuda")
     torch.backends.cuda.matmul.allow_tf32 = False  # the float32 references stay float32
     declarations = [d for d in CATALOG if not arguments.operators or d.name in arguments.operators]
+    if arguments.host:
+        table = host_table(host_overhead(declarations, rounds=7))
+        print(table)
+        if os.environ.get("OUT"):
+            Path(os.environ["OUT"]).mkdir(parents=True, exist_ok=True)
+            (Path(os.environ["OUT"]) / "host_overhead.md").write_text(table + "\n")
+        return 0
     if arguments.dry_run:
         declarations = [scaled_down(declaration) for declaration in declarations]
     rows = benchmark(declarations, arguments.samples, range(arguments.seeds), device)

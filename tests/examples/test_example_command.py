@@ -72,3 +72,51 @@ def test_pi05_without_cuda_is_a_one_line_error(capsys):
 def test_a_batch_below_one_is_refused(capsys):
     assert main(["example", "run", "--batch", "0"]) == 2
     assert "--batch" in capsys.readouterr().err
+
+
+def time_arguments(tmp_path, *extra: str) -> list[str]:
+    """A cheap timing run: the references only, eager, one timed forward."""
+    output = str(tmp_path / "timing.json")
+    return ["example", "run", "--time", "--profile", "torch", "--mode", "eager", *extra] + [
+        "--iterations",
+        "1",
+        "--warmup",
+        "0",
+        "--output",
+        output,
+    ]
+
+
+def test_time_prints_each_row_and_writes_json(tmp_path, capsys):
+    assert main(time_arguments(tmp_path)) == 0
+    printed = capsys.readouterr().out
+    assert "torch" in printed and "eager" in printed and "median ms" in printed
+    report = json.loads((tmp_path / "timing.json").read_text())
+    assert report["environment"]["torch"] == torch.__version__
+    (row,) = report["rows"]
+    assert row["profile"] == "torch" and row["mode"] == "eager"
+    assert row["within_expectation"] and row["samples"] == 1 and row["median_ms"] > 0
+
+
+def test_time_reports_a_mode_that_fails_and_exits_1(tmp_path, capsys, monkeypatch):
+    import examples.timing as timing
+
+    def broken_deploy(model, mode, inputs):
+        raise RuntimeError("capture failed\nsecond line")
+
+    monkeypatch.setattr(timing, "deploy", broken_deploy)
+    assert main(time_arguments(tmp_path)) == 1
+    assert "failed: RuntimeError: capture failed" in capsys.readouterr().out
+    (row,) = json.loads((tmp_path / "timing.json").read_text())["rows"]
+    assert row["error"] == "RuntimeError: capture failed" and row["median_ms"] is None
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without CUDA")
+def test_time_refuses_graph_modes_without_cuda(tmp_path, capsys):
+    assert main(["example", "run", "--time", "--mode", "graph"]) == 2
+    assert "--mode graph needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_time_refuses_zero_iterations(tmp_path, capsys):
+    assert main(["example", "run", "--time", "--iterations", "0"]) == 2
+    assert "--iterations 0" in capsys.readouterr().err

@@ -1,0 +1,141 @@
+"""End-to-end latency of the example model's forward, per kernel profile and deployment mode.
+
+Each row deploys the forward (compiles or captures it), checks its outputs against the
+references' eager outputs within the contract-derived expectation, then times it: CUDA events
+around each forward on a GPU (the host clock on a CPU), after warm-up calls; the median is
+reported. A mode that fails is a row with its error, so one failure never hides the others.
+"""
+
+import datetime
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from examples.config import ExampleSize
+from examples.deployment import Mode, deploy
+from examples.expectation import compare_outputs, registry_calls_per_output
+from examples.model import build_model, make_inputs
+from operators import use_kernel_profile
+from operators.environment import EnvironmentIdentity, current_environment_identity
+
+
+class ForwardTiming(BaseModel):
+    """One profile in one mode: how long preparing took, whether outputs held, the latency."""
+
+    model_config = ConfigDict(frozen=True)
+
+    profile: str
+    mode: str
+    prepare_seconds: float = Field(description="compiling or capturing, warm-up included")
+    within_expectation: bool | None = None
+    outside: list[str] = Field(default_factory=list, description="outputs past their bound")
+    median_ms: float | None = None
+    min_ms: float | None = None
+    samples: int = 0
+    error: str | None = Field(default=None, description="why this mode did not run")
+
+
+class TimingReport(BaseModel):
+    """Every row of one `controller example run --time`, with what it ran on."""
+
+    model_config = ConfigDict(frozen=True)
+
+    size: str
+    batch: int
+    seed: int
+    device: str
+    environment: EnvironmentIdentity
+    date: str
+    iterations: int
+    warmup: int
+    clock: str
+    rows: list[ForwardTiming]
+
+
+def time_example(
+    size: ExampleSize,
+    batch: int,
+    seed: int,
+    device: torch.device,
+    profiles: list[str],
+    modes: list[Mode],
+    iterations: int,
+    warmup: int,
+    on_row: Callable[[TimingReport], None] = lambda report: None,
+) -> TimingReport:
+    """Time every (profile, mode); `on_row` sees the report after each row (to save it)."""
+    model = build_model(size, seed, device)
+    inputs = make_inputs(size, batch, seed, device)
+    with use_kernel_profile("torch"):
+        reference = model(inputs)
+        calls = registry_calls_per_output(model, inputs)
+    clock = "CUDA events around each forward" if device.type == "cuda" else "host clock"
+    report = TimingReport(
+        size=size.name,
+        batch=batch,
+        seed=seed,
+        device=str(device),
+        environment=current_environment_identity(),
+        date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        iterations=iterations,
+        warmup=warmup,
+        clock=f"{clock}, median of {iterations} after {warmup} warm-up calls",
+        rows=[],
+    )
+    for profile in profiles:
+        for mode in modes:
+            with use_kernel_profile(profile):
+                row = _time_row(model, inputs, reference, calls, profile, mode, iterations, warmup)
+            torch._dynamo.reset()
+            report = report.model_copy(update={"rows": [*report.rows, row]})
+            on_row(report)
+    return report
+
+
+def _time_row(model, inputs, reference, calls, profile, mode, iterations, warmup) -> ForwardTiming:
+    started = time.perf_counter()
+    try:
+        forward = deploy(model, mode, inputs)
+        outputs = {name: tensor.clone() for name, tensor in forward(inputs).items()}
+    except Exception as error:  # a mode that cannot run is reported, the others still run
+        message = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+        return ForwardTiming(profile=profile, mode=mode, prepare_seconds=0.0, error=message)
+    prepare_seconds = time.perf_counter() - started
+    comparisons = compare_outputs(reference, outputs, calls)
+    outside = [comparison.name for comparison in comparisons if not comparison.within]
+    milliseconds = _latencies(forward, inputs, iterations, warmup)
+    return ForwardTiming(
+        profile=profile,
+        mode=mode,
+        prepare_seconds=round(prepare_seconds, 2),
+        within_expectation=not outside,
+        outside=outside,
+        median_ms=round(statistics.median(milliseconds), 3),
+        min_ms=round(min(milliseconds), 3),
+        samples=len(milliseconds),
+    )
+
+
+def _latencies(forward, inputs, iterations: int, warmup: int) -> list[float]:
+    for _ in range(warmup):
+        forward(inputs)
+    if inputs.noise.device.type != "cuda":
+        spans = []
+        for _ in range(iterations):
+            start = time.perf_counter()
+            forward(inputs)
+            spans.append((time.perf_counter() - start) * 1e3)
+        return spans
+    torch.cuda.synchronize()
+    events = []
+    for _ in range(iterations):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        forward(inputs)
+        end.record()
+        events.append((start, end))
+    torch.cuda.synchronize()
+    return [start.elapsed_time(end) for start, end in events]
