@@ -48,7 +48,7 @@ def check(
         problems.append(f"the parity runs recorded no call of ops.{operator} at the call sites")
     bindings = [bind(declaration, call) for call in calls]
     problems += [
-        f"a call from {', '.join(call.sites)} ({call.describe()}) {binding.problem}"
+        f"a call from {', '.join(call.sites)} ({call.describe()}): {binding.problem}"
         for call, binding in zip(calls, bindings, strict=True)
         if binding.problem
     ]
