@@ -4,16 +4,15 @@ Triton's `kernel[grid](...)` re-derives the kernel's specialisation from every a
 every call, which costs more host time than the kernel takes on the device. Here the compiled
 kernel is looked up by a cheap key holding everything that specialisation depends on (dtypes,
 16-byte pointer alignment, integers' width, divisibility by 16 and equality to 1, constexpr
-values, launch options) and launched directly. Inside a `torch.library.triton_op` being traced
-the kernel goes through `wrap_triton`, so the compiler sees and schedules it. Under the
-interpreter kernels are launched the ordinary way.
+values, launch options) and launched directly. When a `torch.library.triton_op` is traced (its
+arguments are fake or functional tensors) the kernel goes through `wrap_triton`, so the
+compiler sees and schedules it. Under the interpreter kernels are launched the ordinary way.
 """
 
 from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch._library.triton import is_wrap_triton_enabled
 from torch.library import wrap_triton
 
 from operators import triton_runtime
@@ -34,7 +33,7 @@ _bound: dict[tuple, Any] = {}
 
 def launch(kernel, grid: Grid, *args: Any, **options: Any) -> None:
     """Launch `kernel` on `grid`; `options` holds constexprs and launch options by name."""
-    if is_wrap_triton_enabled():
+    if _traced(args):
         wrap_triton(kernel)[grid](*args, **options)
         return
     if triton_runtime.interpreting() or not LaunchBinding.enabled:
@@ -61,6 +60,11 @@ def compiler_visible(launcher: Callable[..., Any]) -> Callable[..., Any]:
 def bound_kernel_count() -> int:
     """How many (kernel, layout) bindings exist: a test checks that repeated calls reuse one."""
     return len(_bound)
+
+
+def _traced(args: tuple[Any, ...]) -> bool:
+    """Fake or functional tensors: a `triton_op` is being traced, not run."""
+    return any(isinstance(arg, torch.Tensor) and type(arg) is not torch.Tensor for arg in args)
 
 
 def _layout_key(args: tuple[Any, ...]) -> tuple:

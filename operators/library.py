@@ -45,9 +45,8 @@ def preferred_op(declaration: OperatorDeclaration):
         name = _free_name(declaration.name)
         schema = operator_schema(declaration)
         if triton_runtime.cuda_available() and getattr(preferred, "compiler_visible", False):
-            torch.library.triton_op(
-                f"{NAMESPACE}::{name}", preferred, mutates_args=(), schema=schema
-            )
+            # The schema comes from the launcher's annotations, which match the declaration.
+            torch.library.triton_op(f"{NAMESPACE}::{name}", preferred, mutates_args=())
         else:
             _opaque(name, schema, declaration, _with_contiguous_outputs(preferred))
         _defined[key] = (getattr(torch.ops, NAMESPACE), name, preferred)

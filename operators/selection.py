@@ -90,9 +90,12 @@ class KernelSelection:
         declaration = self.registry.declaration(name)
         if self.profile == "torch" or declaration.preferred is None and resolved.tuned is None:
             return declaration.reference
-        if resolved.tuned is not None:
-            return functools.partial(tuned_op(declaration, _run_tuned), selection=self.number)
-        return preferred_op(declaration)
+        try:
+            if resolved.tuned is not None:
+                return functools.partial(tuned_op(declaration, _run_tuned), selection=self.number)
+            return preferred_op(declaration)
+        except Exception as error:  # eager calls must not depend on what compiling needs
+            return _not_compilable(name, f"{type(error).__name__}: {error}".splitlines()[0])
 
     def _resolve(self, name: str) -> ResolvedOperator:
         declaration = self.registry.declaration(name)
@@ -123,6 +126,16 @@ class KernelSelection:
 
 def _has_root(selection: KernelSelection) -> bool:
     return selection.tuned_root.is_dir()
+
+
+def _not_compilable(name: str, reason: str) -> Callable[..., Any]:
+    """Stands in for an operator whose custom op could not be defined: compiling it fails
+    with the reason, eager calls are unaffected."""
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise OperatorError(f"operator {name!r} cannot be compiled: {reason}")
+
+    return refuse
 
 
 _numbers = itertools.count(1)
