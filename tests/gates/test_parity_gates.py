@@ -39,9 +39,11 @@ def test_a_reordered_sum_keeps_the_sequence_but_changes_the_bits(
     assert aten_sequence.check(base_probe, candidate, config).passed
     verdict = bit_parity.check(base_probe, candidate, config)
     assert not verdict.passed
-    assert verdict.summary.startswith(
-        "model.parity:tiny_batch1: output 'hidden' differs from BASE in "
-    )
+    # Which configuration first shows the reordering depends on the CPU's vector path (a batch
+    # of one may round alike both ways); some configuration must show it.
+    configuration, _, difference = verdict.summary.partition(": ")
+    assert configuration in config.parity_configurations
+    assert difference.startswith("output 'hidden' differs from BASE in ")
 
 
 def test_a_site_left_unrouted_has_no_registry_hits(base_tree, make_candidate, probe):
