@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from gates.registration.call_sites import CallSite
+from operators.declaration import OperatorDeclaration, TensorSpec
 
 
 class SeenCall(BaseModel):
@@ -73,10 +74,10 @@ def seen_calls(
     ]
 
 
-def bind(declaration: dict[str, Any], call: SeenCall) -> Binding:
+def bind(declaration: OperatorDeclaration, call: SeenCall) -> Binding:
     """Each axis's size at `call`, from its input and output tensors, or the first misfit."""
-    inputs = {spec["name"]: spec for spec in declaration["inputs"]}
-    params = list(declaration.get("params", {}))
+    inputs = {spec.name: spec for spec in declaration.inputs}
+    params = list(declaration.params)
     passed: dict[str, tuple] = {}
     names = list(inputs) + params
     if len(call.arguments) > len(names):
@@ -91,10 +92,10 @@ def bind(declaration: dict[str, Any], call: SeenCall) -> Binding:
         return Binding(problem=f"does not pass the declared inputs {missing}")
     sizes: dict[str, int] = {}
     tensors = [(inputs[name], passed[name]) for name in inputs]
-    if len(call.results) != len(declaration["outputs"]):
-        count = len(declaration["outputs"])
+    if len(call.results) != len(declaration.outputs):
+        count = len(declaration.outputs)
         return Binding(problem=f"returns {len(call.results)} values, declared {count} outputs")
-    tensors += list(zip(declaration["outputs"], call.results, strict=True))
+    tensors += list(zip(declaration.outputs, call.results, strict=True))
     for spec, value in tensors:
         problem = _bind_tensor(spec, value, sizes)
         if problem:
@@ -102,14 +103,14 @@ def bind(declaration: dict[str, Any], call: SeenCall) -> Binding:
     return Binding(sizes=sizes)
 
 
-def _bind_tensor(spec: dict, value: tuple, sizes: dict[str, int]) -> str | None:
-    name = spec["name"]
+def _bind_tensor(spec: TensorSpec, value: tuple, sizes: dict[str, int]) -> str | None:
+    name = spec.name
     if not value or value[0] != "tensor":
         return f"passes a {value[0] if value else 'nothing'} as {name}, declared a tensor"
     _, dtype, shape = value
-    if dtype != spec["dtype"]:
-        return f"{name} is {dtype} at the call sites, declared {spec['dtype']}"
-    axes = list(spec["shape"])
+    if dtype != spec.dtype:
+        return f"{name} is {dtype} at the call sites, declared {spec.dtype}"
+    axes = list(spec.shape)
     shape = list(shape)
     if len(shape) < len(axes) or (len(shape) > len(axes) and not axes):
         return f"{name} has shape {shape} at the call sites, declared ({', '.join(axes)})"

@@ -17,6 +17,8 @@ from gates.registration.probes import ProbeResult
 from gates.registration.snapshots import RegistrySnapshot
 from gates.target import TargetConfig
 from gates.verdict import Verdict
+from operators.contract import Contract
+from operators.declaration import OperatorDeclaration, Workload
 
 GATE = "declaration_truth"
 MAX_ROUNDINGS = 8
@@ -40,10 +42,13 @@ def check(
         return Verdict(gate=GATE, passed=False, summary=f"ops.{operator} is not registered")
     if probe.problem:
         return Verdict(gate=GATE, passed=False, summary=probe.problem)
-    declaration = snapshot.declaration
+    try:
+        declaration = snapshot.typed_declaration()
+    except ValueError as error:
+        return Verdict(gate=GATE, passed=False, summary=f"{operator}: {error}")
     drivers = list(config.parity_configurations)
     calls = seen_calls(probe.configurations, drivers, operator, sites)
-    problems = contract_problems(declaration["contract"], snapshot.preferred is not None)
+    problems = contract_problems(declaration.contract, snapshot.preferred is not None)
     if not calls:
         problems.append(f"the parity runs recorded no call of ops.{operator} at the call sites")
     bindings = [bind(declaration, call) for call in calls]
@@ -62,7 +67,7 @@ def check(
         "operator": operator,
         "declaration": declared_view(declaration),
         "seen": [
-            _seen_view(c, b, declaration["workloads"]) for c, b in zip(calls, bindings, strict=True)
+            _seen_view(c, b, declaration.workloads) for c, b in zip(calls, bindings, strict=True)
         ],
         "problems": problems,
     }
@@ -71,21 +76,21 @@ def check(
         summary = f"the {operator} declaration is untruthful: {problems[0]}{more}"
         return Verdict(gate=GATE, passed=False, summary=summary, details=details)
     summary = (
-        f"{operator}'s contract ({declaration['contract']['mode']}) and workloads fit the "
+        f"{operator}'s contract ({declaration.contract.mode}) and workloads fit the "
         f"{sum(c.count for c in calls)} calls its call sites made in the parity runs"
     )
     return Verdict(gate=GATE, passed=True, summary=summary, details=details)
 
 
-def contract_problems(contract: dict[str, Any], has_preferred: bool) -> list[str]:
+def contract_problems(contract: Contract, has_preferred: bool) -> list[str]:
     problems = []
-    roundings = contract.get("roundings", 0)
-    if contract["mode"] != "bit_exact" and not has_preferred:
+    roundings = contract.roundings
+    if contract.mode != "bit_exact" and not has_preferred:
         problems.append(
             f"without a preferred kernel every profile runs the reference, so the contract is "
             f"bit_exact (declared a tolerance of {roundings} roundings)"
         )
-    if contract["mode"] == "tolerance" and roundings > MAX_ROUNDINGS:
+    if contract.mode == "tolerance" and roundings > MAX_ROUNDINGS:
         problems.append(
             f"a tolerance of {roundings} BF16 roundings is past the bound of {MAX_ROUNDINGS}; "
             "count the roundings the kernel and the reference do not share"
@@ -93,39 +98,40 @@ def contract_problems(contract: dict[str, Any], has_preferred: bool) -> list[str
     return problems
 
 
-def const_axis_problems(declaration: dict, fitting: list[tuple[SeenCall, Binding]]) -> list[str]:
+def const_axis_problems(
+    declaration: OperatorDeclaration, fitting: list[tuple[SeenCall, Binding]]
+) -> list[str]:
     """A const axis has one size in every call, no larger than the declared one."""
     problems = []
-    for axis in declaration["axes"]:
-        if axis["kind"] != "const":
+    for axis in declaration.axes:
+        if axis.kind != "const":
             continue
-        seen = sorted({b.sizes[axis["name"]] for _, b in fitting if axis["name"] in b.sizes})
+        seen = sorted({b.sizes[axis.name] for _, b in fitting if axis.name in b.sizes})
         if len(seen) > 1:
             problems.append(
-                f"axis {axis['name']} is declared const but the call sites pass sizes {seen}; "
+                f"axis {axis.name} is declared const but the call sites pass sizes {seen}; "
                 "declare it var with a workload per size"
             )
-        elif seen and not _covers(axis["value"], seen[0]):
+        elif seen and not _covers(axis.value or 0, seen[0]):
             problems.append(
-                f"axis {axis['name']} is declared const {axis['value']} but the call sites "
-                f"pass {seen[0]}"
+                f"axis {axis.name} is declared const {axis.value} but the call sites pass {seen[0]}"
             )
     return problems
 
 
 def workload_coverage(
-    declaration: dict, fitting: list[tuple[SeenCall, Binding]]
+    declaration: OperatorDeclaration, fitting: list[tuple[SeenCall, Binding]]
 ) -> tuple[dict[str, int], list[str]]:
     """Calls per declared workload (each call served by the smallest workload that covers it),
     and a problem for each call no workload covers."""
-    workloads = declaration["workloads"]
-    served = {workload["name"]: 0 for workload in workloads}
+    workloads = declaration.workloads
+    served = {workload.name: 0 for workload in workloads}
     problems = []
     for call, binding in fitting:
         workload = serving_workload(workloads, binding)
         if workload is None:
-            var = {axis: binding.sizes.get(axis) for axis in _var_axes(declaration)}
-            declared = "; ".join(f"{w['name']} {w['axes']}" for w in workloads)
+            var = {a.name: binding.sizes.get(a.name) for a in declaration.axes if a.kind == "var"}
+            declared = "; ".join(f"{w.name} {w.axes}" for w in workloads)
             problems.append(
                 f"no declared workload covers {var} ({call.count} calls from "
                 f"{', '.join(call.sites)}); declared: {declared}"
@@ -135,20 +141,21 @@ def workload_coverage(
     return served, problems
 
 
-def serving_workload(workloads: list[dict], binding: Binding) -> str | None:
+def serving_workload(workloads: tuple[Workload, ...], binding: Binding) -> str | None:
+    """The smallest declared workload at least as large as the call in every var axis."""
     covering = [
         w
         for w in workloads
-        if all(_covers(size, binding.sizes.get(axis, 0)) for axis, size in w["axes"].items())
+        if all(_covers(size, binding.sizes.get(axis, 0)) for axis, size in w.axes.items())
     ]
     if not covering:
         return None
-    return min(covering, key=lambda w: _product(w["axes"].values()))["name"]
+    return min(covering, key=lambda w: _product(w.axes.values())).name
 
 
-def weight_problems(declaration: dict, served: dict[str, int]) -> list[str]:
+def weight_problems(declaration: OperatorDeclaration, served: dict[str, int]) -> list[str]:
     """Among the workloads that serve calls, each one's weight share follows its call share."""
-    weights = {w["name"]: w["weight"] for w in declaration["workloads"]}
+    weights = {w.name: w.weight for w in declaration.workloads}
     used = {name: count for name, count in served.items() if count}
     total_calls, total_weight = sum(used.values()), sum(weights[name] for name in used)
     problems = []
@@ -163,28 +170,25 @@ def weight_problems(declaration: dict, served: dict[str, int]) -> list[str]:
     return problems
 
 
-def declared_view(declaration: dict) -> dict[str, Any]:
+def declared_view(declaration: OperatorDeclaration) -> dict[str, Any]:
     """The declaration as a reviewer reads it: contract with reason, axes, workloads."""
-    contract = declaration["contract"]
-    mode = contract["mode"]
+    contract = declaration.contract
+    mode = contract.mode
     if mode == "tolerance":
-        mode = f"tolerance of {contract['roundings']} BF16 roundings"
+        mode = f"tolerance of {contract.roundings} BF16 roundings"
     axes = [
-        f"{a['name']}={a['value']}" if a["kind"] == "const" else f"{a['name']} (var)"
-        for a in declaration["axes"]
+        f"{a.name}={a.value}" if a.kind == "const" else f"{a.name} (var)" for a in declaration.axes
     ]
     tensors = [
-        f"{spec['name']}: {spec['dtype']}[{', '.join(spec['shape'])}]"
-        for spec in declaration["inputs"] + declaration["outputs"]
+        f"{spec.name}: {spec.dtype}[{', '.join(spec.shape)}]"
+        for spec in declaration.inputs + declaration.outputs
     ]
-    workloads = [
-        f"{w['name']} {w['axes']} weight {w['weight']:g}" for w in declaration["workloads"]
-    ]
+    workloads = [f"{w.name} {w.axes} weight {w.weight:g}" for w in declaration.workloads]
     return {
-        "contract": f"{mode}: {contract['reason']}",
+        "contract": f"{mode}: {contract.reason}",
         "axes": axes,
         "tensors": tensors,
-        "params": declaration.get("params", {}),
+        "params": dict(declaration.params),
         "workloads": workloads,
     }
 
@@ -215,7 +219,7 @@ def declaration_markdown(details: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _seen_view(call: SeenCall, binding: Binding, workloads: list[dict]) -> dict[str, Any]:
+def _seen_view(call: SeenCall, binding: Binding, workloads: tuple[Workload, ...]) -> dict[str, Any]:
     view = {"sites": list(call.sites), "call": call.describe(), "count": call.count}
     if binding.problem:
         view["problem"] = binding.problem
@@ -223,10 +227,6 @@ def _seen_view(call: SeenCall, binding: Binding, workloads: list[dict]) -> dict[
         view["axes"] = binding.sizes
         view["workload"] = serving_workload(workloads, binding)
     return view
-
-
-def _var_axes(declaration: dict) -> list[str]:
-    return [axis["name"] for axis in declaration["axes"] if axis["kind"] == "var"]
 
 
 def _covers(declared: int, seen: int) -> bool:

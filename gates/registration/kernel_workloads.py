@@ -19,7 +19,6 @@ from gates.registration.commands import CommandRunner
 from gates.registration.snapshots import OperatorSnapshot, RegistrySnapshot, file_digests
 from gates.target import TargetConfig
 from gates.verdict import Verdict
-from operators.contract import Contract
 from operators.declaration import OperatorDeclaration
 
 GATE = "kernel_workloads"
@@ -46,16 +45,6 @@ def kernels_to_run(
     return chosen
 
 
-def planned_cases(snapshot: OperatorSnapshot, nonce: str) -> list[Case]:
-    """The evaluator's CPU case plan for the snapshot's declaration."""
-    data = {**snapshot.declaration, "reference": _never_called}
-    return plan_cases(OperatorDeclaration.model_validate(data), nonce, "cpu")
-
-
-def _never_called(*inputs):
-    raise AssertionError("the controller never runs a candidate's reference")
-
-
 def check(
     base_tree: Path,
     candidate_tree: Path,
@@ -75,7 +64,11 @@ def check(
     if not chosen:
         summary = "no preferred kernel source is changed or added"
         return Verdict(gate=GATE, passed=True, summary=summary, details={"operators": {}})
-    plans = {name: planned_cases(snapshot, nonce) for name, snapshot in chosen.items()}
+    try:
+        declarations = {name: snapshot.typed_declaration() for name, snapshot in chosen.items()}
+    except ValueError as error:
+        return Verdict(gate=GATE, passed=False, summary=str(error))
+    plans = {name: plan_cases(d, nonce, "cpu") for name, d in declarations.items()}
     out = workdir / "kernel-workloads"
     out.mkdir(parents=True, exist_ok=True)
     request = out / "request.json"
@@ -99,7 +92,9 @@ def check(
         return Verdict(gate=GATE, passed=False, summary=summary)
     details = {"operators": {name: len(plan) for name, plan in plans.items()}}
     for name, plan in plans.items():
-        problem = _first_problem(name, chosen[name], plan, ran["operators"].get(name), out / name)
+        problem = _first_problem(
+            name, declarations[name], plan, ran["operators"].get(name), out / name
+        )
         if problem:
             return Verdict(gate=GATE, passed=False, summary=problem, details=details)
     counts = ", ".join(f"{name} on {len(plan)} cases" for name, plan in plans.items())
@@ -107,16 +102,14 @@ def check(
     return Verdict(gate=GATE, passed=True, summary=summary, details=details)
 
 
-def _first_problem(name, snapshot, plan, ran, folder) -> str | None:
+def _first_problem(
+    name: str, declaration: OperatorDeclaration, plan: list[Case], ran, folder: Path
+) -> str | None:
     if not ran or len(ran) != len(plan):
         return f"{name}: the kernel runner did not run every planned case"
-    contract = Contract.model_validate(snapshot.declaration["contract"])
-    outputs = [spec["name"] for spec in snapshot.declaration["outputs"]]
-    consts = {
-        axis["name"]: axis["value"]
-        for axis in snapshot.declaration["axes"]
-        if axis["kind"] == "const"
-    }
+    contract = declaration.contract
+    outputs = [spec.name for spec in declaration.outputs]
+    consts = {axis.name: axis.value for axis in declaration.axes if axis.kind == "const"}
     for case, record in zip(plan, ran, strict=True):
         sizes = ", ".join(f"{axis}={size}" for axis, size in {**consts, **case.axes}.items())
         where = f"{name}'s preferred kernel at workload {case.workload} ({sizes}; {case.key})"

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gates.registration.commands import CommandRunner
 from gates.target import TargetConfig
+from operators.declaration import OperatorDeclaration
 
 SNAPSHOT_SCRIPT = Path(__file__).with_name("registry_snapshot.py")
 SNAPSHOT_FILE = "snapshot.json"
@@ -31,6 +32,18 @@ class OperatorSnapshot(BaseModel):
     bound_in: list[str] = []
     resolved: dict[str, Any] = {}
     files: list[str] = []
+
+    def typed_declaration(self) -> OperatorDeclaration:
+        """The declaration's data validated again here (its callables are not carried over);
+        ValueError in one line when it does not validate."""
+        try:
+            return OperatorDeclaration.model_validate({**self.declaration, "reference": _absent})
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise ValueError(
+                f"the declaration does not validate: {where}: {first['msg']}"
+            ) from None
 
 
 class RegistrySnapshot(BaseModel):
@@ -83,6 +96,10 @@ def file_digests(tree: Path, files: list[str]) -> dict[str, str | None]:
         is_file = path.is_file() and not path.is_symlink()
         digests[relative] = hashlib.sha256(path.read_bytes()).hexdigest() if is_file else None
     return digests
+
+
+def _absent(*inputs):
+    raise AssertionError("the controller never runs a snapshot's reference")
 
 
 def _read(out: Path, why: str) -> RegistrySnapshot:

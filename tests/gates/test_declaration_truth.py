@@ -70,8 +70,8 @@ def test_an_untruthful_declaration_is_rejected(make_candidate, judge):
     assert "no declared workload covers {'rows': 2}" in problems
 
 
-def rows_declaration(workloads: tuple[Workload, ...], dtype: str = "bfloat16") -> dict:
-    declaration = OperatorDeclaration(
+def rows_declaration(workloads: tuple[Workload, ...], dtype: str = "bfloat16"):
+    return OperatorDeclaration(
         name="scaled",
         summary="Scales rows.",
         axes=(Axis(name="rows", kind="var"), Axis(name="width", kind="const", value=1024)),
@@ -82,7 +82,6 @@ def rows_declaration(workloads: tuple[Workload, ...], dtype: str = "bfloat16") -
         contract=Contract(mode="bit_exact", reason="one rounding like eager"),
         workloads=workloads,
     )
-    return declaration.model_dump(mode="json", exclude={"reference", "preferred"})
 
 
 def call(shape: tuple[int, ...], count: int = 1, dtype: str = "bfloat16", **keywords) -> SeenCall:
