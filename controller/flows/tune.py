@@ -134,6 +134,11 @@ class TuneFlow:
     def check(self, run: RunContext, attempt: int, candidate: Candidate) -> list[Verdict]:
         """The four tuning gates on a fresh copy, outside the fence; the evaluation is kept."""
         directory = run.attempt_dir(attempt)
+        if task_package_digest(self.task_dir(run)) != self.task_digest:
+            raise ControllerError(
+                f"the controller's task package {self.task_dir(run)} changed during attempt "
+                f"{attempt} (its identity digest moved); the run cannot be judged, start a new run"
+            )
         checks = directory / "gates"
         checks.mkdir(parents=True, exist_ok=True)
         work = checks / f"check-{len(list(checks.iterdir())) + 1}"

@@ -35,6 +35,7 @@ def write_tuning_evidence(store: RunStore, device: str) -> None:
         evidence / "tuning.json",
         {
             "device": device,
+            "controller_overhead_s": controller_overheads(store),
             "incumbents": history,
             "attempts": [s.model_dump(mode="json") for s in summaries],
             "latency_us": series,
@@ -44,6 +45,36 @@ def write_tuning_evidence(store: RunStore, device: str) -> None:
     report = evidence / "report.md"
     text = report.read_text() if report.is_file() else ""
     write_atomic(report, text.rstrip("\n") + "\n\n" + tuning_markdown(store, device) + "\n")
+
+
+def controller_overheads(store: RunStore) -> dict[str, float]:
+    """Per finished attempt, seconds from its start to the next decision, less the agent's and
+    the evaluator's own time: what the controller itself costs an attempt."""
+    events = store.events()
+    overheads = {}
+    for index, event in enumerate(events):
+        if event.get("kind") != "transition" or event.get("to") != "attempting":
+            continue
+        number = event["attempt"]
+        end = next(
+            (
+                later
+                for later in events[index + 1 :]
+                if later.get("kind") == "transition" and later.get("from") in _DECIDED
+            ),
+            None,
+        )
+        directory = store.attempt_dir(number)
+        agent = read_json(directory / "agent.json")
+        if end is None or agent is None:
+            continue
+        evaluation = read_json(directory / "evaluation.json") or {}
+        spent = end["at"] - event["at"] - agent["seconds"] - evaluation.get("seconds", 0.0)
+        overheads[str(number)] = round(max(spent, 0.0), 3)
+    return overheads
+
+
+_DECIDED = frozenset({"feedback", "promoted"})
 
 
 def latency_series(store: RunStore) -> dict[str, dict[str, list]]:
@@ -81,6 +112,12 @@ def tuning_markdown(store: RunStore, device: str) -> str:
         speedup = best.reading.weighted_speedup() if best.reading else None
         shown = f"x{speedup:.3f}" if speedup else "n/a"
         lines.append(f"- incumbent: attempt {best.attempt}, {shown} weighted over production")
+    overheads = sorted(controller_overheads(store).values())
+    if overheads:
+        lines.append(
+            f"- controller overhead per attempt (all but the agent and the evaluator): median "
+            f"{overheads[len(overheads) // 2]:.2f} s, most {overheads[-1]:.2f} s"
+        )
     published = store.history().published
     if published and published.get("export"):
         lines.append(f"- export: `{published['export']}`")

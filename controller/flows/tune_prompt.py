@@ -49,14 +49,14 @@ def _workloads(task: Path, incumbent: Incumbent) -> str:
     rows = {}
     for line in (task / "workloads.jsonl").read_text().splitlines():
         if line.strip():
-            workload = json.loads(line)["workload"]
-            rows[workload["uuid"]] = workload
+            trace = json.loads(line)
+            rows[trace["workload"]["uuid"]] = (trace["workload"], trace.get("weight") or 1.0)
     timed = {row.name: row for row in (incumbent.reading.workloads if incumbent.reading else ())}
     lines = [
-        "| workload | axes | baseline us | incumbent us | floor us |",
-        "|---|---|---|---|---|",
+        "| workload | axes | weight | baseline us | incumbent us | floor us |",
+        "|---|---|---|---|---|---|",
     ]
-    for uuid, workload in rows.items():
+    for uuid, (workload, weight) in rows.items():
         name = uuid.split("-", 1)[-1]
         row = timed.get(name) or timed.get(uuid)
         times = (
@@ -65,7 +65,7 @@ def _workloads(task: Path, incumbent: Incumbent) -> str:
             else "not timed yet | not timed yet | n/a"
         )
         axes = ", ".join(f"{key}={value}" for key, value in workload.get("axes", {}).items())
-        lines.append(f"| {name} | {axes} | {times} |")
+        lines.append(f"| {name} | {axes} | {weight:g} | {times} |")
     return "\n".join(lines)
 
 

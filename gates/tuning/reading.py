@@ -74,10 +74,11 @@ def read_evaluation(result: Any) -> EvaluationReading:
     """An `EvaluationResult` (or its JSON form) as the gates see it."""
     data = result if isinstance(result, dict) else result.model_dump(mode="json")
     timing = data.get("timing") or {}
+    promotion = timing.get("promotion") or {}
+    against_baseline = ((promotion.get("against") or {}).get("baseline") or {}).get("workloads")
     rows = []
     for name, row in (timing.get("workloads") or {}).items():
-        rows.append(_workload(name, row))
-    promotion = timing.get("promotion") or {}
+        rows.append(_workload(name, row, (against_baseline or {}).get(name)))
     return EvaluationReading(
         status=data["status"],
         reason=data.get("reason") or "",
@@ -89,7 +90,21 @@ def read_evaluation(result: Any) -> EvaluationReading:
     )
 
 
-def _workload(name: str, row: dict) -> WorkloadLatency:
+def _workload(name: str, row: dict, interval: dict | None) -> WorkloadLatency:
+    """One row; the speedup interval from the promotion's ratio interval against the baseline
+    (candidate over baseline, so inverted) when the evaluator gives one, else the spread of
+    the per-round speedups."""
+    latency = WorkloadLatency(
+        name=name,
+        weight=float(row.get("weight", 1.0)),
+        candidate_us=float(row["candidate_median_us"]),
+        baseline_us=float(row["baseline_median_us"]),
+        incumbent_us=row.get("incumbent_median_us"),
+        floor_us=row.get("floor_us"),
+    )
+    if interval and interval.get("low") and interval.get("high"):
+        low, high = 1 / interval["high"], 1 / interval["low"]
+        return latency.model_copy(update={"speedup_low": low, "speedup_high": high})
     rounds = list(
         zip(
             row.get("baseline_round_medians_us") or [],
@@ -98,13 +113,6 @@ def _workload(name: str, row: dict) -> WorkloadLatency:
         )
     )
     ratios = [baseline / candidate for baseline, candidate in rounds if candidate > 0]
-    return WorkloadLatency(
-        name=name,
-        weight=float(row.get("weight", 1.0)),
-        candidate_us=float(row["candidate_median_us"]),
-        baseline_us=float(row["baseline_median_us"]),
-        incumbent_us=row.get("incumbent_median_us"),
-        floor_us=row.get("floor_us"),
-        speedup_low=min(ratios) if ratios else None,
-        speedup_high=max(ratios) if ratios else None,
-    )
+    if not ratios:
+        return latency
+    return latency.model_copy(update={"speedup_low": min(ratios), "speedup_high": max(ratios)})

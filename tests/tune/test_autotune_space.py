@@ -9,12 +9,12 @@ only changes those runs exactly the production layout.
 """
 
 import importlib
+import types
 
 import pytest
 
 from gates.tuning.launch_settings import declared_settings
-from operators import triton_runtime
-from operators.catalog import CATALOG
+from operators.catalog import CATALOG, blocking
 from operators.catalog.checking import first_violation, scaled_down
 from operators.declaration import Workload
 
@@ -35,20 +35,25 @@ def _points():
             yield pytest.param(declaration, module, point, id=f"{declaration.name}-{label}")
 
 
+COMPILED = types.SimpleNamespace(interpreting=lambda: False)
+"""Stands in for `operators.triton_runtime` where a launcher picks its layout, and only there:
+the launch itself still runs interpreted."""
+
+
 def _compiled_layout(monkeypatch, module) -> None:
     """Blocks and rows chosen as on a GPU while the kernels still run interpreted."""
-    monkeypatch.setattr(module, "interpreter_block", lambda size, compiled: compiled, raising=False)
+    monkeypatch.setattr(blocking, "triton_runtime", COMPILED)
+    if module.__name__.endswith("rotate_qk"):  # one program per row block of q, then of k
+        monkeypatch.setattr(module, "triton_runtime", COMPILED)
     if hasattr(module, "_blocks"):  # attention: only its tiling, not its interpreter upcast
         original = module._blocks
 
         def compiled_blocks(*arguments):
             with monkeypatch.context() as patch:
-                patch.setattr(triton_runtime, "interpreting", lambda: False)
+                patch.setattr(module, "triton_runtime", COMPILED)
                 return original(*arguments)
 
         monkeypatch.setattr(module, "_blocks", compiled_blocks)
-    else:
-        monkeypatch.setattr(triton_runtime, "interpreting", lambda: False)
 
 
 @pytest.mark.parametrize(("declaration", "module", "point"), list(_points()))
@@ -56,6 +61,11 @@ def test_every_declared_point_meets_the_contract(monkeypatch, declaration, modul
     for name, value in point.items():
         monkeypatch.setitem(module.TUNING, name, value)
     _compiled_layout(monkeypatch, module)
+    if "rows_per_program" in point:  # the point's layout is the one that runs
+        assert (
+            blocking.rows_per_program(7, 128, point["rows_per_program"])
+            == point["rows_per_program"]
+        )
     small = scaled_down(declaration)
     workload = small.workloads[0]  # attention: a prefix of three key blocks of 16, odd queries
     if declaration.name != "split_kv_attention":  # rows: a partial last block of rows

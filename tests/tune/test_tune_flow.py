@@ -94,6 +94,9 @@ def test_report_and_status_show_the_incumbent_history_and_the_stop_reason(script
     assert "### Incumbent history" in report and "| 3 | x1.1" in report
     assert "| 1 | rejected | correctness | INCORRECT_NUMERICAL" in report
     assert "| 2 | rejected | latency | not promoted" in report
+    assert "- controller overhead per attempt (all but the agent and the evaluator)" in report
+    tuning = json.loads((run_dir / "evidence" / "tuning.json").read_text())
+    assert sorted(tuning["controller_overhead_s"]) == ["1", "2", "3", "4", "5", "6"]
     svg = (run_dir / "evidence" / "latency.svg").read_text()
     assert (
         svg.startswith("<svg") and svg.count("<circle") == 4 * 5

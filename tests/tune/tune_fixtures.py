@@ -47,6 +47,8 @@ class FakeEvaluator:
                 reason="y: 17 of 51200 elements outside the contract at workload action_b1 "
                 "(worst |got-ref| 0.5 where atol 0.00098)",
             )
+        if device != "cuda":  # as the real evaluator: correctness only, nothing timed
+            return EvaluationResult(**common, device=device, status="PASSED", cases_checked=43)
         roles = {"baseline": 1.0, "candidate": _factor(directive)}
         if incumbent is not None:
             roles["incumbent"] = _factor(_directive(load_solution(Path(incumbent))))
@@ -70,7 +72,10 @@ def fake_timing(task, roles: dict[str, float], seed: str) -> dict:
             row[f"{role}_spread"] = NOISE
         row["speedup"] = row["baseline_median_us"] / row["candidate_median_us"]
         report["workloads"][name] = row
-    report["promotion"] = promotion_verdict(report, list(roles))
+    verdict = promotion_verdict(report, list(roles))  # a typed model or, earlier, a dict
+    report["promotion"] = (
+        verdict.model_dump(mode="json") if hasattr(verdict, "model_dump") else verdict
+    )
     return report
 
 

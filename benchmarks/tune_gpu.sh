@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Issue 14's H200 measurement in one script: `controller tune run` (autotune, Landlock unless
+# FENCE says otherwise) for each operator named, then production vs tuned vs torch.compile as
+# CUDA-graph per-call times. Everything lands under $OUT.
+# Usage, from the repository root on the GPU machine; two operators per call keep each call
+# under about 7 minutes (an H200 evaluation takes about 25 s):
+#   OUT=$OUT bash benchmarks/tune_gpu.sh rms_norm ada_rms_norm
+#   OUT=$OUT bash benchmarks/tune_gpu.sh gated_residual gated_gelu
+#   OUT=$OUT bash benchmarks/tune_gpu.sh rotate_qk split_kv_attention
+# The ruff gate needs ruff: carry its wheel in .whl/ with pydantic's (docs/benchmarks.md).
+# Knobs: ATTEMPTS (5), PATIENCE (3), MINUTES of tuning per operator (2), FENCE
+# ("--fence landlock"; "--unfenced" where Landlock cannot start).
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/tune-gpu}
+ATTEMPTS=${ATTEMPTS:-5}
+PATIENCE=${PATIENCE:-3}
+MINUTES=${MINUTES:-2}
+FENCE=${FENCE:---fence landlock}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+if [ -d .whl ]; then  # as benchmarks/gpu_session.sh: carried wheels beside the repo
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl >/dev/null 2>&1
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD
+fi
+operators=("$@")
+[ ${#operators[@]} -gt 0 ] || operators=(rms_norm ada_rms_norm gated_residual gated_gelu rotate_qk split_kv_attention)
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -m ruff --version > "$OUT/ruff.txt" 2>&1 ||
+  echo "tune_gpu: ruff is not importable here; every attempt will fail the ruff gate" >&2
+# The target only supplies BASE and the ruff settings: a one-commit scratch repository.
+target="$OUT/target"
+if [ ! -d "$target/.git" ]; then
+  mkdir -p "$target" && cp pyproject.toml "$target/"
+  git -C "$target" init -q -b main && git -C "$target" add -A &&
+    git -C "$target" -c user.name=tune -c user.email=tune@localhost commit -qm target
+fi
+for op in "${operators[@]}"; do
+  echo "=== tune $op"
+  # shellcheck disable=SC2086  # FENCE holds one or two words on purpose
+  timeout $((MINUTES * 60 + 120)) python3 -m controller tune run --operator "$op" \
+    --device cuda $FENCE --target "$target" --runs-dir "$OUT/runs" --max-attempts "$ATTEMPTS" \
+    --patience "$PATIENCE" --max-minutes "$MINUTES" > "$OUT/tune_$op.log" 2>&1
+  echo "=== tune $op exit $?"
+  tail -n 5 "$OUT/tune_$op.log"
+  run=$(ls -td "$OUT"/runs/tune-* 2>/dev/null | head -n 1)
+  if [ -n "$run" ]; then
+    python3 -m controller status "$run" > "$OUT/status_$op.txt" 2>&1
+    cat "$OUT/status_$op.txt"
+    cp -r "$run/evidence" "$OUT/evidence_$op" 2>/dev/null
+  fi
+done
+echo "=== compare"
+timeout 300 python3 benchmarks/tune_compare.py --runs-dir "$OUT/runs" --out "$OUT" \
+  --operators "${operators[@]}" 2>&1 | tee "$OUT/compare.log"
+# The run folders are large (BASE export per run); keep only the evidence and exports.
+find "$OUT/runs" -maxdepth 2 \( -name base -o -name attempts -o -name prepared \) \
+  -exec rm -rf {} + 2>/dev/null
+exit 0
