@@ -22,17 +22,6 @@ _hit_counters: list[Counter] = []
 _call_counters: list[Counter] = []
 
 
-def call_operator(name: str, *args: Any, **kwargs: Any) -> Any:
-    """Run operator `name` under the active selection, counting the caller as a hit."""
-    if torch.compiler.is_compiling():
-        return active_selection().compiled(name)(*args, **kwargs)
-    if _hit_counters:
-        _count_hit(name, sys._getframe(1))
-    if _call_counters:
-        return _recorded_call(name, sys._getframe(1), args, kwargs)
-    return active_selection().resolve(name)(*args, **kwargs)
-
-
 def _recorded_call(name: str, caller, args: tuple, kwargs: dict) -> Any:
     result = active_selection().resolve(name)(*args, **kwargs)
     outputs = result if isinstance(result, tuple | list) else (result,)
