@@ -179,6 +179,26 @@ def test_edits_outside_the_solution_sources_are_rejected_by_scope(tune_target, t
     assert json.loads((run_dir / "prepared" / "task" / "contract.json").read_text()) != {}
 
 
+def test_a_reached_target_speedup_stops_the_run_and_exports(tune_target, tmp_path):
+    script = write_script(tmp_path / "session.json", [mark("factor=0.5")], [mark("factor=0.4")])
+    arguments = tune_arguments(
+        tmp_path / "runs",
+        tune_target,
+        operator="rms_norm",
+        agent=f"scripted:{script}",
+        unfenced=True,
+        device="cuda",
+        target_speedup=1.5,
+    )
+    assert run_tune(arguments, evaluator=FakeEvaluator()) == 0
+    run_dir = only_run(tmp_path / "runs")
+    state = json.loads((run_dir / "state.json").read_text())
+    assert state["state"] == "done" and state["limit"] == "target_speedup"
+    assert state["reason"].startswith("target speedup reached: x2.0")
+    assert not (run_dir / "attempts" / "0002").exists()
+    assert json.loads((run_dir / "publish.json").read_text())["attempt"] == 1
+
+
 def test_an_unknown_operator_is_one_line_naming_the_choices(tune_target, tmp_path):
     arguments = tune_arguments(tmp_path / "runs", tune_target, operator="no_such_op")
     with pytest.raises(ControllerError, match="unknown operator 'no_such_op'; use one of: "):
