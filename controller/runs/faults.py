@@ -4,7 +4,8 @@ Inert unless a test sets `CONTROLLER_TEST_FAULT=<FAULT>@<label>`: the first poin
 label then fails as the disk or the operator would make it fail. FAULT is ENOSPC, EDQUOT or EIO
 (an OSError naming the file, as a full or broken disk raises it) or SIGKILL or SIGTERM (sent to
 this process). `CONTROLLER_TEST_FAULT_LOG=<file>` appends the label of every point passed before
-the fault, so the reliability suite can discover every point of a run and fail each in turn.
+the fault and the fault's own point marked `! `, so the reliability suite can discover every
+point of a run and fail each in turn.
 Nothing else reads these variables.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 FAULT_VARIABLE = "CONTROLLER_TEST_FAULT"
 LOG_VARIABLE = "CONTROLLER_TEST_FAULT_LOG"
 DISK_FAULTS = {"ENOSPC": errno.ENOSPC, "EDQUOT": errno.EDQUOT, "EIO": errno.EIO}
+FIRED_MARK = "! "  # a logged line for the point where the fault fired
 SIGNAL_FAULTS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM}
 
 _fired: set[str] = set()
@@ -30,11 +32,16 @@ def fault_point(label: str, path: Path | str | None = None) -> None:
     fault, _, target = plan.partition("@")
     if plan and target == label:
         _fired.add(plan)
+        _log(log, f"{FIRED_MARK}{label}")
         _inject(fault, path if path is not None else label)
         return
+    _log(log, label)
+
+
+def _log(log: str, line: str) -> None:
     if log:
         with open(log, "a", encoding="utf-8") as handle:
-            handle.write(label + "\n")
+            handle.write(line + "\n")
 
 
 def _inject(fault: str, path: Path | str) -> None:
