@@ -7,6 +7,7 @@ scripted session on a scratch copy of this repository's example target, offline.
 import argparse
 import datetime
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ DEMO_FILES = (
     "tests/registry",
     "tuned",
 )
+OPERATOR_NAME = re.compile(r"[a-z][a-z0-9_]*")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".ruff_cache", "runs")
 
 
@@ -76,12 +78,16 @@ def add_parser(subparsers) -> None:
 def run_register(arguments: argparse.Namespace, agent=None) -> int:
     """Refuse a bad request with one line, else run the register flow to its end."""
     from controller.cli.run_options import start_or_resume
-    from controller.flows.register import RegisterFlow
+
+    def make_flow(work_item, gate_settings):  # imports torch: only once the request is checked
+        from controller.flows.register import RegisterFlow
+
+        return RegisterFlow(work_item, gate_settings)
 
     return start_or_resume(
         arguments,
         flow_name="register",
-        make_flow=RegisterFlow,
+        make_flow=make_flow,
         new_run=lambda: new_register_run(arguments),
         agent=agent,
     )
@@ -95,6 +101,16 @@ def new_register_run(arguments: argparse.Namespace):
     from gates.registration.declared import declared_operators
     from gates.target import load_target_config
 
+    if not arguments.operator:
+        raise ControllerError("--operator NAME is required for a new register run")
+    if not OPERATOR_NAME.fullmatch(arguments.operator):
+        raise ControllerError(
+            f"--operator {arguments.operator!r}: an operator name is lower snake_case (a letter, "
+            "then letters, digits or _), named by its maths, e.g. gelu_tanh"
+        )
+    if not arguments.call_sites:
+        raise ControllerError("give at least one --call-site PATH:QUALNAME")
+    sites = [CallSite.parse(text) for text in arguments.call_sites]
     target = arguments.target.resolve()
     if not (target / ".git").exists():
         raise ControllerError(f"{target} is not a git repository; pass --target DIR")
@@ -105,11 +121,6 @@ def new_register_run(arguments: argparse.Namespace):
             f"target {target} has uncommitted changes ({first.strip()}); commit or stash them"
         )
     config = load_target_config(target)
-    if not arguments.operator:
-        raise ControllerError("--operator NAME is required for a new register run")
-    if not arguments.call_sites:
-        raise ControllerError("give at least one --call-site PATH:QUALNAME")
-    sites = [CallSite.parse(text) for text in arguments.call_sites]
     require_call_sites(target, sites)
     if arguments.operator in declared_operators(target, config):
         raise ControllerError(
@@ -155,7 +166,6 @@ def run_demo(arguments: argparse.Namespace) -> int:
                 branch = json.loads(published.read_text())["branch"]
                 print(f"controller: branch {branch} in {scratch}")
                 print(f"controller: see it with: git -C {scratch} show --stat {branch}")
-            print(f"controller: evidence in {manifest.parent / 'evidence' / 'report.md'}")
     return code
 
 

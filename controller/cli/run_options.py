@@ -107,6 +107,8 @@ def start_or_resume(
             raise ControllerError("--agent is required for a new run (e.g. --agent claude)")
         if new_run is None:
             raise ControllerError(f"`controller {flow_name}` needs --resume RUN here")
+        if arguments.runs_dir.exists() and not arguments.runs_dir.is_dir():
+            raise ControllerError(f"--runs-dir {arguments.runs_dir} is a file; give a folder")
         manifest = _new_manifest(arguments, flow_name, make_flow, new_run())
         store = None
     flow = make_flow(dict(manifest.work_item), dict(manifest.gate_settings))
@@ -159,8 +161,8 @@ def _new_manifest(arguments, flow_name, make_flow, request: NewRun):
     from controller.runs.launch import new_manifest
     from controller.runs.manifest import AgentChoice, FenceChoice, RunLimits
 
-    flow = make_flow(dict(request.work_item), dict(request.gate_settings))
     limits = run_limits(arguments, RunLimits)
+    flow = make_flow(dict(request.work_item), dict(request.gate_settings))
     fence_name = "none" if arguments.unfenced else arguments.fence
     return new_manifest(
         flow=flow_name,

@@ -123,7 +123,7 @@ def _attempt_lines(attempt: dict[str, Any]) -> list[str]:
         return [
             f"### Attempt {attempt['number']}: interrupted",
             "",
-            f"- the agent session was cut short ({attempt.get('reason') or 'reason unknown'}); "
+            f"- stopped before its end: {attempt.get('reason') or 'reason not recorded'}; "
             f"it counts against the budget, {usage}, and it was not replayed",
             "",
         ]

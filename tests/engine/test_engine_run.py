@@ -127,7 +127,10 @@ def test_an_agent_that_crashes_fails_the_run_and_its_attempt_is_closed(tmp_path,
     report = report_json(store)
     assert report["state"] == "failed" and report["reason"] == "ValueError: backend bug"
     assert [a["status"] for a in report["attempts"]] == ["interrupted"]
-    assert "was cut short" in (store.evidence_dir / "report.md").read_text()
+    assert (
+        "stopped before its end: ValueError: backend bug"
+        in (store.evidence_dir / "report.md").read_text()
+    )
 
 
 def test_the_trace_is_well_formed_chrome_trace_json(tmp_path, target):
