@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 from torch.library import wrap_triton
 
 from operators import triton_runtime
@@ -62,9 +63,14 @@ def bound_kernel_count() -> int:
     return len(_bound)
 
 
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
 def _traced(args: tuple[Any, ...]) -> bool:
     """Fake or functional tensors: a `triton_op` is being traced, not run."""
-    return any(isinstance(arg, torch.Tensor) and type(arg) is not torch.Tensor for arg in args)
+    return any(
+        isinstance(arg, torch.Tensor) and type(arg) not in _PLAIN and is_fake(arg) for arg in args
+    )
 
 
 def _layout_key(args: tuple[Any, ...]) -> tuple:

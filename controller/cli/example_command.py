@@ -176,6 +176,8 @@ def _print_timing(report, output: Path) -> None:
             print(f"  {row.profile:<10} {row.mode:<16} failed: {row.error}")
             continue
         mark = "yes" if row.within_expectation else "NO (" + ", ".join(row.outside) + ")"
+        if row.within_expectation is None:
+            mark = "reference of this mode"
         print(
             f"  {row.profile:<10} {row.mode:<16} {row.median_ms:>10.2f} {row.min_ms:>8.2f} "
             f"{row.prepare_seconds:>9.1f}  {mark}"

@@ -63,7 +63,8 @@ def _ada_rms_norm_kernel(
     shift_rows = (batch * shift_batch_stride)[:, None]
     scale = tl.load(scale_ptr + scale_rows + columns[None, :], mask=mask, other=0.0)
     shift = tl.load(shift_ptr + shift_rows + columns[None, :], mask=mask, other=0.0)
-    inverse_rms = tl.rsqrt(tl.sum(x * x, axis=1) / hidden + eps)
+    # eps as float32 even where the caller passes a float64 scalar (Inductor does)
+    inverse_rms = tl.rsqrt(tl.sum(x * x, axis=1) / hidden + tl.cast(eps, tl.float32))
     y = x * inverse_rms[:, None] * (1.0 + scale.to(tl.float32)) + shift.to(tl.float32)
     tl.store(out_ptr + row[:, None] * hidden + columns[None, :], round_to_bfloat16(y), mask=mask)
 

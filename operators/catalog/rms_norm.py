@@ -47,7 +47,8 @@ def _rms_norm_kernel(
     x = tl.load(x_ptr + row[:, None] * row_stride + columns[None, :], mask=mask, other=0.0)
     x = x.to(tl.float32)
     weight = tl.load(weight_ptr + columns, mask=column_mask, other=0.0).to(tl.float32)
-    inverse_rms = tl.rsqrt(tl.sum(x * x, axis=1) / hidden + eps)
+    # eps as float32 even where the caller passes a float64 scalar (Inductor does)
+    inverse_rms = tl.rsqrt(tl.sum(x * x, axis=1) / hidden + tl.cast(eps, tl.float32))
     y = round_to_bfloat16(x * inverse_rms[:, None] * weight[None, :])
     tl.store(out_ptr + row[:, None] * hidden + columns[None, :], y, mask=mask)
 

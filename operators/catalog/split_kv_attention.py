@@ -88,7 +88,7 @@ def _attend_to_keys(
             scores = tl.dot(q.to(tl.float32), tl.trans(key.to(tl.float32)), input_precision="ieee")
         else:
             scores = tl.dot(q, tl.trans(key))
-        scores = scores * score_scale
+        scores = scores * tl.cast(score_scale, tl.float32)  # float32 under Inductor too
         scores = tl.where(scored, scores, float("-inf"))
         new_max = tl.maximum(row_max, tl.max(scores, axis=1))
         correction = tl.exp2(row_max - new_max)

@@ -25,6 +25,7 @@ def test_layouts_that_triton_specialises_apart_get_different_keys():
 def test_fake_tensors_mean_the_launch_is_traced():
     x = torch.empty(4)
     assert not _traced((x, 4))
+    assert not _traced((torch.nn.Parameter(x, requires_grad=False), 4))  # a model's weight
     with FakeTensorMode() as mode:
         assert _traced((mode.from_tensor(x), 4))
 
