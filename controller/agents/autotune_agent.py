@@ -10,6 +10,7 @@ ones that fail, and submits the fastest. Every step is written to the transcript
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import time
@@ -113,13 +114,20 @@ class AutotuneAgent:
         return passing[0][0]
 
     def _evaluate(self, session: AgentSession, folder: Path, device: str) -> dict:
-        python, readable = interpreter_paths()
+        """`controller evaluate` in the fence, with this interpreter and its import path."""
+        _, readable = interpreter_paths()
+        search_path = [Path(p) for p in os.environ.get("PYTHONPATH", "").split(":") if p]
+        extra = (*readable, Path(sys.prefix), SOURCE_ROOT, *search_path)
+        environment = dict(session.policy.env_values)
+        if search_path:
+            environment["PYTHONPATH"] = os.pathsep.join(str(p) for p in search_path)
         policy = updated_policy(
             session.policy,
-            readable=tuple(session.policy.readable) + readable + (SOURCE_ROOT,),
+            readable=tuple(session.policy.readable) + tuple(p for p in extra if p.exists()),
+            env_values=environment,
             timeout_s=session.limits.turn_timeout_s,
         )
-        argv = [str(python), "-m", "controller", "evaluate", "task", "--solution"]
+        argv = [sys.executable, "-m", "controller", "evaluate", "task", "--solution"]
         argv += [str(folder.relative_to(session.workspace)), "--device", device, "--json"]
         result = session.fence.run(argv, policy, cwd=session.workspace.resolve())
         try:

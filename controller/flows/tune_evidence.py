@@ -4,7 +4,6 @@ added to the report the engine writes. Rebuilt from the run folder every time.""
 
 import html
 import json
-from pathlib import Path
 
 from controller.flows.tune_incumbents import all_incumbents, attempt_summaries
 from controller.runs.records import read_json
@@ -75,6 +74,17 @@ def controller_overheads(store: RunStore) -> dict[str, float]:
 
 
 _DECIDED = frozenset({"feedback", "promoted"})
+
+
+def screened_points(store: RunStore) -> list[tuple[int, dict]]:
+    """The points an autotune agent evaluated itself before writing its candidate."""
+    found = []
+    for record in store.history().attempts:
+        transcript = read_json(store.attempt_dir(record.number) / "transcript.json") or []
+        for step in transcript:
+            if step.get("role") == "autotune" and step.get("step") == "screen":
+                found.append((record.number, step))
+    return found
 
 
 def latency_series(store: RunStore) -> dict[str, dict[str, list]]:
@@ -152,6 +162,15 @@ def tuning_markdown(store: RunStore, device: str) -> str:
         for summary in tried:
             point = json.dumps(summary.tuning, sort_keys=True)
             lines.append(f"| {summary.attempt} | `{point}` | {summary.outcome} |")
+    screened = screened_points(store)
+    if screened:
+        lines += ["", "### Points the agent screened before choosing", ""]
+        lines += ["| attempt | TUNING | status | weighted us |", "|---|---|---|---|"]
+        for attempt, step in screened:
+            point = json.dumps(step.get("point"), sort_keys=True)
+            weighted = f"{step['weighted_us']:.2f}" if step.get("weighted_us") else "-"
+            lines.append(f"| {attempt} | `{point}` | {step.get('status')} | {weighted} |")
+    if tried or screened:
         lines.append("")
         lines.append("Each attempt's transcript.json says how its agent chose the point.")
     lines += ["", "### Latency by attempt", "", f"![per-workload latency by attempt]({PLOT})", ""]
@@ -211,7 +230,3 @@ def _panel(name: str, entry: dict[str, list], top: float, index: int) -> list[st
             f'<text x="{x(attempt) - 3:.1f}" y="{top + PANEL_HEIGHT + 14:.1f}">{attempt}</text>'
         )
     return parts
-
-
-def plot_path(store: RunStore) -> Path:
-    return store.evidence_dir / PLOT

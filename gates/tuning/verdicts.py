@@ -18,7 +18,9 @@ def correctness_verdict(reading: EvaluationReading, seconds: float = 0.0) -> Ver
     details = {"status": reading.status, "reason": reading.reason, "detector": reading.detector}
     if reading.passed:
         summary = f"PASSED on every workload, seed and input distribution ({reading.device})"
-        return Verdict(gate=CORRECTNESS, passed=True, summary=summary, details=details)
+        return Verdict(
+            gate=CORRECTNESS, passed=True, summary=summary, details=details, seconds=seconds
+        )
     detector = f" [detector {reading.detector}]" if reading.detector else ""
     reason = _one_line(reading.reason) or "no reason given"
     summary = f"{reading.status}{detector}: {reason}"
