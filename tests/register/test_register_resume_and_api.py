@@ -100,4 +100,5 @@ def test_resume_after_sigkill_mid_gates_reaches_the_same_branch(
     assert git(target, "rev-parse", f"{branch}^{{tree}}") == expected_tree(target, tmp_path)
     events = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
     assert [e["attempt"] for e in events if e["kind"] == "agent_started"] == [1]
-    assert (run / "attempts" / "0001" / "gates" / "check-2" / "probe" / "probe.json").is_file()
+    second_check = run / "attempts" / "0001" / "gates" / "check-2"
+    assert (second_check / "probe" / "out" / "probe.json").is_file()
