@@ -13,6 +13,9 @@ from controller.runs.records import attempt_base, load_verdicts, read_json
 from controller.runs.store import RunStore, write_atomic, write_json_atomic
 from controller.runs.trace import build_trace
 
+LISTED_CHANGES = 50
+"""An attempt's changed paths shown in report.md; report.json and diff.patch hold them all."""
+
 
 def build_report(store: RunStore, manifest: Manifest | None = None) -> dict[str, Any]:
     """What was asked, every attempt with its verdicts, the outcome, costs and durations.
@@ -66,7 +69,13 @@ def _attempt_report(store: RunStore, record) -> dict[str, Any]:
         "check_seconds": check.get("seconds"),
         "changes": changes,
         "verdicts": [
-            {"gate": v.gate, "passed": v.passed, "summary": v.summary, "seconds": v.seconds}
+            {
+                "gate": v.gate,
+                "passed": v.passed,
+                **({"skipped": True} if v.details.get("skipped") else {}),
+                "summary": v.summary,
+                "seconds": v.seconds,
+            }
             for v in load_verdicts(directory)
         ],
     }
@@ -134,10 +143,20 @@ def _attempt_lines(attempt: dict[str, Any]) -> list[str]:
         + (f" ({attempt['error']})" if attempt["error"] else "")
         + (f"; {', '.join(seconds)}" if seconds else ""),
         f"- changed: {len(attempt['changes'])} path(s)"
-        + "".join(f"\n  - `{change['path']}` ({change['kind']})" for change in attempt["changes"]),
+        + "".join(
+            f"\n  - `{change['path']}` ({change['kind']})"
+            for change in attempt["changes"][:LISTED_CHANGES]
+        )
+        + (
+            f"\n  - ... and {len(attempt['changes']) - LISTED_CHANGES} more"
+            if len(attempt["changes"]) > LISTED_CHANGES
+            else ""
+        ),
     ]
     for verdict in attempt["verdicts"]:
         mark = "pass" if verdict["passed"] else "FAIL"
+        if verdict.get("skipped"):
+            mark = "skipped"
         lines.append(f"- {mark} **{verdict['gate']}**: {verdict['summary']}")
     return [*lines, ""]
 
