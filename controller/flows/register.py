@@ -79,6 +79,13 @@ class RegisterFlow:
         )
         if probe.problem:
             raise ControllerError(f"BASE cannot be probed: {probe.problem}")
+        from gates.registration.suite import BASE_TESTS
+        from gates.registration.target_tests import record_base_outcomes
+
+        record = run.prepared_dir / BASE_PROBE / BASE_TESTS
+        record_base_outcomes(
+            run.base_path, config, self._runner(run), record, self.settings.test_timeout_s
+        )
         if self.request.operator in (probe.declaration or {}).get("registered", []):
             raise ControllerError(f"operator {self.request.operator!r} is already registered")
         example = run.prepared_dir / "worked_example"

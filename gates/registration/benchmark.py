@@ -1,9 +1,10 @@
 """Time one attempt's full registration gate set on the bundled example target.
 
 Builds BASE from this repository's example target files and a candidate commit from the last
-attempt of the scripted gelu_tanh session, probes BASE once (hidden configurations and direct
-calls included, drawn from a fixed nonce), then times `check_attempt` (wall and the CPU its
-child processes used), every gate run. Run: `python -m gates.registration.benchmark [--fence NAME]`.
+attempt of the scripted gelu_tanh session, probes BASE and records its test outcomes once (as a
+run's preparation does; hidden configurations and direct calls drawn from a fixed nonce), then
+times `check_attempt` with every gate run (wall, and the CPU its child processes used).
+Run: `python -m gates.registration.benchmark [--fence NAME]`.
 """
 
 import argparse
@@ -19,7 +20,8 @@ from gates.registration.commands import make_runner
 from gates.registration.hidden import draw_hidden
 from gates.registration.judged_commit import commit_workspace
 from gates.registration.probes import cached_probe
-from gates.registration.suite import GateSettings, RegistrationRequest, check_attempt
+from gates.registration.suite import BASE_TESTS, GateSettings, RegistrationRequest, check_attempt
+from gates.registration.target_tests import record_base_outcomes
 from gates.target import load_target_config
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -77,6 +79,7 @@ def main() -> None:
         sites = REQUEST.call_sites
         started = time.monotonic()
         cached_probe(base, root / "base-probe", config, REQUEST.operator, runner, hidden, sites)
+        record_base_outcomes(base, config, runner, root / "base-probe" / BASE_TESTS)
         base_probe_s = time.monotonic() - started
         cpu_before, started = children_cpu_seconds(), time.monotonic()
         commit = commit_workspace(base, candidate, root / "candidate.git")

@@ -38,6 +38,9 @@ from gates.registration.probes import ProbeResult, cached_probe, run_probe
 from gates.target import TargetConfig
 from gates.verdict import Verdict
 
+BASE_TESTS = "base-tests"
+"""Where BASE's test outcomes are recorded, beside BASE's probe."""
+
 
 class RegistrationRequest(BaseModel):
     """What a registration run asks for: one operator, the call sites to route through it."""
@@ -158,7 +161,7 @@ def _tests(attempt: Attempt) -> Verdict:
         attempt.config,
         attempt.runner,
         attempt.workdir / "tests",
-        attempt.base_probe_dir / "base-tests",
+        attempt.base_probe_dir / BASE_TESTS,
         attempt.settings.test_timeout_s,
     )
 

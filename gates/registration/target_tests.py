@@ -89,6 +89,19 @@ def pytest_arguments(command: tuple[str, ...]) -> list[str] | None:
     return None
 
 
+def record_base_outcomes(
+    base: Path, config: TargetConfig, runner: CommandRunner, record: Path, timeout: float = 300
+) -> dict[str, str] | None:
+    """Run BASE's tests once for a run (before its first attempt); None for a non-pytest command."""
+    arguments = pytest_arguments(config.test_command)
+    if arguments is None:
+        return None
+    try:
+        return base_outcomes(base, arguments, runner, record, timeout)
+    except TestFailure:
+        return None  # the tests gate reports it, on every attempt
+
+
 def base_outcomes(
     base: Path, arguments: list[str], runner: CommandRunner, record: Path, timeout: float
 ) -> dict[str, str]:

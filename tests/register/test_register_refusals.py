@@ -78,3 +78,18 @@ def test_refuses_an_operator_already_registered(capsys, tmp_path, target):
         capsys, tmp_path, "--target", str(target), "--operator", "rms_norm", *SITE_ARGUMENTS
     )
     assert "operator 'rms_norm' is already registered in operators.catalog" in error
+
+
+def test_all_gates_is_frozen_in_the_gate_settings(target):
+    """`--all-gates` reaches the flow through the manifest's gate settings (a resume reuses it)."""
+    from controller.cli import build_parser
+    from controller.cli.register_command import new_register_run
+    from controller.flows.register import RegisterFlow
+
+    arguments = ["register", "run", "--target", str(target), "--operator", "gelu_tanh"]
+    for extra, expected in (([], False), (["--all-gates"], True)):
+        parsed = build_parser().parse_args([*arguments, *SITE_ARGUMENTS, *extra])
+        request = new_register_run(parsed)
+        assert request.gate_settings == {"all_gates": expected}
+        flow = RegisterFlow(request.work_item, request.gate_settings)
+        assert flow.settings.all_gates is expected
