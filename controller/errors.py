@@ -2,6 +2,7 @@
 and the one-line description of failures that come from the machine rather than the run."""
 
 import errno
+import os
 
 # What ran out or broke, for the errors a full, over-quota or failing disk raises.
 ENVIRONMENT_ERRNOS = {
@@ -25,6 +26,10 @@ def environment_failure(error: BaseException) -> str | None:
     if isinstance(error, OSError) and error.errno in ENVIRONMENT_ERRNOS:
         where = error.filename or "the run folder"
         return f"{ENVIRONMENT_ERRNOS[error.errno]} writing {where}"
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    for number, what in ENVIRONMENT_ERRNOS.items():  # a tool (git) that met the same fault
+        if os.strerror(number) in text:
+            return f"{what}: {text}"
     from sandbox.errors import FenceError
 
     if isinstance(error, FenceError):

@@ -15,11 +15,16 @@ tmpfs, when this process may mount one) ends the same way.
 
 import json
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from engine_fixtures import GreetingAgent, TinyFlow, double_fence, make_target, new_tiny_run
+from engine_processes import frozen_source, harness
 
+from controller.cli import main
 from controller.runs.engine import Engine
 from controller.runs.faults import FAULT_VARIABLE, FIRED_MARK, LOG_VARIABLE
 from controller.runs.progress import Progress
@@ -27,7 +32,7 @@ from controller.runs.store import RunStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "register"))
 
-from register_session import git  # noqa: E402
+from register_session import SITE_ARGUMENTS, expected_tree, git, good_actions  # noqa: E402
 
 ENVIRONMENT = {"python": "3.test", "torch": "test", "triton": "test", "gpu_name": "cpu"}
 DISK_FAULTS = ("ENOSPC", "EIO", "EDQUOT")
@@ -230,3 +235,99 @@ def test_sigkill_at_every_transition(tmp_path, monkeypatch):
     # A kill once `done` is journaled leaves a finished run: nothing to recover from.
     assert len(crashes) == sum(label != "transition -> done" for _, label, _ in chain.failed)
     assert any("in state checking; redoing the gates of attempt" in stop for stop in crashes)
+
+
+@pytest.fixture
+def frozen_identity(monkeypatch):
+    """Fixed identities: edits others make to this tree mid-test must not block the resumes."""
+    monkeypatch.setattr("controller.runs.launch.controller_source_digest", lambda: "sha256:test")
+    monkeypatch.setattr("controller.runs.launch.current_environment", lambda: dict(ENVIRONMENT))
+
+
+def register_work(target: Path, session: Path, fence: list[str]):
+    """A step of a register run through the CLI: start it the first time, then resume it."""
+
+    def work(chain: Chain) -> int:
+        if chain.run_dir is not None:
+            return main(["register", "run", "--resume", str(chain.run_dir)])
+        argv = ["register", "run", "--target", str(target), "--operator", "gelu_tanh"]
+        argv += [*SITE_ARGUMENTS, "--agent", f"scripted:{session}", *fence]
+        return main([*argv, "--max-attempts", "4", "--runs-dir", str(chain.runs)])
+
+    return work
+
+
+@pytest.mark.slow
+def test_a_register_run_survives_each_kind_of_fault_around_one_pass_of_its_gates(
+    tmp_path, monkeypatch, frozen_identity
+):
+    from register_session import write_target
+
+    from sandbox.errors import FenceError
+    from sandbox.fence import get_fence
+
+    try:
+        get_fence("landlock")
+        fence = ["--fence", "landlock"]
+    except FenceError:
+        fence = ["--unfenced"]
+    target = write_target(tmp_path / "target")
+    session = tmp_path / "session.json"
+    session.write_text(json.dumps({"attempts": [good_actions()] * 4}))
+    chain = Chain(tmp_path, "register", register_work(target, session, fence), monkeypatch)
+    plans = [  # (fault, point, exit code, forked)
+        ("ENOSPC", "write attempt/prompt.md", EXIT_ENVIRONMENT, False),
+        ("EIO", "write attempt/transcript.json", EXIT_ENVIRONMENT, False),  # session lost
+        ("SIGTERM", "transition -> checking", EXIT_INTERRUPTED, False),
+        ("EDQUOT", "write attempt/verdicts/scope.json", EXIT_ENVIRONMENT, False),
+        ("SIGKILL", "transition -> accepted", -9, True),
+        ("ENOSPC", "write publish (the flow's output)", EXIT_ENVIRONMENT, False),
+        ("SIGKILL", "journal published", -9, True),
+    ]
+    for fault, point, code, forked in plans:
+        assert chain.step(f"{fault}@{point}", forked) == code, (fault, point)
+        assert not _last_fault_missed(chain, point), point
+    (run,) = chain.finish()
+    report = assert_nothing_lost(run, expected_tree(target, tmp_path), target)
+    assert [a["status"] for a in report["attempts"]] == ["interrupted", "accepted"]
+    checks = list((run / "attempts" / "0002" / "gates").iterdir())
+    assert len(checks) == 1, "the gates ran again although their verdicts were on disk"
+    stops = "\n".join(report["stops"])
+    assert "resumed after a crash in state accepted; redoing publishing attempt 2" in stops
+    assert "no space left on the device writing" in stops and "stopped by SIGTERM" in stops
+    message = git(target, "log", "-1", "--format=%B", report["published"]["branch"])
+    assert f"Evidence: {run / 'evidence' / 'report.md'}" in message
+    assert "attempt 1: interrupted (an I/O error on the device writing" in message
+    assert "Still to judge by eye:" in message and "fidelity to the model's maths" in message
+
+
+def test_a_real_full_disk_interrupts_the_run_and_it_resumes_once_space_is_freed(tmp_path):
+    """A small tmpfs (this process must be allowed to mount one) filled almost to the brim."""
+    mount = tmp_path / "small-disk"
+    mount.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True
+    )
+    if mounted.returncode != 0 or shutil.which("umount") is None:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        target = make_target(tmp_path / "target")
+        source = frozen_source(tmp_path / "source")
+        filler = mount / "filler"
+        filler.write_bytes(b"\0" * (4096 - 64) * 1024)  # leaves room to start, not finish
+        runs = mount / "runs"
+        stopped = harness("start", runs, target, python_path=source)
+        assert stopped.returncode == EXIT_ENVIRONMENT, stopped.stderr
+        (run,) = [path for path in runs.iterdir() if not path.name.startswith(".")]
+        # The disk may be too full even to journal `interrupted`: then the resume is a crash's.
+        state = json.loads((run / "state.json").read_text())["state"]
+        assert state not in ("failed", "done"), state
+        filler.unlink()
+        resumed = harness("resume", run, python_path=source)
+        assert resumed.returncode == 0, resumed.stderr
+        report = json.loads((run / "evidence" / "report.json").read_text())
+        assert report["state"] == "done" and report["attempts"][-1]["status"] == "accepted"
+        stops = "\n".join(report["stops"])
+        assert "no space left on the device" in stops or "resumed after a crash" in stops
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
