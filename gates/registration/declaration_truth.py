@@ -47,11 +47,15 @@ def check(
     except ValueError as error:
         return Verdict(gate=GATE, passed=False, summary=f"{operator}: {error}")
     drivers = list(config.parity_configurations)
-    calls = seen_calls(probe.configurations, drivers, operator, sites)
+    try:  # the probe's records come from the candidate's process
+        calls = seen_calls(probe.configurations, drivers, operator, sites)
+        bindings = [bind(declaration, call) for call in calls]
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        summary = "the parity probe's records of the calls are malformed"
+        return Verdict(gate=GATE, passed=False, summary=summary)
     problems = contract_problems(declaration.contract, snapshot.preferred is not None)
     if not calls:
         problems.append(f"the parity runs recorded no call of ops.{operator} at the call sites")
-    bindings = [bind(declaration, call) for call in calls]
     problems += [
         f"a call from {', '.join(call.sites)} ({call.describe()}): {binding.problem}"
         for call, binding in zip(calls, bindings, strict=True)

@@ -86,7 +86,11 @@ def check(
     if not result_file.is_file():
         summary = f"the kernel runner exited {result.returncode} without a result"
         return Verdict(gate=GATE, passed=False, summary=summary)
-    ran = json.loads(result_file.read_text())
+    try:
+        ran = json.loads(result_file.read_text())
+        ran["operators"] = {name: list(ran["operators"].get(name) or []) for name in plans}
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return Verdict(gate=GATE, passed=False, summary="the kernel runner's result is malformed")
     if ran.get("import_error"):
         summary = f"importing the registry failed: {ran['import_error']}"
         return Verdict(gate=GATE, passed=False, summary=summary)
@@ -113,9 +117,13 @@ def _first_problem(
     for case, record in zip(plan, ran, strict=True):
         sizes = ", ".join(f"{axis}={size}" for axis, size in {**consts, **case.axes}.items())
         where = f"{name}'s preferred kernel at workload {case.workload} ({sizes}; {case.key})"
-        if record["error"]:
-            return f"{where} raised {record['error']}"
-        saved = torch.load(folder / record["file"], weights_only=True)
+        try:
+            if record["error"]:
+                return f"{where} raised {record['error']}"
+            saved = torch.load(folder / Path(record["file"]).name, weights_only=True)
+            saved = {"got": list(saved["got"]), "expected": list(saved["expected"])}
+        except Exception as error:  # written by the candidate's process: anything may be wrong
+            return f"{where}: its outputs could not be read back ({type(error).__name__})"
         if len(saved["got"]) != len(outputs) or len(saved["expected"]) != len(outputs):
             return f"{where} returned {len(saved['got'])} outputs, not {len(outputs)}"
         for output, got, expected in zip(outputs, saved["got"], saved["expected"], strict=True):
