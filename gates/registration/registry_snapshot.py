@@ -314,6 +314,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree", required=True, type=Path)
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--registry-module", required=True)
+    parser.add_argument(
+        "--also-import",
+        action="append",
+        default=[],
+        help="a module imported before describing (the parity drivers': what they change at "
+        "import time is seen)",
+    )
     arguments = parser.parse_args(argv)
     tree = arguments.tree.resolve()
     sys.path.insert(0, str(tree))
@@ -324,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         importlib.import_module(arguments.registry_module)
         runtime = importlib.import_module(arguments.registry_module.split(".")[0])
+        for module in arguments.also_import:
+            importlib.import_module(module)
         profiles = profile_names(runtime)
         result["profiles"] = profiles
         for name in sorted(runtime.REGISTRY.names()):

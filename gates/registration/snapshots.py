@@ -72,6 +72,8 @@ def take_snapshot(
     out.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-I", "-B", str(SNAPSHOT_SCRIPT), "--tree", str(tree)]
     argv += ["--out", str(out), "--registry-module", config.registry_module]
+    for module in driver_modules(config):
+        argv += ["--also-import", module]
     result = runner.run(argv, tree, writable=(out,), timeout=timeout)
     (out / "snapshot.log").write_text(result.output)
     if result.timed_out:
@@ -86,6 +88,15 @@ def cached_snapshot(
     if (out / SNAPSHOT_FILE).is_file():
         return _read(out, "could not be read back")
     return take_snapshot(tree, out, config, runner)
+
+
+def driver_modules(config: TargetConfig) -> list[str]:
+    """The modules of the parity drivers (declared and hidden), imported by the snapshot so
+    that what the model's code changes at import time is part of what it describes."""
+    drivers = list(config.parity_configurations)
+    if config.hidden_parity is not None:
+        drivers.append(config.hidden_parity.driver)
+    return sorted({driver.partition(":")[0] for driver in drivers})
 
 
 def file_digests(tree: Path, files: list[str]) -> dict[str, str | None]:

@@ -4,7 +4,7 @@ its name with a loosened copy listed first each leave the parity outputs unchang
 rejected here (an honest registration passes these gates in every register run test)."""
 
 import pytest
-from target_fixture import CATALOG_GOOD
+from target_fixture import CATALOG_GOOD, vision
 
 from gates.registration import kernel_workloads, operator_identity
 from gates.registration.snapshots import take_snapshot
@@ -123,13 +123,14 @@ def test_a_name_shadowed_by_a_loosened_copy_listed_first_is_an_import_error(
     assert "one name takes one declaration" in verdict.summary
 
 
-def test_another_operators_launch_settings_changed_from_the_catalog_are_rejected(
+def test_another_operators_launch_settings_changed_by_model_code_are_rejected(
     base_tree, base_snapshot, make_candidate, snapshot
 ):
-    """No file of rms_norm changes and no attribute is assigned: the catalog mutates a dict
-    the kernel reads, which only a comparison through the registry sees."""
-    catalog = CATALOG_GOOD + '\nrms_norm.TUNING["num_warps"] = 1\n'
-    tree = make_candidate({"operators/catalog/__init__.py": catalog})
+    """No file of rms_norm changes and no attribute is assigned: the routed model module
+    mutates, when imported, a dict the kernel reads; only a comparison through the registry,
+    with the parity drivers' modules imported, sees it."""
+    mutation = 'from operators.catalog import rms_norm\n\nrms_norm.TUNING["num_warps"] = 1\n'
+    tree = make_candidate({"model/vision.py": vision() + "\n" + mutation})
     verdict = operator_identity.check(base_tree, tree, base_snapshot, snapshot(tree))
     assert not verdict.passed
     assert verdict.summary.startswith("rms_norm: its preferred kernel changed (first at ")
