@@ -23,6 +23,11 @@ SIGNAL_FAULTS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM}
 _fired: set[str] = set()
 
 
+def rearm() -> None:
+    """Let every plan fire again: for tests that run several processes' work in one."""
+    _fired.clear()
+
+
 def fault_point(label: str, path: Path | str | None = None) -> None:
     """Pass the point `label` (about to write `path`), failing it if the test plan says so."""
     plan = os.environ.get(FAULT_VARIABLE, "")

@@ -26,7 +26,7 @@ from engine_processes import frozen_source, harness
 
 from controller.cli import main
 from controller.runs.engine import Engine
-from controller.runs.faults import FAULT_VARIABLE, FIRED_MARK, LOG_VARIABLE
+from controller.runs.faults import FAULT_VARIABLE, FIRED_MARK, LOG_VARIABLE, rearm
 from controller.runs.progress import Progress
 from controller.runs.store import RunStore
 
@@ -78,6 +78,7 @@ class Chain:
         """One process's work on the run with `plan` armed; records the points it passed."""
         self.monkeypatch.setenv(FAULT_VARIABLE, plan)
         self.monkeypatch.setenv(LOG_VARIABLE, str(self.log))
+        rearm()
         self.log.write_text("")
         code = _forked(self.work, self) if forked else self.work(self)
         for label in self.log.read_text().splitlines():

@@ -18,7 +18,7 @@ from controller.cli.new_run import NewRun
 from controller.cli.register_command import run_register
 from controller.cli.run_options import add_run_options, start_or_resume
 from controller.errors import ControllerError
-from controller.runs.faults import FAULT_VARIABLE
+from controller.runs.faults import FAULT_VARIABLE, rearm
 from controller.runs.launch import resume_command
 from sandbox.errors import FenceError
 
@@ -53,6 +53,7 @@ def parses(text: str) -> argparse.Namespace:
 
 def test_every_printed_resume_command_is_a_real_command(tmp_path, target, monkeypatch, capsys):
     runs = tmp_path / "runs"
+    rearm()
     monkeypatch.setenv(FAULT_VARIABLE, "ENOSPC@write attempt/prompt.md")
     assert command(["--agent", "test", "--unfenced", "--runs-dir", str(runs)], target) == 75
     monkeypatch.delenv(FAULT_VARIABLE)
@@ -139,6 +140,7 @@ def test_a_fence_that_cannot_start_interrupts_the_run_as_a_fence_error(tmp_path,
 
 def test_a_full_disk_is_one_line_naming_what_ran_out_and_where(tmp_path, target, monkeypatch):
     runs = tmp_path / "runs"
+    rearm()
     monkeypatch.setenv(FAULT_VARIABLE, "ENOSPC@write attempt/check.json")
     assert command(["--agent", "test", "--unfenced", "--runs-dir", str(runs)], target) == 75
     run = only_run(runs)
