@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from examples.config import TINY
-from examples.deployment import compiled_regions, deploy
+from examples.deployment import deploy
 from examples.expectation import compare_outputs
 from examples.host_transfers import HostTransfers
 from examples.layers import rope_tables
@@ -44,27 +44,18 @@ def test_a_table_copied_from_the_host_in_the_forward_is_seen():
 
 
 @pytest.mark.slow
-def test_each_compiled_region_is_one_graph_under_none_and_torch():
+def test_the_whole_forward_is_one_graph_under_none_and_torch():
+    """Dynamo traces the routed model without a break, so every compiled region is one graph."""
     model = build_model(TINY, 0, "cpu")
     inputs = make_inputs(TINY, 1, 0, "cpu")
-    features = model.vision(inputs.patches)
-    cache = model.prefix_encoder(features, inputs.token_ids)
-    time = torch.ones(1)
-    arguments = {
-        "vision": (inputs.patches,),
-        "prefix_encoder": (features, inputs.token_ids),
-        "action_expert": (inputs.noise, time, cache, model.action_rope_cos, model.action_rope_sin),
-    }
     for profile in ("none", "torch"):
-        with use_kernel_profile(profile), torch.no_grad():
-            for name, region in compiled_regions(model).items():
-                torch._dynamo.reset()
-                explained = torch._dynamo.explain(region)(*arguments[name])
-                assert (explained.graph_count, explained.graph_break_count) == (1, 0), (
-                    profile,
-                    name,
-                    explained.break_reasons,
-                )
+        torch._dynamo.reset()
+        with use_kernel_profile(profile):
+            explained = torch._dynamo.explain(model)(inputs)
+        assert (explained.graph_count, explained.graph_break_count) == (1, 0), (
+            profile,
+            explained.break_reasons,
+        )
 
 
 def test_a_deployed_forward_refuses_another_selection():
