@@ -157,11 +157,12 @@ def tuning_markdown(store: RunStore, device: str) -> str:
             )
     tried = [s for s in summaries if s.tuning is not None]
     if tried:
-        lines += ["", "### Launch settings tried", "", "| attempt | TUNING | outcome |"]
-        lines.append("|---|---|---|")
+        lines += ["", "### Launch settings tried", ""]
+        lines += ["| attempt | TUNING | outcome | weighted over production |", "|---|---|---|---|"]
         for summary in tried:
             point = json.dumps(summary.tuning, sort_keys=True)
-            lines.append(f"| {summary.attempt} | `{point}` | {summary.outcome} |")
+            speedup = f"x{summary.weighted_speedup:.3f}" if summary.weighted_speedup else "-"
+            lines.append(f"| {summary.attempt} | `{point}` | {summary.outcome} | {speedup} |")
     screened = screened_points(store)
     if screened:
         lines += ["", "### Points the agent screened before choosing", ""]
