@@ -100,6 +100,10 @@ def show_report(arguments) -> int:
         print(json.dumps(report, indent=2, sort_keys=True, default=str))
     else:
         print(render_markdown(report))
+        if manifest.flow == "tune":
+            from controller.flows.tune_evidence import tuning_markdown
+
+            print(tuning_markdown(store, manifest.gate_settings.get("device", "cpu")))
     return 0
 
 
