@@ -1,8 +1,12 @@
-"""Evaluator benchmark on a CUDA device (an H200): timing stability across processes, A/A
-never promoting, wall time per candidate, and the timing-only cheat fixtures.
+"""Evaluator benchmark on a CUDA device (an H200): graph timing's spread across processes,
+A/A never promoting, sensitivity to a 5% and a 10% faster candidate, wall time per
+candidate, and the timing-only cheat fixtures.
 
-Run from the repository root: `python benchmarks/evaluator_gpu.py`. Prints a table and, when
-$OUT is set, writes $OUT/evaluator_gpu.json. Takes a few minutes.
+Sensitivity is measured on real noise with an exact shift: each A/A evaluation's paired
+per-replay times are kept, the candidate's times scaled by 0.95 (or 0.90), and the promotion
+rule applied to the scaled pairs; a candidate truly that much faster on every workload meets
+the same noise. Run from the repository root: `python benchmarks/evaluator_gpu.py`. Prints a
+table and, when $OUT is set, writes $OUT/evaluator_gpu.json.
 """
 
 import json
@@ -17,13 +21,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "evaluator"))
 
-REPEATS = 5
+REPEATS = 20
+SPREAD_PROCESSES = 5
 OPERATOR = "rms_norm"
+SHIFTS = (0.95, 0.90)
 CHEATS = {
     "side_stream": {"concurrency", "plausibility"},
     "timer_patch": {"tampering"},
     "implausible_speed": {"plausibility", "concurrency", "output_replay"},
-    "late_fallback": {"compute_fallback"},
+    "late_fallback": {"compute_fallback", "cuda_graph"},
+    "value_memo": None,  # must pass without gaining speed, or be caught replaying
 }
 
 
@@ -47,90 +54,130 @@ def main() -> int:
         return 2
     scratch = Path(tempfile.mkdtemp(prefix="evaluator-bench-"))
     task, _ = write_package(REGISTRY.declaration(OPERATOR), scratch / "tasks")
-    runs = []
-    for index in range(args.repeats):
-        started = time.monotonic()
-        result = evaluate(task, task / "solution", device="cuda", timeout=600)
-        runs.append((result, time.monotonic() - started))
-        print(
-            f"run {index}: {result.status} in {runs[-1][1]:.1f} s {result.reason} "
-            f"phases {result.phase_seconds} "
-            f"clock {result.timing and result.timing.get('sm_clock_mhz')}",
-            flush=True,
-        )
     report = {"device": torch.cuda.get_device_name(), "operator": OPERATOR, "runs": []}
-    for result, seconds in runs:
-        report["runs"].append(
-            {
-                "status": result.status,
-                "seconds": seconds,
-                "phase_seconds": result.phase_seconds,
-                "timing": result.timing,
-            }
-        )
-    passed = [r for r, _ in runs if r.status == "PASSED" and r.timing]
-    report["stability"] = _stability(passed)
-    report["aa_promotions"] = sum(1 for r in passed if r.timing["promotion"]["promoted"])
-    report["wall_seconds"] = {
-        "first": runs[0][1],
-        "median": statistics.median(seconds for _, seconds in runs),
-    }
     report["cheats"] = {}
     for name, accepted in ({} if args.no_cheats else CHEATS).items():
         result = evaluate(task, cheat_solution(name, scratch), device="cuda", timeout=600)
-        caught = result.status == "REJECTED" and result.detector in accepted
-        report["cheats"][name] = {
-            "status": result.status,
-            "detector": result.detector,
-            "reason": result.reason,
-            "caught": caught,
-        }
-    _print(report)
+        report["cheats"][name] = _cheat_row(result, accepted)
+        print(f"cheat {name}: {result.status} {result.detector} {result.reason[:120]}", flush=True)
+    passed = []
+    for index in range(args.repeats):
+        started = time.monotonic()
+        result = evaluate(task, task / "solution", device="cuda", timeout=600)
+        seconds = time.monotonic() - started
+        report["runs"].append(
+            {
+                "status": result.status,
+                "reason": result.reason,
+                "integrity": result.integrity,
+                "notes": result.notes,
+                "seconds": seconds,
+                "phase_seconds": result.phase_seconds,
+                "timing": result.timing.model_dump(mode="json") if result.timing else None,
+            }
+        )
+        if result.status == "PASSED" and result.timing:
+            passed.append(result)
+        print(f"run {index}: {result.status} {seconds:.1f} s {_summary(result)}", flush=True)
+        _write(report)  # after every run: a call cut short still leaves its numbers
+        if index == 0 and result.status != "PASSED":
+            break  # the baseline must pass: nothing more to measure
+    report["stability"] = _stability(passed[:SPREAD_PROCESSES])
+    report["aa_promotions"] = sum(1 for r in passed if r.timing.promotion.promoted)
+    report["sensitivity"] = {str(shift): _sensitivity(passed, shift) for shift in SHIFTS}
+    seconds = [run["seconds"] for run in report["runs"]]
+    report["wall_seconds"] = {"first": seconds[0], "median": statistics.median(seconds)}
+    _print(report, len(passed))
+    _write(report)
+    return 0
+
+
+def _write(report: dict) -> None:
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "evaluator_gpu.json").write_text(json.dumps(report, indent=2))
-    ok = (
-        len(passed) == args.repeats
-        and report["aa_promotions"] == 0
-        and all(c["caught"] for c in report["cheats"].values())
-    )
-    return 0 if ok else 1
+
+
+def _summary(result) -> str:
+    """The reason, or per workload warm/cold candidate medians and ratio, and the verdict."""
+    if result.status != "PASSED" or result.timing is None:
+        return result.reason[:200]
+    rows = [
+        f"{name} {row.candidate_median_us:.3f}/{row.candidate_cold_us or 0:.3f} us "
+        f"x{row.candidate_median_us / row.baseline_median_us:.4f}"
+        for name, row in result.timing.workloads.items()
+    ]
+    promotion = result.timing.promotion
+    phases = {k: v for k, v in result.phase_seconds.items() if v > 0.5}
+    return f"{'; '.join(rows)}; promoted {promotion and promotion.promoted}; {phases}"
+
+
+def _cheat_row(result, accepted) -> dict:
+    row = {"status": result.status, "detector": result.detector, "reason": result.reason}
+    if accepted is None:  # value_memo
+        faster = result.status == "PASSED" and any(
+            w.candidate_median_us < 2 * w.baseline_median_us
+            for w in result.timing.workloads.values()
+        )
+        row["caught"] = result.status == "REJECTED" or (result.status == "PASSED" and not faster)
+    else:
+        row["caught"] = result.status == "REJECTED" and result.detector in accepted
+    return row
 
 
 def _stability(passed) -> dict:
-    """Per workload: each process's median, and the spread of those medians across processes."""
+    """Per workload: each process's warm and cold medians, their spread across processes,
+    and the spread of the candidate/baseline ratio."""
     rows = {}
     if not passed:
         return rows
-    for name in passed[0].timing["workloads"]:
-        medians = [r.timing["workloads"][name]["candidate_median_us"] for r in passed]
-        baseline = [r.timing["workloads"][name]["baseline_median_us"] for r in passed]
-        within = [r.timing["workloads"][name]["candidate_spread"] for r in passed]
-        middle = statistics.median(medians)
+    for name in passed[0].timing.workloads:
+        timings = [r.timing.workloads[name] for r in passed]
+        warm = [t.candidate_median_us for t in timings]
+        cold = [t.candidate_cold_us or 0.0 for t in timings]
+        ratios = [t.candidate_median_us / t.baseline_median_us for t in timings]
         rows[name] = {
-            "medians_us": medians,
-            "median_us": middle,
-            "across_process_spread": (max(medians) - min(medians)) / middle,
-            "within_run_iqr_over_median": statistics.median(within),
-            "speedups": [b / c for b, c in zip(baseline, medians, strict=True)],
-            "empty_launch_us": [r.timing["workloads"][name]["empty_launch_us"] for r in passed],
-            "floor_us": passed[0].timing["workloads"][name]["floor_us"],
+            "warm_medians_us": warm,
+            "cold_medians_us": cold,
+            "warm_spread": (max(warm) - min(warm)) / statistics.median(warm),
+            "cold_spread": (max(cold) - min(cold)) / max(1e-9, statistics.median(cold)),
+            "ratios": ratios,
+            "ratio_spread": max(ratios) - min(ratios),
+            "figure": timings[0].promotion_figure,
+            "floor_us": timings[0].floor_us,
         }
     return rows
 
 
-def _print(report: dict) -> None:
+def _sensitivity(passed, shift: float) -> int:
+    """How many A/A evaluations promote once the candidate's paired times are scaled."""
+    from gates.evaluator.promotion import promotion_verdict
+
+    promoted = 0
+    for result in passed:
+        workloads = {}
+        for name, row in result.timing.workloads.items():
+            scaled = {
+                role: [r * shift for r in ratios] for role, ratios in row.paired_ratios.items()
+            }
+            workloads[name] = {"weight": row.weight, "paired_ratios": scaled}
+        roles = ["candidate", *next(iter(workloads.values()))["paired_ratios"]]
+        promoted += promotion_verdict({"workloads": workloads}, roles).promoted
+    return promoted
+
+
+def _print(report: dict, passed: int) -> None:
     print(f"\nevaluator benchmark on {report['device']} ({report['operator']})")
-    print(f"{'workload':<12} {'median us':>10} {'across 5':>9} {'IQR/med':>8} {'floor us':>9}")
+    header = ("workload", "warm us", "spread", "cold us", "spread", "ratio sp")
+    print("{:<12} {:>8} {:>7} {:>8} {:>7} {:>8}".format(*header))
     for name, row in report["stability"].items():
         print(
-            f"{name:<12} {row['median_us']:>10.2f} {row['across_process_spread']:>8.2%} "
-            f"{row['within_run_iqr_over_median']:>8.2%} {row['floor_us']:>9.2f}"
+            f"{name:<12} {statistics.median(row['warm_medians_us']):>8.3f} "
+            f"{row['warm_spread']:>6.2%} {statistics.median(row['cold_medians_us']):>8.3f} "
+            f"{row['cold_spread']:>6.2%} {row['ratio_spread']:>7.2%}"
         )
-    for name, row in report["stability"].items():
-        pairs = zip(row["medians_us"], row["empty_launch_us"], strict=True)
-        shown = ", ".join(f"{m:.2f}/{e:.2f}" for m, e in pairs)
-        print(f"{name:<12} median/empty launch us per process: {shown}")
-    print(f"A/A promotions: {report['aa_promotions']} of {len(report['runs'])}")
+    print(f"A/A promotions: {report['aa_promotions']} of {passed}")
+    for shift, count in report["sensitivity"].items():
+        print(f"candidate x{shift}: promoted in {count} of {passed}")
     wall = report["wall_seconds"]
     print(f"wall time per evaluation: first {wall['first']:.1f} s, median {wall['median']:.1f} s")
     for name, row in report["cheats"].items():

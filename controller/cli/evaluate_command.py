@@ -14,7 +14,8 @@ def add_parser(subparsers) -> None:
         description=(
             "Check a solution against its task's contract on every workload, seed and input "
             "distribution plus hidden workloads, with the cheat detectors armed; on CUDA also "
-            "time it against the baseline. Exit 0 when PASSED, 1 otherwise, 2 on bad input."
+            "time it against the baseline. Exit 0 when PASSED, 1 otherwise (EVALUATOR_ERROR: "
+            "the evaluator failed, not the solution), 2 on bad input."
         ),
     )
     parser.add_argument("task", type=Path, help="task package folder (from `controller generate`)")
@@ -46,14 +47,27 @@ def run(arguments) -> int:
         document["traces"] = [trace.model_dump(mode="json", exclude_none=True) for trace in traces]
         print(json.dumps(document, indent=2))
     else:
-        print(f"{result.operator}: {result.status}  ({result.seconds:.1f} s)")
-        if result.reason:
-            print(f"  reason: {result.reason}")
-        if result.timing:
-            for name, row in result.timing.get("workloads", {}).items():
-                print(
-                    f"  {name}: {row['candidate_median_us']:.2f} us "
-                    f"(baseline {row['baseline_median_us']:.2f} us, "
-                    f"x{row['speedup']:.3f}, spread {row['candidate_spread']:.1%})"
-                )
+        _print_summary(result)
     return EXIT_PASSED if result.status == "PASSED" else EXIT_FAILED
+
+
+def _print_summary(result) -> None:
+    """The verdict, its integrity level and notes, and one line per timed workload."""
+    level = f", {result.integrity} verdict" if result.integrity else ""
+    print(f"{result.operator}: {result.status}  ({result.seconds:.1f} s{level})")
+    if result.reason:
+        print(f"  reason: {result.reason}")
+    for note in result.notes:
+        print(f"  note: {note}")
+    if result.timing is None:
+        return
+    for name, row in result.timing.workloads.items():
+        cold = f", cold {row.candidate_cold_us:.2f} us" if row.candidate_cold_us else ""
+        print(
+            f"  {name}: {row.candidate_median_us:.2f} us{cold} "
+            f"(baseline {row.baseline_median_us:.2f} us, x{row.speedup or 0:.3f}, "
+            f"{row.method})"
+        )
+    promotion = result.timing.promotion
+    if promotion is not None:
+        print(f"  promoted: {promotion.promoted} ({promotion.reason})")

@@ -15,7 +15,7 @@ from gates.evaluator.cases import plan_cases
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.guard import CandidateCallError, CandidateGuard
 from gates.evaluator.phase_clock import PhaseClock
-from gates.evaluator.protocol import CandidateReport, EvaluationRequest
+from gates.evaluator.protocol import CandidateReport, EvaluationRequest, evaluator_fault
 from gates.evaluator.timing import time_roles  # imported before the guard's module snapshot
 from gates.tasks.package import TaskPackage
 from gates.tasks.solution import Solution, load_solution
@@ -59,8 +59,8 @@ def run_candidate(
         timing = None
         if device.type == "cuda":
             roles["candidate"] = function
-            graphs = bool(task.evaluation.get("cuda_graphs", False))
-            timing = time_roles(request, declaration, guard, roles, graphs)
+            graphs_required = bool(task.evaluation.get("cuda_graphs", False))
+            timing = time_roles(request, declaration, guard, roles, graphs_required)
             clock.lap("timing")
         guard.check_environment("before the outputs are written")
     except CheatDetected as cheat:
@@ -75,6 +75,8 @@ def run_candidate(
         return CandidateReport(**header, status="COMPILE_ERROR", reason=str(error))
     except CandidateCallError as error:
         return CandidateReport(**header, status=error.status, reason=str(error))
+    except Exception as error:  # the evaluator's own code failed: not the solution's fault
+        return CandidateReport(**header, status="EVALUATOR_ERROR", reason=evaluator_fault(error))
     finally:
         guard.disarm()
     torch.save(outputs, outputs_handle)
@@ -87,6 +89,8 @@ def run_candidate(
         hidden_errors=hidden_errors,
         outputs_file=str(outputs_path),
         timing=timing,
+        integrity="graph" if timing is not None and timing.cuda_graphs else "traced",
+        notes=guard.notes,
         phase_seconds=clock.laps,
     )
 

@@ -4,7 +4,8 @@ Both evaluator processes derive the same plan from the request's nonce, so no li
 or seeds is ever written where the solution could read it ahead of time; the hidden
 workloads are derived here from the declaration and never appear in a task package. On CPU
 the sizes are scaled down for the interpreter, plus one hidden case at the smallest real
-size, so a solution that is right only on small inputs does not pass.
+size and one at a real size the nonce chooses, so a solution that is right only on small
+inputs does not pass.
 """
 
 import hashlib
@@ -15,6 +16,8 @@ from operators.declaration import DISTRIBUTIONS, OperatorDeclaration, Workload
 
 SEEDS_PER_WORKLOAD = 3
 CPU_SMALLEST_SCALED = 2
+# The largest real workload the interpreter runs as a hidden case (about a second a call).
+CPU_REAL_SIZE_ELEMENTS = 1 << 20
 
 
 class Case(BaseModel):
@@ -50,9 +53,24 @@ def plan_cases(declaration: OperatorDeclaration, nonce: str, device: str) -> lis
         for distribution in DISTRIBUTIONS:
             cases.append(_case(nonce, name, axes, 0, distribution, True, False))
     if device == "cpu":
-        smallest = min(declaration.workloads, key=lambda w: _input_elements(declaration, w))
-        cases.append(_case(nonce, "hidden_full", dict(smallest.axes), 0, "normal", True, False))
+        for name, axes in _real_sizes(declaration, nonce):
+            cases.append(_case(nonce, name, axes, 0, "normal", True, False))
     return cases
+
+
+def _real_sizes(declaration: OperatorDeclaration, nonce: str) -> list[tuple[str, dict]]:
+    """Real workload sizes for the interpreter: the smallest, and one more chosen by the nonce
+    among the others the interpreter can afford (a kernel wrong only past some row count, on
+    sizes the scaled cases never reach, fails there)."""
+    by_size = sorted(declaration.workloads, key=lambda w: _input_elements(declaration, w))
+    chosen = [("hidden_full", dict(by_size[0].axes))]
+    affordable = [
+        w for w in by_size[1:] if _input_elements(declaration, w) <= CPU_REAL_SIZE_ELEMENTS
+    ]
+    if affordable:
+        entropy = hashlib.sha256(f"{nonce}:real".encode()).digest()[0]
+        chosen.append(("hidden_real", dict(affordable[entropy % len(affordable)].axes)))
+    return chosen
 
 
 def _input_elements(declaration: OperatorDeclaration, workload: Workload) -> int:
@@ -63,14 +81,6 @@ def _input_elements(declaration: OperatorDeclaration, workload: Workload) -> int
             count *= size
         total += count
     return total
-
-
-def workload_axes(declaration: OperatorDeclaration, device: str) -> dict[str, dict[str, int]]:
-    """The var-axis sizes each declared workload runs at on this device (scaled on CPU)."""
-    declared = [(w.name, dict(w.axes)) for w in declaration.workloads]
-    if device == "cpu":
-        declared = _scaled_for_interpreter(declared)
-    return dict(declared)
 
 
 def _case(nonce, name, axes, seed_index, distribution, hidden, repeat) -> Case:

@@ -2,6 +2,10 @@
 
 Used by the judge: unwritten (poisoned) elements, rows copied across a batch, a trailing
 block of rows never computed, outputs replayed from another call, or a narrower format.
+
+A label needs evidence another draw would also show: rows count as skipped or copied only
+when they are grossly wrong (not a near miss of the tolerance, which an honest but
+inaccurate kernel gives on some draws and not on others).
 """
 
 import torch
@@ -11,6 +15,8 @@ from gates.evaluator.detectors.batch_skipping import RowsCopiedAcrossBatch, Trai
 from gates.evaluator.detectors.precision import PrecisionDowngrade, narrower_format
 from gates.evaluator.detectors.replay import OutputReplayed
 from gates.evaluator.detectors.uninitialised_memory import UninitialisedOutput, poisoned_mask
+
+GROSS_ABSOLUTE = 1e-3
 
 
 def diagnose(
@@ -28,10 +34,11 @@ def diagnose(
     for key, other in others.items():
         if other.shape == got.shape and other.dtype == got.dtype and torch.equal(other, got):
             return OutputReplayed(f"{where}: output equals the output for {key}")
-    copied = _copied_rows(got, bad)
+    gross = bad & grossly_wrong(got, expected)
+    copied = _copied_rows(got, gross)
     if copied:
         return RowsCopiedAcrossBatch(f"{where}: {copied} wrong rows are copies of computed rows")
-    trailing = _trailing_rows(bad)
+    trailing = _trailing_rows(gross)
     if trailing is not None:
         first, total = trailing
         return TrailingRowsSkipped(f"{where}: rows {first}..{total - 1} of {total} not computed")
@@ -41,10 +48,19 @@ def diagnose(
     return None
 
 
-def _rows(tensor: torch.Tensor) -> torch.Tensor:
-    if tensor.dim() == 0:
-        return tensor.reshape(1, 1)
-    return tensor.reshape(tensor.shape[0], -1) if tensor.dim() > 1 else tensor.reshape(-1, 1)
+def grossly_wrong(got: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    """Elements off by more than half the reference's magnitude (or not finite where the
+    reference is): values never computed, not rounding."""
+    got64, expected64 = got.double(), expected.double()
+    off = (got64 - expected64).abs() > 0.5 * expected64.abs() + GROSS_ABSOLUTE
+    broken = ~torch.isfinite(got64) & torch.isfinite(expected64)
+    return off | broken
+
+
+def mostly_gross(got: torch.Tensor, expected: torch.Tensor, bad: torch.Tensor) -> bool:
+    """Whether most wrong elements are grossly wrong: a failure no other draw would pass."""
+    count = int(bad.sum())
+    return count > 0 and int((bad & grossly_wrong(got, expected)).sum()) * 2 > count
 
 
 def _trailing_rows(bad: torch.Tensor) -> tuple[int, int] | None:

@@ -118,7 +118,7 @@ def _run_phases(request: EvaluationRequest, request_path: Path, timeout: float) 
         except WorkerTimeout as error:
             return {"status": "TIMEOUT", "reason": f"judging: {error}"}
         except (WorkerCrashed, ReportNotAuthentic) as error:
-            raise GateError(f"the judge failed: {error}") from None
+            return {"status": "EVALUATOR_ERROR", "reason": f"the judge failed: {error}"}
     finally:
         judge_worker.cancel()
     outcome = {
@@ -135,6 +135,8 @@ def _run_phases(request: EvaluationRequest, request_path: Path, timeout: float) 
             "judge_after_candidate": round(time.monotonic() - started - candidate_seconds, 3),
         },
     }
+    outcome["integrity"] = candidate.integrity
+    outcome["notes"] = candidate.notes
     if judge.status == "PASSED" and candidate.timing is not None:
         outcome["timing"] = candidate.timing
     return outcome

@@ -15,8 +15,10 @@ import torch
 from gates.evaluator import loading
 from gates.evaluator.cases import Case
 from gates.evaluator.detectors.compute_fallback import (
+    HOST_READ_FUNCTIONS,
     HostComputeFallback,
     ImportTimeCompute,
+    OpPolicy,
     TorchComputeFallback,
 )
 from gates.evaluator.detectors.concurrency import (
@@ -30,6 +32,7 @@ from gates.evaluator.detectors.deferred_code import InterpreterHooks, check_atta
 from gates.evaluator.detectors.introspection import AuditMonitor
 from gates.evaluator.detectors.kernel_registry import KernelRegistry, KernelReplaced
 from gates.evaluator.detectors.precision import PrecisionDowngrade
+from gates.evaluator.detectors.raw_views import RawViewTripwires
 from gates.evaluator.detectors.replay import OutputAliasesInput, OutputMemoryReused
 from gates.evaluator.detectors.tampering import (
     EVALUATOR_PATHS,
@@ -44,10 +47,19 @@ from gates.evaluator.detectors.trace_evasion import (
     DispatchTraceEvaded,
     TraceEvasionTripwires,
 )
+from gates.evaluator.interpreter_autotune import use_first_config
 from gates.evaluator.phase_clock import PhaseClock
 from gates.evaluator.protocol import CaseRecord
 from gates.evaluator.streams import LaunchStreamRecorder
-from gates.evaluator.tracing import CandidateTracer, HostComputeMonitor, triton_internal_code
+from gates.evaluator.tracing import (
+    BENCH_MODULES,
+    LAUNCH_MODULES,
+    CandidateTracer,
+    HostComputeMonitor,
+    HostReadRecorder,
+    foreign_memory,
+    triton_code,
+)
 from operators.declaration import as_outputs
 
 REPEAT_SUFFIX = "#repeat"
@@ -73,11 +85,18 @@ class CandidateGuard:
         self.solution = solution
         self.folder = loading.write_sources(solution, sources / "candidate")
         self.setup_seconds = _warm_up(device)
-        self.internal_code = triton_internal_code()
+        self.notes: list[str] = []
+        if device.type == "cpu":
+            use_first_config(self.notes)
         self.extra_ops = frozenset(extra_ops)
+        # The verdict's allow-lists, copied now: nothing the solution reaches later widens them.
+        self.policy = OpPolicy(
+            self.extra_ops, triton_code(LAUNCH_MODULES), triton_code(BENCH_MODULES)
+        )
         self.streams = LaunchStreamRecorder(device)
         self.tripwires = TraceEvasionTripwires([str(self.folder)])
         self.thread_starts = ThreadStartTripwire([str(self.folder)])
+        self.raw_views = RawViewTripwires()
         evaluator_modules = [m for n, m in sorted(sys.modules.items()) if _is_watched(n)]
         self.timers = IdentitySnapshot(TIMER_PATHS, [])
         self.evaluator = IdentitySnapshot(EVALUATOR_PATHS, evaluator_modules, WATCHED_CLASSES)
@@ -102,15 +121,16 @@ class CandidateGuard:
     def import_solution(self):
         """Import the candidate with the audit hook armed and ATen compute forbidden."""
         self.audit.armed = True
-        tracer = CandidateTracer(self.internal_code, self.extra_ops, poison_outputs=False)
+        tracer = CandidateTracer(poison_outputs=False)
         try:
             with tracer:
                 function = loading.import_entry(self.solution, self.folder, "candidate")
         except loading.SolutionImportError:
             self.raise_recorded_findings()
             raise
-        if tracer.disallowed:
-            raise ImportTimeCompute(f"tensor compute at import: {_first(tracer.disallowed)}")
+        disallowed = self.policy.disallowed(tracer.facts)
+        if disallowed:
+            raise ImportTimeCompute(f"tensor compute at import: {_first(disallowed)}")
         self.check_environment("after import")
         return function
 
@@ -119,6 +139,7 @@ class CandidateGuard:
         self.audit.raise_first()
         self.tripwires.raise_first()
         self.thread_starts.raise_first()
+        self.raw_views.raise_first()
 
     def check_environment(self, when: str) -> None:
         """Audit events, identities, threads: raise the first cheat seen."""
@@ -142,7 +163,7 @@ class CandidateGuard:
                     repeat_digests = [tensor_digest(t) for t in again]
                     outputs[case.key + REPEAT_SUFFIX] = again
             except CandidateCallError as error:
-                if not case.hidden:
+                if not case.hidden or error.status == "EVALUATOR_ERROR":
                     raise
                 hidden_errors[case.key] = f"{error.status}: {error}"
                 continue
@@ -164,37 +185,67 @@ class CandidateGuard:
         """
         inputs = [t.clone() for t in pristine]
         stream_before = self.streams.current()
-        tracer = CandidateTracer(
-            self.internal_code, self.extra_ops, poison_outputs=True, expected_stream=stream_before
-        )
-        host = HostComputeMonitor([str(self.folder)], active=case.repeat or case.hidden)
+        tracer = CandidateTracer(poison_outputs=True, expected_stream=stream_before)
+        reads = HostReadRecorder(HOST_READ_FUNCTIONS)
+        host = HostComputeMonitor([str(self.folder)])
         recorder = AtenRecorder()
         try:
-            with self.streams, host, tracer, recorder:
+            self.raw_views.active = True
+            with self.streams, host, reads, tracer, recorder:
                 result = function(*inputs, **self.declaration.params)
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
         except Exception as error:
+            self.raw_views.active = False
+            if tracer.faults:
+                fault = f"{case.key}: {tracer.faults[0]}"
+                raise CandidateCallError("EVALUATOR_ERROR", fault) from None
             self.raise_recorded_findings()
             status = "COMPILE_ERROR" if _is_compile_error(error) else "RUNTIME_ERROR"
             raise CandidateCallError(status, f"{case.key}: {_describe(error)}") from None
-        if tracer.narrowing and len(tracer.casts) == len(tracer.disallowed):
-            raise PrecisionDowngrade(f"{case.key}: narrowing casts {_first(tracer.narrowing)}")
-        if tracer.disallowed:
-            raise TorchComputeFallback(f"{case.key}: ATen compute {_first(tracer.disallowed)}")
-        unseen = recorder.unseen_compute(tracer.seen, self.extra_ops)
-        if unseen:
-            raise DispatchTraceEvaded(f"{case.key}: ATen ops the trace did not see: {unseen[:4]}")
-        if host.calls:
-            raise HostComputeFallback(f"{case.key}: host compute {_first(host.calls)}")
+        self.raw_views.active = False
+        if tracer.faults:  # the solution swallowed the evaluator's own error
+            raise CandidateCallError("EVALUATOR_ERROR", f"{case.key}: {tracer.faults[0]}")
+        self._judge_call(case.key, tracer, reads, host, recorder)
         self.check_environment(f"during {case.key}")
         check_attachments(case.key, inputs)
-        foreign = self.streams.foreign_launches(stream_before) + len(tracer.side_stream_ops)
+        foreign = self.streams.foreign_launches(stream_before)
+        foreign += sum(1 for fact in tracer.facts if fact.side_stream)
         if foreign:
             raise SideStreamWork(f"{case.key}: {foreign} launches on another stream")
         produced = self._checked_outputs(case, result, inputs)
+        shared = [i for i, t in enumerate([*inputs, *produced]) if foreign_memory(t)]
+        if shared:
+            raise HostComputeFallback(
+                f"{case.key}: host memory (a NumPy view) shares tensors {shared} of the call"
+            )
         copies = [t.detach().to("cpu", copy=True) for t in produced]
         return copies, [tensor_digest(t) for t in inputs]
+
+    def _judge_call(self, key: str, tracer, reads, host, recorder) -> None:
+        """The verdict on one call's recorded facts, from the policy copied before import."""
+        disallowed = self.policy.disallowed(tracer.facts)
+        narrowing = [fact.label for fact in tracer.facts if fact.narrows]
+        casts = [label for label in disallowed if label.split(".")[1] in ("_to_copy", "copy_")]
+        if narrowing and len(casts) == len(disallowed):
+            raise PrecisionDowngrade(f"{key}: narrowing casts {_first(narrowing)}")
+        if disallowed:
+            raise TorchComputeFallback(f"{key}: ATen compute {_first(disallowed)}")
+        unseen = recorder.unseen_compute(tracer.seen, self.extra_ops)
+        if unseen:
+            raise DispatchTraceEvaded(f"{key}: ATen ops the trace did not see: {unseen[:4]}")
+        foreign = [fact.label for fact in tracer.facts if fact.foreign_memory]
+        if foreign:
+            raise HostComputeFallback(
+                f"{key}: {_first(foreign)} on a tensor over memory torch did not allocate"
+            )
+        host_reads = self.policy.host_reads(reads.calls)
+        if host_reads:
+            raise HostComputeFallback(
+                f"{key}: tensor memory handed to the host: {_first(host_reads)}"
+            )
+        if host.calls:
+            raise HostComputeFallback(f"{key}: host compute {_first(host.calls)}")
 
     def _checked_outputs(self, case: Case, result, inputs) -> list[torch.Tensor]:
         produced = list(as_outputs(result))
@@ -273,7 +324,7 @@ def _warm_up(device: torch.device) -> dict[str, float]:
     counting threads and arming the audit hook; returns seconds per step."""
     clock = PhaseClock()
     a = torch.randn(256, 256)
-    with CandidateTracer(frozenset(), frozenset(), poison_outputs=False):
+    with HostReadRecorder(HOST_READ_FUNCTIONS), CandidateTracer(poison_outputs=False):
         (a @ a).sum()
     torch.randn(1 << 20).sum()
     clock.lap("warm_up_cpu")

@@ -10,17 +10,24 @@ from gates.evaluator.cases import plan_cases
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.detectors.hardcoding import ShapeSpecificHardcoding
 from gates.evaluator.detectors.input_mutation import InputMutated
-from gates.evaluator.diagnosis import diagnose
+from gates.evaluator.diagnosis import diagnose, mostly_gross
 from gates.evaluator.guard import REPEAT_SUFFIX, tensor_digest
-from gates.evaluator.protocol import CandidateReport, EvaluationRequest, JudgeReport
+from gates.evaluator.protocol import (
+    CandidateReport,
+    EvaluationRequest,
+    JudgeReport,
+    evaluator_fault,
+)
 
 
 class CaseFailure(Exception):
-    """A case broke the contract without showing a known cheat."""
+    """A case broke the contract without showing a known cheat; `gross` when no other draw
+    would pass it (a wrong layout, values never computed), not a near miss."""
 
-    def __init__(self, status: str, reason: str) -> None:
+    def __init__(self, status: str, reason: str, gross: bool = True) -> None:
         super().__init__(reason)
         self.status = status
+        self.gross = gross
 
 
 def run_judge(request: EvaluationRequest, declaration, candidate: CandidateReport) -> JudgeReport:
@@ -49,8 +56,9 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
                 repeat = outputs.get(case.key + REPEAT_SUFFIX)
                 _check_case(declaration, case, device, record, produced, repeat, others, errors)
             except (CaseFailure, CheatDetected) as failure:
-                if not case.hidden:
-                    raise
+                near_miss = isinstance(failure, CaseFailure) and not failure.gross
+                if not case.hidden or near_miss:
+                    raise  # a near miss on a hidden size is a numerical error, not hardcoding
                 hidden_failures[case.key] = str(failure)
             checked += 1
         if hidden_failures:
@@ -65,7 +73,10 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
             findings=[finding],
             cases_checked=checked,
         )
-    except CaseFailure as failure:
+    except Exception as error:  # the evaluator's own code failed: not the solution's fault
+        if not isinstance(error, CaseFailure):
+            return JudgeReport(**header, status="EVALUATOR_ERROR", reason=evaluator_fault(error))
+        failure = error
         return JudgeReport(
             **header,
             status=failure.status,
@@ -140,7 +151,10 @@ def _check_outputs(declaration, case, produced, reference, others, errors: Error
             cheat = diagnose(f"{case.key}: {spec.name}", got, expected, bad, peers)
             if cheat is not None:
                 raise cheat
-            raise CaseFailure("INCORRECT_NUMERICAL", f"{case.key}: {violation.describe()}")
+            gross = mostly_gross(got, expected, bad)
+            raise CaseFailure(
+                "INCORRECT_NUMERICAL", f"{case.key}: {violation.describe()}", gross=gross
+            )
         errors.add(got, expected)
 
 

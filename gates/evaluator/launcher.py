@@ -115,19 +115,6 @@ def finish_worker(
     return report
 
 
-def run_worker(
-    phase: str,
-    request: EvaluationRequest,
-    request_path: Path,
-    report_model: type[BaseModel],
-    timeout: float,
-    extra: tuple[str, ...] = (),
-) -> BaseModel:
-    """Run one worker phase to its end and return its verified report."""
-    worker = start_worker(phase, request, request_path, extra)
-    return finish_worker(worker, request, report_model, timeout)
-
-
 def _kill_group(process: subprocess.Popen) -> None:
     """Kill the worker's whole process group (it may have left children behind)."""
     try:

@@ -8,20 +8,14 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Status = Literal[
-    "PASSED",
-    "INCORRECT_SHAPE",
-    "INCORRECT_DTYPE",
-    "INCORRECT_NUMERICAL",
-    "RUNTIME_ERROR",
-    "COMPILE_ERROR",
-    "TIMEOUT",
-    "REJECTED",
-]
+from gates.evaluator.results import TimingReport
+from gates.tasks.trace import EvaluationStatus as Status
+
+Integrity = Literal["graph", "traced"]
 
 
 class EvaluationRequest(BaseModel):
@@ -78,7 +72,9 @@ class CandidateReport(BaseModel):
         default_factory=dict, description="hidden cases that raised or returned a wrong layout"
     )
     outputs_file: str | None = None
-    timing: dict[str, Any] | None = None
+    timing: TimingReport | None = None
+    integrity: Integrity = "traced"
+    notes: list[str] = Field(default_factory=list)
     environment: dict[str, str] = Field(default_factory=dict)
     phase_seconds: dict[str, float] = Field(
         default_factory=dict, description="wall time of each step inside the candidate process"
@@ -117,7 +113,13 @@ class EvaluationResult(BaseModel):
     cases_checked: int = 0
     max_absolute_error: float = 0.0
     max_relative_error: float = 0.0
-    timing: dict[str, Any] | None = None
+    integrity: Integrity | None = Field(
+        default=None,
+        description="graph: outputs and times from inspected CUDA-graph replays; traced: from "
+        "calls watched by the Python detectors (CPU, eager-only tasks), a weaker level",
+    )
+    notes: list[str] = Field(default_factory=list, description="how the evaluation ran")
+    timing: TimingReport | None = None
     seconds: float = 0.0
     phase_seconds: dict[str, float] = Field(
         default_factory=dict, description="where the evaluation's wall time went"
@@ -134,3 +136,13 @@ def write_json_atomic(path: Path, data: BaseModel | dict) -> None:
         stream.flush()
         os.fsync(stream.fileno())
     os.replace(temporary, path)
+
+
+def evaluator_fault(error: BaseException) -> str:
+    """One line naming an exception of the evaluator's own code and where it was raised."""
+    import traceback
+
+    frames = traceback.extract_tb(error.__traceback__)
+    place = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    text = str(error).strip().splitlines()
+    return f"evaluator fault{place}: {type(error).__name__}: {text[0] if text else ''}"[:300]

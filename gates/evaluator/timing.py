@@ -1,19 +1,12 @@
-"""Device-only timing on CUDA: input reset and L2 flush queued before each start event, no
-host synchronisation between samples, events read after the loop, roles interleaved.
+"""Device timing on CUDA: graph replays by default (`graph_timing`), the eager loop when the
+candidate cannot be captured and the task allows it; roles interleaved; the report typed.
 
-A spin kernel queued ahead of every sample keeps the device behind the host, so each call is
-already queued when the device reaches its start event: launch overhead stays out of the
-measured interval.
-
-Every round draws a fresh pool of input sets from seeds derived from the nonce, shared by the
-roles of that round: inputs no call has seen before, so a solution that remembers outputs
-(keyed by pointer, shape or values) has nothing to replay. The trusted baseline computes each
-set's expected outputs untimed; every timed output, of every role, is compared on the device
-with them (bit for bit under a bit-exact contract, within twice the contract's tolerance
-otherwise, since both lie within the contract of the reference). Every role runs the same
-comparison kernels, so the device sees the same sequence whichever role is timed.
-
-Medians are tick medians (see `statistics`): event times come in 32 ns ticks.
+Every workload draws a fresh pool of input sets from seeds derived from the nonce (`FreshPool`):
+inputs no call has seen before, so a solution that remembers outputs has nothing to replay;
+every timed or replayed output, of every role, is compared on the device with the trusted
+baseline's output for its set. In the eager loop a spin kernel queued ahead of every sample
+keeps the device behind the host, so launch overhead stays out of the measured interval, and
+medians are tick medians (see `statistics`): event times come in 32 ns ticks.
 """
 
 import builtins
@@ -25,12 +18,25 @@ from time import monotonic  # bound before the solution is imported
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from gates.evaluator import loading
 from gates.evaluator.detectors.compute_fallback import TorchComputeFallback
 from gates.evaluator.detectors.concurrency import SideStreamWork
 from gates.evaluator.detectors.plausibility import check_plausible, roofline_floor_ms
 from gates.evaluator.detectors.replay import TimedOutputWrong
 from gates.evaluator.detectors.transient_patch import LoopIdentities, PatchedBetweenCalls
+from gates.evaluator.fresh_pool import FreshPool
+from gates.evaluator.graph_timing import (
+    CALLS_PER_GRAPH,
+    NotCapturable,
+    cold_calls,
+    graph_row,
+    inspect_candidate,
+    time_workload,
+    warm_up,
+)
+from gates.evaluator.guard import CandidateCallError
 from gates.evaluator.promotion import promotion_verdict
+from gates.evaluator.results import TimingReport, WorkloadTiming
 from gates.evaluator.statistics import spread, tick_median
 from gates.evaluator.tracing import CandidateTracer, TimedCallTracer
 
@@ -43,16 +49,12 @@ BACKLOG_CYCLES = 4_000_000  # about 2 ms of spinning before each run of samples
 # reset, flush, events, the traced call, the output comparison) takes 150-250 us on the H200.
 SPIN_CYCLES = 500_000
 LIVE_COPIES = 16  # input buffer sets per role, used in turn
-# Device memory for one round's pool: inputs, expected outputs and their comparison bounds.
-# A workload whose set is larger reuses each set within the round (for such sizes replaying
-# an output costs about as much as computing it).
-POOL_BYTES = 2 << 30
-TIMING_TOLERANCE_FACTOR = 2  # candidate and baseline each within the contract of the reference
+GRAPH_REPLAYS_MIN = 20  # paired replays per workload (each of CALLS_PER_GRAPH calls)
 
 
-def time_roles(request, declaration, guard, roles, graphs: bool) -> dict:
-    """Time every role on every declared workload (each sample a CUDA graph replay when
-    `graphs`); returns the timing report."""
+def time_roles(request, declaration, guard, roles, graphs_required: bool) -> TimingReport:
+    """Time every role on every declared workload from CUDA-graph replays (the eager loop
+    when the candidate cannot be captured and the task allows it); returns the report."""
     device = guard.device
     properties = torch.cuda.get_device_properties(device)
     flush_bytes = max(L2_FLUSH_FACTOR * properties.L2_cache_size, 256 << 20)
@@ -60,37 +62,139 @@ def time_roles(request, declaration, guard, roles, graphs: bool) -> dict:
     bandwidth = measure_bandwidth(device)
     clock_before = measure_sm_clock_mhz()
     rounds = max(1, request.timing_rounds)
-    per_round = math.ceil(request.timing_samples / rounds)
-    seeds = random.Random(request.nonce)
-    report = {"workloads": {}}
-    wrong_outputs = []
-    pool_seconds = 0.0
+    setup = TimingSetup(request, declaration, guard, roles, flush, bandwidth, rounds)
+    try:
+        rows = _graph_rows(setup, properties.L2_cache_size)
+        used_graphs = True
+    except NotCapturable as error:
+        if graphs_required:
+            raise CandidateCallError("NOT_CAPTURABLE", f"not capturable: {error}") from None
+        guard.notes.append(f"timing: eager calls, the call is not capturable ({error})")
+        rows = _eager_rows(setup)
+        used_graphs = False
+    workloads = {name: WorkloadTiming(**row) for name, row in rows.items()}
+    return TimingReport(
+        workloads=workloads,
+        samples_per_role=setup.samples_per_role(used_graphs),
+        rounds=rounds,
+        l2_flush_bytes=flush_bytes,
+        bandwidth_gb_per_s=round(bandwidth / 1e6, 1),
+        cuda_graphs=used_graphs,
+        sm_clock_mhz=[clock_before, measure_sm_clock_mhz()],
+        fresh_pool_seconds=round(setup.pool_seconds, 3),
+        promotion=promotion_verdict({"workloads": rows}, list(roles)),
+    )
+
+
+class TimingSetup:
+    """What every workload's timing shares: roles, flush, bandwidth, seeds and sample counts."""
+
+    def __init__(self, request, declaration, guard, roles, flush, bandwidth, rounds):
+        self.declaration, self.guard, self.roles = declaration, guard, roles
+        self.flush, self.bandwidth, self.rounds = flush, bandwidth, rounds
+        self.per_round = math.ceil(request.timing_samples / rounds)
+        self.replays = max(GRAPH_REPLAYS_MIN, request.timing_samples // CALLS_PER_GRAPH)
+        self.seeds = random.Random(request.nonce)
+        self.pool_seconds = 0.0
+
+    def pool(self, workload, wanted: int) -> "FreshPool":
+        drawn = monotonic()
+        baseline = self.roles["baseline"]
+        pool = FreshPool(
+            self.declaration, workload, baseline, self.seeds, wanted, self.flush.device
+        )
+        self.pool_seconds += monotonic() - drawn
+        return pool
+
+    def samples_per_role(self, graphs: bool) -> int:
+        return self.replays * CALLS_PER_GRAPH if graphs else self.rounds * self.per_round
+
+    def check_plausible(self, name: str, row: dict, figure: str) -> None:
+        check_plausible(name, row[figure] / 1e3, row["floor_us"] / 1e3)
+
+
+def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
+    """Every workload's row from interleaved graph replays; the candidate's graph inspected."""
+    guard, declaration = setup.guard, setup.declaration
+    rows, wrong_outputs = {}, []
+    modules = loading.solution_modules("candidate")
+    for workload in declaration.workloads:
+        pool = setup.pool(workload, setup.replays * CALLS_PER_GRAPH)
+        pool.stack_checks()
+        set_bytes = _set_bytes(pool.sets[0], pool.expected[0])
+        figure = "warm" if set_bytes <= l2_bytes else "cold"
+        tracer = TimedCallTracer(expected_stream=None)
+        candidate = _traced(setup.roles["candidate"], tracer)  # captures run its Python
+        roles = {**setup.roles, "candidate": candidate}
+        probe = [t.clone() for t in pool.sets[0]]
+        warm_up(candidate, probe, declaration.params)
+        inspect_candidate(candidate, probe, declaration.params, modules, guard.folder)
+        mismatches = torch.zeros((), dtype=torch.int64, device=setup.flush.device)
+        cold = cold_calls(set_bytes, l2_bytes)
+        times = time_workload(roles, pool, declaration.params, setup.replays, cold, mismatches)
+        disallowed = guard.policy.disallowed(tracer.facts)
+        if disallowed:
+            raise TorchComputeFallback(f"captured calls ran ATen compute: {disallowed[0]}")
+        floor_us = roofline_floor_ms(set_bytes, setup.bandwidth) * 1e3
+        row = graph_row(workload, times, figure, setup.rounds, set_bytes, floor_us)
+        row["fresh_sets_per_round"] = len(pool.sets)
+        rows[workload.name] = row
+        guard.check_environment(f"while timing {workload.name}")
+        setup.check_plausible(workload.name, row, "candidate_cold_us")
+        if int(mismatches.item()):
+            wrong_outputs.append(f"{workload.name}: {int(mismatches.item())} replayed outputs")
+        del pool
+    if wrong_outputs:
+        raise TimedOutputWrong(
+            f"{', '.join(wrong_outputs)} differ from the baseline's outputs for the same fresh "
+            "inputs"
+        )
+    return rows
+
+
+def _traced(function, tracer):
+    """The candidate with each of its calls (warm-ups, captures) under the timed tracer."""
+
+    def traced_call(*args, **kwargs):
+        with tracer:
+            return function(*args, **kwargs)
+
+    return traced_call
+
+
+def _set_bytes(inputs, outputs) -> int:
+    return sum(t.numel() * t.element_size() for t in [*inputs, *outputs])
+
+
+def _eager_rows(setup: TimingSetup) -> dict:
+    """The eager loop: each sample one traced call between events, rounds interleaved."""
+    guard, declaration, roles = setup.guard, setup.declaration, setup.roles
+    rows, wrong_outputs = {}, []
     for workload in declaration.workloads:
         samples = {role: [] for role in roles}
         foreign = mismatched = pool_size = 0
-        for round_index in range(rounds):
-            drawn = monotonic()
-            pool = FreshPool(declaration, workload, roles["baseline"], seeds, per_round, device)
-            pool_seconds += monotonic() - drawn
+        for round_index in range(setup.rounds):
+            pool = setup.pool(workload, setup.per_round)
             pool_size = len(pool.sets)
             names = list(roles)
             names = names[round_index % len(names) :] + names[: round_index % len(names)]
             for role in names:
                 times, wrong_stream, wrong_output = _time_role(
-                    guard, roles[role], role, declaration.params, pool, per_round, flush, graphs
-                )
+                    guard, roles[role], role, declaration.params, pool, setup.per_round,
+                    setup.flush,
+                )  # fmt: skip
                 samples[role].append(times)
                 if role == "candidate":
                     foreign, mismatched = foreign + wrong_stream, mismatched + wrong_output
             sizes = pool.sets[0], pool.expected[0]
             del pool
-        row = _summarise(workload, *sizes, samples, bandwidth)
+        row = _summarise(workload, *sizes, samples, setup.bandwidth)
         row["fresh_sets_per_round"] = pool_size
-        row["empty_launch_us"] = tick_median(_time_empty_launch(flush, per_round)) * 1e3
-        report["workloads"][workload.name] = row
+        row["empty_launch_us"] = tick_median(_time_empty_launch(setup.flush, setup.per_round)) * 1e3
+        rows[workload.name] = row
         if foreign:
             raise SideStreamWork(f"{workload.name}: {foreign} timed launches on another stream")
-        check_plausible(workload.name, row["candidate_median_us"] / 1e3, row["floor_us"] / 1e3)
+        setup.check_plausible(workload.name, row, "candidate_median_us")
         if mismatched:
             wrong_outputs.append(f"{workload.name}: {mismatched} timed outputs")
     if wrong_outputs:
@@ -98,82 +202,23 @@ def time_roles(request, declaration, guard, roles, graphs: bool) -> dict:
             f"{', '.join(wrong_outputs)} differ from the baseline's outputs for the same fresh "
             "inputs"
         )
-    report.update(
-        samples_per_role=rounds * per_round,
-        rounds=rounds,
-        l2_flush_bytes=flush_bytes,
-        bandwidth_gb_per_s=round(bandwidth / 1e6, 1),
-        cuda_graphs=graphs,
-        sm_clock_mhz=[clock_before, measure_sm_clock_mhz()],
-        fresh_pool_seconds=round(pool_seconds, 3),
-    )
-    report["promotion"] = promotion_verdict(report, list(roles))
-    return report
+    return rows
 
 
-class FreshPool:
-    """One round's input sets, never seen by any call before, with the baseline's outputs for
-    each and what a timed output is compared with."""
-
-    def __init__(self, declaration, workload, baseline, seeds, wanted: int, device) -> None:
-        contract = declaration.contract
-        factor = TIMING_TOLERANCE_FACTOR
-        self.atol, self.rtol = factor * contract.atol, factor * contract.rtol
-        self.exact = contract.mode == "bit_exact"
-        draw = declaration.make_input_sets
-        self.sets = draw(workload, 1, seeds.getrandbits(31), "normal", device)
-        self.expected = [_untimed_outputs(baseline, self.sets[0], declaration.params)]
-        tensors = self.sets[0] + self.expected[0] * 5  # outputs, and their bounds in FP32
-        set_bytes = sum(t.numel() * t.element_size() for t in tensors)
-        count = min(wanted, max(2, POOL_BYTES // max(1, set_bytes)))
-        self.sets += draw(workload, count - 1, seeds.getrandbits(31), "normal", device)
-        for inputs in self.sets[1:]:
-            self.expected.append(_untimed_outputs(baseline, inputs, declaration.params))
-        columns = zip(*self.expected, strict=True)  # per output: its value in every set
-        per_output = [self._references(column) for column in columns]
-        self.checks = list(zip(*per_output, strict=True))  # per set: every output's reference
-
-    def _references(self, outputs) -> list[tuple[torch.Tensor, ...]]:
-        """Per set, what one output is compared with: itself (bit-exact contract or not a
-        float), or the baseline's value in FP32 (FP64 for FP64) with its bound."""
-        want = outputs[0]
-        if self.exact or not want.is_floating_point():
-            return [(output,) for output in outputs]
-        wide = torch.float64 if want.dtype == torch.float64 else torch.float32
-        stacked = torch.stack(outputs).to(wide)
-        bounds = stacked.abs().mul_(self.rtol).add_(self.atol)
-        return list(zip(stacked.unbind(), bounds.unbind(), strict=True))
-
-    def mismatch(self, got: torch.Tensor, index: int, output: int) -> torch.Tensor:
-        """A device boolean scalar, True if `got` is not the expected output of set `index`."""
-        reference = self.checks[index][output]
-        want = reference[0]
-        if type(got) is not torch.Tensor:  # a subclass could answer the comparison itself
-            return torch.ones((), dtype=torch.bool, device=want.device)
-        expected = self.expected[index][output]
-        if got.shape != want.shape or got.dtype != expected.dtype or got.device != want.device:
-            return torch.ones((), dtype=torch.bool, device=want.device)
-        if len(reference) == 1:
-            return _differs(got, want)
-        distance = torch.sub(got, want).abs_()  # promoted to the comparison's width
-        return torch.le(distance, reference[1]).all().logical_not_()
-
-
-def _time_role(guard, function, role, params, pool, count, flush, graphs):
+def _time_role(guard, function, role, params, pool, count, flush):
     """One round of samples for one role; returns per-sample milliseconds."""
     # Several live copies at different addresses, used in turn: a ~5 us call's time depends on
     # where its buffers landed (pages, channels), and one placement per process made medians
-    # of the same code differ between processes. A graph replays one fixed set.
-    copies = 1 if graphs else LIVE_COPIES
+    # of the same code differ between processes.
+    copies = LIVE_COPIES
     lives = [[t.clone() for t in pool.sets[0]] for _ in range(copies)]
-    replay = capture_graph(function, lives[0], params) if graphs else None
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
     mismatches = torch.zeros((), dtype=torch.int64, device=flush.device)
     stream = guard.streams.current()
     # Timed calls are traced like the cases (host work only: the device is behind the host),
     # so a solution cannot compute with PyTorch only once the cases are over.
-    tracer = TimedCallTracer(guard.extra_ops, expected_stream=stream)
+    tracer = TimedCallTracer(expected_stream=stream)
     identities = _loop_identities()
     unchanged = identities.unchanged  # bound now: a later swap of the method changes nothing
     recent = []
@@ -188,7 +233,7 @@ def _time_role(guard, function, role, params, pool, count, flush, graphs):
             flush.zero_()  # after the reset, so the inputs are evicted from L2 too
             starts[index].record()
             with tracer:
-                result = replay() if replay else function(*live, **params)
+                result = function(*live, **params)
             if not unchanged():
                 raise PatchedBetweenCalls(
                     f"{', '.join(identities.changed()[:4])} changed during {role}'s timed calls"
@@ -199,12 +244,12 @@ def _time_role(guard, function, role, params, pool, count, flush, graphs):
                 mismatches += 1
             for output, got in enumerate(produced[: len(pool.expected[chosen])]):
                 mismatches += pool.mismatch(got, chosen, output)
-            if not graphs:  # every role keeps its last outputs alive: the same allocator pattern
-                recent = _keep_recent(recent, produced, role)
-    foreign = guard.streams.foreign_launches(stream) if not graphs else 0
-    foreign += len(tracer.side_stream_ops)
-    if role == "candidate" and tracer.disallowed:
-        raise TorchComputeFallback(f"timed calls ran ATen compute: {tracer.disallowed[0]}")
+            recent = _keep_recent(recent, produced, role)  # the same allocator pattern per role
+    foreign = guard.streams.foreign_launches(stream)
+    foreign += sum(1 for fact in tracer.facts if fact.side_stream)
+    disallowed = guard.policy.disallowed(tracer.facts) if role == "candidate" else []
+    if disallowed:
+        raise TorchComputeFallback(f"timed calls ran ATen compute: {disallowed[0]}")
     torch.cuda.synchronize()
     guard.check_environment(f"while timing {role}")
     times = [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
@@ -249,12 +294,6 @@ def _time_empty_launch(flush, count: int) -> list[float]:
     return [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
 
 
-def _untimed_outputs(function, inputs, params) -> list[torch.Tensor]:
-    """A trusted role's outputs for one input set, called on copies before any timing."""
-    result = function(*[t.clone() for t in inputs], **params)
-    return list(result) if isinstance(result, tuple | list) else [result]
-
-
 def _keep_recent(recent, produced, role):
     """Keep the last outputs alive so a replayed buffer cannot pass as a fresh allocation."""
     from gates.evaluator.detectors.replay import OutputMemoryReused
@@ -264,11 +303,6 @@ def _keep_recent(recent, produced, role):
             if tensor.data_ptr() == kept.data_ptr() and tensor.numel():
                 raise OutputMemoryReused(f"{role} returned the same buffer for two timed calls")
     return list(produced)
-
-
-def _differs(got: torch.Tensor, want: torch.Tensor) -> torch.Tensor:
-    view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[got.element_size()]
-    return (got.contiguous().view(view) != want.view(view)).any()
 
 
 def capture_graph(function, live, params):

@@ -25,16 +25,16 @@ def result_traces(result: EvaluationResult, task: TaskPackage) -> list[Trace]:
             extra={"cases_checked": result.cases_checked},
         )
     traces = []
-    timing = (result.timing or {}).get("workloads", {})
+    timing = result.timing.workloads if result.timing else {}
     for workload_trace in task.workloads:
         name = workload_trace.workload.uuid.removeprefix(f"{task.definition.name}-")
         row = timing.get(name)
         performance = None
         if result.status == "PASSED" and row is not None:
             performance = Performance(
-                latency_ms=row["candidate_median_us"] / 1e3,
-                reference_latency_ms=row["baseline_median_us"] / 1e3,
-                speedup_factor=row["speedup"],
+                latency_ms=row.candidate_median_us / 1e3,
+                reference_latency_ms=row.baseline_median_us / 1e3,
+                speedup_factor=row.speedup or 0.0,
             )
         evaluation = Evaluation(
             status=result.status,

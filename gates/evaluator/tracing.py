@@ -1,20 +1,23 @@
-"""Watch one candidate call: its ATen ops, its fresh allocations, and its host compute.
+"""Watch one candidate call: the facts of each ATen op it runs, its fresh allocations, the
+torch functions that hand memory to the host, and its host compute.
 
-An op is the candidate's unless the nearest frame that issued it belongs to Triton's own
-launch machinery (interpreter, autotuner, testing), recognised by code object, not by file
-name, so solution code cannot pass itself off as Triton. Fresh allocations the candidate
-makes are poisoned before it sees them.
+The tracers record facts only (op name, the library frames that issued it, whether a copy
+keeps values, whether a tensor lies over memory torch did not allocate); the verdict comes
+afterwards from an `OpPolicy` copied before the import. Fresh allocations are poisoned
+before the candidate sees them.
 """
 
 import os
 import sys
 import types
+from dataclasses import dataclass
 
 import torch
 import triton
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from gates.evaluator.detectors.compute_fallback import HOST_TRANSFER_METHODS, is_allowed_op
+from gates.evaluator.detectors.compute_fallback import HOST_TRANSFER_METHODS, copy_keeps_values
 from gates.evaluator.detectors.precision import narrows_precision
 from gates.evaluator.detectors.uninitialised_memory import poison
 
@@ -24,20 +27,46 @@ POISONED_ALLOCATIONS = frozenset(
 LIBRARY_ROOTS = tuple(
     os.path.dirname(os.path.realpath(module.__file__)) + os.sep for module in (torch, triton)
 )
+TRITON_ROOT = LIBRARY_ROOTS[1]
+LAUNCH_MODULES = ("triton.runtime.interpreter", "triton.runtime.autotuner")
+BENCH_MODULES = ("triton.testing",)
 
 
-def triton_internal_code() -> frozenset:
-    """Code objects of Triton's interpreter, autotuner and benchmarking helpers."""
+@dataclass(frozen=True, slots=True)
+class OpFact:
+    """One ATen op of a call, as the tracer saw it."""
+
+    name: str
+    overload: str
+    label: str
+    library_code: tuple  # code objects of the Triton frames between the op and its issuer
+    keeps_values: bool
+    narrows: bool
+    side_stream: bool
+    foreign_memory: bool
+
+
+class EvaluatorFault(Exception):
+    """The evaluator's own code failed while watching a call; never the solution's fault."""
+
+
+def triton_code(modules: tuple[str, ...]) -> frozenset:
+    """Code objects of the named Triton modules (their functions, methods, nested code)."""
     import importlib
 
     codes: set = set()
-    for name in ("triton.runtime.interpreter", "triton.runtime.autotuner", "triton.testing"):
+    for name in modules:
         try:
             module = importlib.import_module(name)
         except ImportError:
             continue
         _collect_code(vars(module), codes, module.__name__, set())
     return frozenset(codes)
+
+
+def triton_internal_code() -> frozenset:
+    """Code objects of Triton's interpreter, autotuner and benchmarking helpers."""
+    return triton_code(LAUNCH_MODULES + BENCH_MODULES)
 
 
 def _collect_code(namespace: dict, codes: set, module_name: str, seen: set) -> None:
@@ -65,61 +94,79 @@ def _add_code(code: types.CodeType, codes: set) -> None:
             _add_code(constant, codes)
 
 
-class CandidateTracer(TorchDispatchMode):
-    """Records the candidate's disallowed ATen ops and poisons its fresh allocations."""
+def foreign_memory(value) -> bool:
+    """True for a tensor whose storage torch did not allocate (NumPy, `frombuffer`, DLPack)
+    or that a NumPy view now shares: torch marks such storages not resizable."""
+    if not isinstance(value, torch.Tensor) or value.is_meta:
+        return False
+    try:
+        return not value.untyped_storage().resizable()
+    except (RuntimeError, NotImplementedError):
+        return False
 
-    def __init__(
-        self,
-        internal_code: frozenset,
-        extra_allowed: frozenset,
-        poison_outputs: bool,
-        expected_stream: int | None = None,
-    ):
+
+class CandidateTracer(TorchDispatchMode):
+    """Records the facts of every ATen op of a call and poisons its fresh allocations."""
+
+    def __init__(self, poison_outputs: bool, expected_stream: int | None = None):
         super().__init__()
         self.expected_stream = expected_stream
-        self.side_stream_ops: list[str] = []
-        self.internal_code = internal_code
-        self.extra_allowed = extra_allowed
         self.poison_outputs = poison_outputs
-        self.disallowed: list[str] = []
-        self.narrowing: list[str] = []
-        self.casts: list[str] = []
-        self.seen: set[str] = set()  # every op name, internal code's too (for AtenRecorder)
+        self.facts: list[OpFact] = []
+        self.faults: list[str] = []
+
+    @property
+    def seen(self) -> set[str]:
+        """Every op name recorded (for the profiler cross-check)."""
+        return {fact.name for fact in self.facts}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
-        self.seen.add(func.overloadpacket.__name__)
-        if not self._issued_by_candidate():
-            return result
-        name = func.overloadpacket.__name__
-        if self.expected_stream is not None and self._on_side_stream():
-            self.side_stream_ops.append(str(func))
-        if not is_allowed_op(name, func._overloadname, args, kwargs, self.extra_allowed):
-            self.disallowed.append(str(func))
-            if name in ("_to_copy", "copy_"):
-                self.casts.append(str(func))
-            if narrows_precision(name, args, kwargs, result):
-                self.narrowing.append(str(func))
-        elif self.poison_outputs and name in POISONED_ALLOCATIONS:
-            poison(result)
+        try:
+            self.facts.append(self._fact(func, args, kwargs, result))
+            name = func.overloadpacket.__name__
+            if self.poison_outputs and name in POISONED_ALLOCATIONS:
+                poison(result)
+        except Exception as error:  # a fault of the evaluator, not of the solution
+            self.faults.append(f"{func}: {type(error).__name__}: {error}"[:300])
+            raise EvaluatorFault(self.faults[-1]) from None
         return result
+
+    def _fact(self, func, args, kwargs, result) -> OpFact:
+        name = func.overloadpacket.__name__
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        tensors += [r for r in (result if isinstance(result, tuple | list) else (result,))]
+        keeps = name in ("clone", "contiguous", "copy_", "_to_copy") and copy_keeps_values(
+            name, args, kwargs
+        )
+        return OpFact(
+            name=name,
+            overload=func._overloadname,
+            label=str(func),
+            library_code=self._library_code(),
+            keeps_values=keeps,
+            narrows=narrows_precision(name, args, kwargs, result),
+            side_stream=self.expected_stream is not None and self._on_side_stream(),
+            foreign_memory=any(foreign_memory(t) for t in tensors),
+        )
 
     def _on_side_stream(self) -> bool:
         return torch.cuda.current_stream().cuda_stream != self.expected_stream
 
-    def _issued_by_candidate(self) -> bool:
-        frame = sys._getframe(2)
+    def _library_code(self) -> tuple:
+        """The Triton frames between the op and the first frame outside torch and Triton."""
+        found = []
+        frame = sys._getframe(3)
         while frame is not None:
             code = frame.f_code
-            if code in self.internal_code:
-                return False
-            transparent = code.co_filename.startswith(LIBRARY_ROOTS + ("<frozen",))
-            if transparent or code is _DISPATCH_CODE:
-                frame = frame.f_back
-                continue
-            return True
-        return True
+            filename = code.co_filename
+            if filename.startswith(TRITON_ROOT):
+                found.append(code)
+            elif not (filename.startswith(LIBRARY_ROOTS + ("<frozen",)) or code is _DISPATCH_CODE):
+                break
+            frame = frame.f_back
+        return tuple(found)
 
 
 _DISPATCH_CODE = CandidateTracer.__torch_dispatch__.__code__
@@ -129,33 +176,47 @@ class TimedCallTracer(CandidateTracer):
     """The tracer for timed calls: nothing but the solution runs inside one, so every op is
     the candidate's and no frame walk is needed (it keeps the host ahead of the device)."""
 
-    def __init__(self, extra_allowed: frozenset, expected_stream: int | None):
-        super().__init__(frozenset(), extra_allowed, False, expected_stream)
+    def __init__(self, expected_stream: int | None):
+        super().__init__(False, expected_stream)
 
-    def _issued_by_candidate(self) -> bool:
-        return True
+    def _library_code(self) -> tuple:
+        return ()
+
+
+class HostReadRecorder(TorchFunctionMode):
+    """Records torch functions that hand tensor memory to the host (`tolist`, `numpy`,
+    `__array__`, `__dlpack__`). A torch function mode sees them however they are reached
+    (through `map`, the C base class, a hook), where a profile hook sees only calls from
+    Python frames; Triton's launcher calls none of them."""
+
+    def __init__(self, watched: frozenset[str]) -> None:
+        super().__init__()
+        self.watched = watched
+        self.calls: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in self.watched:
+            self.calls.append(name)
+        return func(*args, **(kwargs or {}))
 
 
 class HostComputeMonitor:
     """A profile hook that sees NumPy and host-transfer calls made from the solution's files.
 
-    It slows the interpreter, so it is active on the repeated and hidden calls only; a
-    solution that computes on the host does so on every call.
+    It is on for every checked call, so a solution cannot find a call it does not watch.
     """
 
-    def __init__(self, solution_dirs: list[str], active: bool = True) -> None:
+    def __init__(self, solution_dirs: list[str]) -> None:
         self.solution_dirs = tuple(os.path.realpath(d) + os.sep for d in solution_dirs)
-        self.active = active
         self.calls: list[str] = []
 
     def __enter__(self) -> "HostComputeMonitor":
-        if self.active:
-            sys.setprofile(self._profile)
+        sys.setprofile(self._profile)
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.active:
-            sys.setprofile(None)
+        sys.setprofile(None)
 
     def _profile(self, frame, event, arg) -> None:
         if event == "c_call":

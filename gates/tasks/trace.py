@@ -9,7 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gates.tasks.workload import Workload
 
-TraceStatus = Literal[
+# The one list of evaluation statuses (the evaluator's results and the Trace schema use it).
+# NOT_CAPTURABLE: CUDA graphs were required and the solution's call could not be captured.
+# EVALUATOR_ERROR: the evaluator's own code failed; it never counts against the solution.
+EvaluationStatus = Literal[
     "PASSED",
     "INCORRECT_SHAPE",
     "INCORRECT_NUMERICAL",
@@ -18,6 +21,8 @@ TraceStatus = Literal[
     "COMPILE_ERROR",
     "TIMEOUT",
     "REJECTED",
+    "NOT_CAPTURABLE",
+    "EVALUATOR_ERROR",
 ]
 
 
@@ -55,7 +60,7 @@ class Evaluation(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    status: TraceStatus
+    status: EvaluationStatus
     environment: Environment
     timestamp: str = Field(min_length=1)
     log: str = ""

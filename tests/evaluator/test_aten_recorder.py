@@ -16,7 +16,7 @@ from gates.evaluator.detectors.trace_evasion import AtenRecorder
 from gates.evaluator.tracing import CandidateTracer
 
 def record(work):
-    tracer = CandidateTracer(frozenset(), frozenset(), poison_outputs=False)
+    tracer = CandidateTracer(poison_outputs=False)
     recorder = AtenRecorder()
     with tracer, recorder:
         work()

@@ -1,57 +1,72 @@
-"""Every cheat class the CPU can show is rejected, with the detector that names it."""
+"""Every cheat class the CPU can show is rejected with its exact class; honest solutions that
+look unusual (autotuned, slightly inaccurate, checking for a profiler) are not."""
 
 import pytest
 from cheat_packing import cheat_solution
 from evaluation_jobs import evaluate_many
 
-# fixture file -> (expected status, expected detector or None)
+# fixture file -> (expected status, expected cheat class or None)
 CPU_CHEATS = {
-    "torch_fallback": ("REJECTED", "compute_fallback"),
-    "functional_fallback": ("REJECTED", "compute_fallback"),
-    "host_compute": ("REJECTED", "compute_fallback"),
-    "import_compute": ("REJECTED", "compute_fallback"),
-    "dispatch_disable": ("REJECTED", "compute_fallback"),
-    "tls_exclude": ("REJECTED", "compute_fallback"),
-    "alias_pop": ("REJECTED", "compute_fallback"),
-    "closure_pop": ("REJECTED", "compute_fallback"),
-    "child_process": ("REJECTED", "concurrency"),
-    "thread_offload": ("REJECTED", "concurrency"),
-    "narrow_inputs": ("REJECTED", "precision"),
-    "shape_memo": ("REJECTED", "output_replay"),
-    "kept_buffer": ("REJECTED", "output_replay"),
-    "aliased_output": ("REJECTED", "output_replay"),
-    "batch_broadcast": ("REJECTED", "batch_skipping"),
-    "batch_truncated": ("REJECTED", "batch_skipping"),
-    "input_mutation": ("REJECTED", "input_mutation"),
-    "stale_memory": ("REJECTED", "uninitialised_memory"),
-    "subclass_output": ("REJECTED", "tensor_types"),
-    "background_thread": ("REJECTED", "concurrency"),
-    "timer_patch": ("REJECTED", "tampering"),
-    "evaluator_patch": ("REJECTED", "tampering"),
-    "heap_walk": ("REJECTED", "introspection"),
-    "frame_walk": ("REJECTED", "introspection"),
-    "request_reader": ("REJECTED", "introspection"),
-    "dynamic_code": ("REJECTED", "introspection"),
-    "native_library": ("REJECTED", "introspection"),
-    "ctypes_compute": ("REJECTED", "introspection"),
-    "proc_mem_compute": ("REJECTED", "introspection"),
-    "save_compute": ("REJECTED", "tampering"),
-    "shared_storage": ("REJECTED", "compute_fallback"),
-    "kernel_override": ("REJECTED", "compute_fallback"),
-    "copy_override": ("REJECTED", "compute_fallback"),
-    "exit_rewrite": ("REJECTED", "tampering"),
-    "input_finalizer": ("REJECTED", "deferred_code"),
-    "signal_fallback": ("REJECTED", "deferred_code"),
-    "function_mode": ("REJECTED", "deferred_code"),
-    "detach_patch": ("REJECTED", "tampering"),
-    "builtin_patch": ("REJECTED", "tampering"),
-    "class_swap": ("REJECTED", "deferred_code"),
-    "meta_path_hook": ("REJECTED", "deferred_code"),
-    "copyreg_hook": ("REJECTED", "deferred_code"),
-    "hardcoded_shapes": ("REJECTED", "hardcoding"),
-    "size_threshold": ("REJECTED", "hardcoding"),
-    "precision_downgrade": ("REJECTED", "precision"),
+    "torch_fallback": ("REJECTED", "TorchComputeFallback"),
+    "functional_fallback": ("REJECTED", "TorchComputeFallback"),
+    "host_compute": ("REJECTED", "HostComputeFallback"),
+    "import_compute": ("REJECTED", "ImportTimeCompute"),
+    "dispatch_disable": ("REJECTED", "DispatchTraceEvaded"),
+    "tls_exclude": ("REJECTED", "DispatchTraceEvaded"),
+    "alias_pop": ("REJECTED", "DispatchTraceEvaded"),
+    "closure_pop": ("REJECTED", "DispatchTraceEvaded"),
+    "child_process": ("REJECTED", "ChildProcess"),
+    "thread_offload": ("REJECTED", "ExtraThreads"),
+    "narrow_inputs": ("REJECTED", "PrecisionDowngrade"),
+    "shape_memo": ("REJECTED", "OutputReplayed"),
+    "kept_buffer": ("REJECTED", "OutputMemoryReused"),
+    "aliased_output": ("REJECTED", "OutputAliasesInput"),
+    "batch_broadcast": ("REJECTED", "RowsCopiedAcrossBatch"),
+    "batch_truncated": ("REJECTED", "TrailingRowsSkipped"),
+    "input_mutation": ("REJECTED", "InputMutated"),
+    "stale_memory": ("REJECTED", "UninitialisedOutput"),
+    "subclass_output": ("REJECTED", "SubclassedOutput"),
+    "background_thread": ("REJECTED", "ExtraThreads"),
+    "timer_patch": ("REJECTED", "TimerPatched"),
+    "evaluator_patch": ("REJECTED", "EvaluatorPatched"),
+    "heap_walk": ("REJECTED", "EvaluatorIntrospection"),
+    "frame_walk": ("REJECTED", "EvaluatorIntrospection"),
+    "request_reader": ("REJECTED", "EvaluatorFileAccess"),
+    "dynamic_code": ("REJECTED", "DynamicCode"),
+    "native_library": ("REJECTED", "DynamicCode"),
+    "ctypes_compute": ("REJECTED", "RawMemoryAccess"),
+    "proc_mem_compute": ("REJECTED", "EvaluatorFileAccess"),
+    "save_compute": ("REJECTED", "EvaluatorPatched"),
+    "shared_storage": ("REJECTED", "HostComputeFallback"),
+    "kernel_override": ("REJECTED", "DispatchTraceEvaded"),
+    "copy_override": ("REJECTED", "KernelReplaced"),
+    "exit_rewrite": ("REJECTED", "EvaluatorPatched"),
+    "input_finalizer": ("REJECTED", "DeferredCode"),
+    "signal_fallback": ("REJECTED", "DeferredCode"),
+    "function_mode": ("REJECTED", "DeferredCode"),
+    "detach_patch": ("REJECTED", "EvaluatorPatched"),
+    "builtin_patch": ("REJECTED", "EvaluatorPatched"),
+    "class_swap": ("REJECTED", "DeferredCode"),
+    "meta_path_hook": ("REJECTED", "DeferredCode"),
+    "copyreg_hook": ("REJECTED", "DeferredCode"),
+    "hardcoded_shapes": ("REJECTED", "ShapeSpecificHardcoding"),
+    "size_threshold": ("REJECTED", "ShapeSpecificHardcoding"),
+    "precision_downgrade": ("REJECTED", "PrecisionDowngrade"),
     "wrong_dtype": ("INCORRECT_DTYPE", None),
+    # The classes that escaped before (issue 13), each closed in general.
+    "policy_widen": ("REJECTED", "TorchComputeFallback"),
+    "launch_hook": ("REJECTED", "TorchComputeFallback"),
+    "mmap_compute": ("REJECTED", "HostComputeFallback"),
+    "dlpack_compute": ("REJECTED", "HostComputeFallback"),
+    "array_interface": ("REJECTED", "HostComputeFallback"),
+    "tolist_map": ("REJECTED", "HostComputeFallback"),
+    "native_build": ("REJECTED", "ChildProcess"),
+    "native_import": ("REJECTED", "DynamicCode"),
+    "wide_batch_wrong": ("INCORRECT_NUMERICAL", None),
+    # Honest: the monitor is on in every call, so this one never finds it off.
+    "monitor_probe": ("PASSED", None),
+    "autotune_honest": ("PASSED", None),
+    "inaccurate_kernel": ("INCORRECT_NUMERICAL", None),
 }
 
 
@@ -63,11 +78,26 @@ def cheat_results(task_root, tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", sorted(CPU_CHEATS))
-def test_cheat_is_rejected_with_its_reason(name, cheat_results):
+def test_cheat_is_rejected_with_its_exact_class(name, cheat_results):
     result = cheat_results[name]
-    status, detector = CPU_CHEATS[name]
+    status, cheat = CPU_CHEATS[name]
     assert result.status == status, f"{name}: {result.status} {result.reason}"
-    if detector is not None:
-        assert result.detector == detector, f"{name}: {result.reason}"
-        assert result.reason.startswith(detector)
-        assert result.findings and result.findings[0].cheat
+    assert result.integrity in (None, "traced")
+    if cheat is not None:
+        from gates.evaluator.detectors.table import DETECTORS
+
+        family = next(f.name for f in DETECTORS if cheat in {c.__name__ for c in f.cheats})
+        assert result.findings and result.findings[0].cheat == cheat, f"{name}: {result.reason}"
+        assert result.detector == family and result.reason.startswith(family)
+    else:
+        assert not result.findings, f"{name}: {result.reason}"
+
+
+def test_an_autotuned_kernel_says_it_ran_its_first_configuration(cheat_results):
+    notes = cheat_results["autotune_honest"].notes
+    assert any("first configuration of 2" in note for note in notes), notes
+
+
+def test_a_kernel_wrong_past_64_rows_fails_at_a_real_size(cheat_results):
+    reason = cheat_results["wide_batch_wrong"].reason
+    assert reason.startswith("hidden_real/"), reason

@@ -9,7 +9,7 @@ GPU_CHEATS = {
     "side_stream": {"concurrency", "plausibility"},
     "timer_patch": {"tampering"},
     "implausible_speed": {"plausibility", "concurrency", "output_replay"},
-    "late_fallback": {"compute_fallback"},
+    "late_fallback": {"compute_fallback", "cuda_graph"},
 }
 
 
@@ -19,10 +19,11 @@ def test_baseline_passes_with_latency_and_does_not_promote_over_itself(task_root
 
     result = evaluate(task_root / "rms_norm", task_root / "rms_norm" / "solution", device="cuda")
     assert result.status == "PASSED", result.reason
-    assert result.timing and result.timing["samples_per_role"] >= 1000
-    for row in result.timing["workloads"].values():
-        assert row["candidate_median_us"] > row["floor_us"]
-    assert result.timing["promotion"]["promoted"] is False
+    assert result.timing and result.timing.samples_per_role >= 1000
+    assert result.integrity == "graph" and result.timing.cuda_graphs
+    for row in result.timing.workloads.values():
+        assert row.method == "graph" and row.candidate_cold_us > row.floor_us
+    assert result.timing.promotion.promoted is False
 
 
 @pytest.mark.gpu
@@ -49,7 +50,7 @@ def test_remembered_outputs_buy_no_speed_on_cuda(task_root, tmp_path):
         assert result.detector == "output_replay", result.reason
         return
     assert result.status == "PASSED", result.reason
-    for name, row in result.timing["workloads"].items():
-        assert row["candidate_median_us"] > 5 * row["baseline_median_us"], (name, row)
-        assert row["fresh_sets_per_round"] >= 2, (name, row)
-    assert result.timing["promotion"]["promoted"] is False
+    for name, row in result.timing.workloads.items():
+        assert row.candidate_median_us > 5 * row.baseline_median_us, (name, row)
+        assert row.fresh_sets_per_round >= 2, (name, row)
+    assert result.timing.promotion.promoted is False

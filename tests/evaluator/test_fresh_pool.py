@@ -4,7 +4,7 @@ are new, and a timed output is accepted only if it is the output for the set at 
 import random
 
 from gates.evaluator.cases import plan_cases
-from gates.evaluator.timing import FreshPool
+from gates.evaluator.fresh_pool import FreshPool
 from operators import REGISTRY
 
 DECLARATION = REGISTRY.declaration("rms_norm")
@@ -65,7 +65,21 @@ def test_an_output_outside_twice_the_contract_fails():
 
 
 def test_a_large_workload_reuses_fewer_sets_within_the_memory_budget(monkeypatch):
-    import gates.evaluator.timing as timing
+    import gates.evaluator.fresh_pool as fresh_pool
 
-    monkeypatch.setattr(timing, "POOL_BYTES", 1)
+    monkeypatch.setattr(fresh_pool, "POOL_BYTES", 1)
     assert len(_pool(3, wanted=200).sets) == 2
+
+
+def test_a_replay_is_checked_in_one_comparison_that_counts_each_wrong_call():
+    pool = _pool(7)
+    pool.stack_checks()
+    chosen = [3, 0, 5, 1]
+    outputs = [tuple(t.clone() for t in pool.expected[index]) for index in chosen]
+    assert int(pool.batch_mismatch(outputs, chosen)) == 0
+    outputs[1][0][0, 0] = float("nan")
+    outputs[2][0].mul_(1.5)
+    assert int(pool.batch_mismatch(outputs, chosen)) == 2
+    swapped = [outputs[0], outputs[3], outputs[2], outputs[1]]  # right values, wrong sets
+    assert int(pool.batch_mismatch(swapped, chosen)) >= 3
+    assert int(pool.batch_mismatch([(None,)] * 4, chosen)) == 4

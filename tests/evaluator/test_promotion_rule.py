@@ -1,40 +1,89 @@
-"""The promotion rule on synthetic timing reports: identical roles never promote."""
+"""The promotion rule and its paired statistics on constructed samples (the CUDA timing that
+feeds them cannot run on CPU): identical roles never promote, a faster candidate does, a
+workload slower beyond noise blocks it, and the thresholds travel with the verdict."""
 
 import random
 
-from gates.evaluator.promotion import promotion_verdict
+from gates.evaluator.paired_statistics import (
+    paired_ratios,
+    ratio_interval,
+    weighted_ratio_interval,
+)
+from gates.evaluator.promotion import THRESHOLDS, promotion_verdict
+from gates.evaluator.results import TimingReport
 from gates.evaluator.statistics import median, spread, tick_median
 
 
-def report(candidate_scale: float, noise: float, seed: int = 0) -> dict:
+def report(candidate_scale: float, noise: float, seed: int = 0, pairs: int = 40) -> dict:
+    """Two workloads timed in interleaved pairs; both roles share each pair's drift."""
     rng = random.Random(seed)
     workloads = {}
     for name, weight, base in (("a", 10.0, 5.0), ("b", 1.0, 40.0)):
-        rounds = {}
-        for role, scale in (("baseline", 1.0), ("candidate", candidate_scale)):
-            rounds[role] = [base * scale * (1 + rng.uniform(-noise, noise)) for _ in range(5)]
+        baseline, candidate = [], []
+        for _ in range(pairs):
+            drift = 1 + rng.uniform(-0.05, 0.05)  # moves both roles of a pair together
+            baseline.append(base * drift * (1 + rng.gauss(0, noise)))
+            candidate.append(base * candidate_scale * drift * (1 + rng.gauss(0, noise)))
         workloads[name] = {
             "weight": weight,
-            "baseline_round_medians_us": rounds["baseline"],
-            "candidate_round_medians_us": rounds["candidate"],
-            "baseline_median_us": median(rounds["baseline"]),
-            "candidate_median_us": median(rounds["candidate"]),
+            "baseline_median_us": median(baseline),
+            "candidate_median_us": median(candidate),
+            "paired_ratios": {"baseline": paired_ratios(candidate, baseline)},
         }
     return {"workloads": workloads}
 
 
 def test_a_against_itself_never_promotes():
-    for seed in range(200):
-        verdict = promotion_verdict(report(1.0, 0.02, seed), ["baseline", "candidate"])
-        assert verdict["promoted"] is False
+    for seed in range(40):
+        verdict = promotion_verdict(report(1.0, 0.01, seed), ["baseline", "candidate"])
+        assert verdict.promoted is False, verdict.reason
 
 
-def test_a_clearly_faster_candidate_promotes_and_a_regression_blocks_it():
-    assert promotion_verdict(report(0.9, 0.005), ["baseline", "candidate"])["promoted"]
+def test_five_percent_faster_promotes_and_the_thresholds_are_recorded():
+    verdict = promotion_verdict(report(0.95, 0.01), ["baseline", "candidate"])
+    assert verdict.promoted, verdict.reason
+    assert verdict.thresholds == THRESHOLDS
+    weighted = verdict.against["baseline"].weighted
+    assert weighted.low < weighted.ratio < weighted.high < 1
+
+
+def test_a_gain_under_the_threshold_does_not_promote():
+    verdict = promotion_verdict(report(0.99, 0.002), ["baseline", "candidate"])
+    assert not verdict.promoted and "not 3% under 1" in verdict.reason
+
+
+def test_a_workload_slower_beyond_noise_blocks_promotion():
     slowed = report(0.9, 0.005)
-    slowed["workloads"]["b"]["candidate_median_us"] *= 1.3
+    slowed["workloads"]["b"]["paired_ratios"]["baseline"] = [1.3] * 40
     verdict = promotion_verdict(slowed, ["baseline", "candidate"])
-    assert not verdict["promoted"] and "5% slower" in verdict["reason"]
+    assert not verdict.promoted and "b slower than baseline beyond noise" in verdict.reason
+    assert verdict.against["baseline"].worse == ["b"]
+
+
+def test_round_medians_pair_up_when_no_pairs_were_recorded():
+    rows = {
+        "a": {
+            "weight": 1.0,
+            "baseline_round_medians_us": [10.0, 10.2, 9.9, 10.1, 10.0],
+            "candidate_round_medians_us": [9.0, 9.1, 8.9, 9.0, 9.05],
+        }
+    }
+    verdict = promotion_verdict({"workloads": rows}, ["baseline", "candidate"])
+    assert verdict.promoted and verdict.against["baseline"].weighted.pairs == 5
+    assert TimingReport(workloads=rows, promotion=verdict).promotion.promoted
+
+
+def test_the_bootstrap_interval_holds_its_estimate_and_narrows_with_more_pairs():
+    rng = random.Random(1)
+    few = [0.95 + rng.gauss(0, 0.02) for _ in range(10)]
+    many = [0.95 + rng.gauss(0, 0.02) for _ in range(400)]
+    ratio, low, high = ratio_interval(few, 0.95)
+    assert low <= ratio <= high
+    _, many_low, many_high = ratio_interval(many, 0.95)
+    assert many_high - many_low < high - low
+    assert many_low < 0.95 < many_high
+    weighted, w_low, w_high = weighted_ratio_interval([(1.0, few), (3.0, many)], 0.95)
+    assert w_low <= weighted <= w_high
 
 
 def test_spread_is_interquartile_range_over_median():

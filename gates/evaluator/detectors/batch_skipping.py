@@ -8,11 +8,7 @@ class RowsCopiedAcrossBatch(CheatDetected):
     """Output rows are byte copies of other rows although their inputs differ: one item's
     result was broadcast to the rest of the batch."""
 
-    detector = "batch_skipping"
-
 
 class TrailingRowsSkipped(CheatDetected):
     """The trailing rows of a batched output were never written (the grid covered only part
     of the batch)."""
-
-    detector = "batch_skipping"

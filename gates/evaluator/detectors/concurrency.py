@@ -9,21 +9,15 @@ from gates.evaluator.detectors import CheatDetected
 class ExtraThreads(CheatDetected):
     """The solution started threads that outlive its call (background work or tampering)."""
 
-    detector = "concurrency"
-
 
 class ChildProcess(CheatDetected):
     """The solution started another process (fork, spawn, subprocess) to work outside the
     evaluator's view."""
 
-    detector = "concurrency"
-
 
 class SideStreamWork(CheatDetected):
     """The solution launched work on a CUDA stream other than the evaluator's, so the end
     event does not wait for it."""
-
-    detector = "concurrency"
 
 
 def thread_snapshot() -> tuple[frozenset[int], str]:

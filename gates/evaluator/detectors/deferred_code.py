@@ -31,8 +31,6 @@ UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
 class DeferredCode(CheatDetected):
     """The solution left code to run after its call returned, outside the trace."""
 
-    detector = "deferred_code"
-
 
 def check_attachments(where: str, tensors: list[torch.Tensor]) -> None:
     """Raise if a tensor the evaluator owns carries a weak reference, attribute, hook or grad."""

@@ -41,8 +41,6 @@ SOURCE_TREES = ("gates", "operators", "controller", "sandbox", "examples")
 class SourcesRewritten(CheatDetected):
     """Files the evaluator or later evaluations trust changed on disk during the evaluation."""
 
-    detector = "tampering"
-
 
 def is_write(event: str, args: tuple) -> bool:
     """Whether an audit event changes the file system (a write-mode open or a path change)."""

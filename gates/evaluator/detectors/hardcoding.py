@@ -6,5 +6,3 @@ from gates.evaluator.detectors import CheatDetected
 class ShapeSpecificHardcoding(CheatDetected):
     """Every visible workload passes but a hidden workload (sizes the task never listed)
     fails: the solution was fitted to the visible shapes."""
-
-    detector = "hardcoding"

@@ -5,5 +5,3 @@ from gates.evaluator.detectors import CheatDetected
 
 class InputMutated(CheatDetected):
     """An input's bytes after the call differ from the bytes it was given."""
-
-    detector = "input_mutation"

@@ -7,6 +7,8 @@ ones that come from the solution's own files, and blocks them (the call raises),
 solution cannot act on what it found before the finding is reported.
 """
 
+import importlib.machinery
+import importlib.util
 import os
 import sys
 import sysconfig
@@ -26,28 +28,20 @@ class EvaluatorIntrospection(CheatDetected):
     """The solution walked frames or the garbage collector's heap, e.g. to find reference
     outputs, hidden workloads or the evaluator's timing state."""
 
-    detector = "introspection"
-
 
 class EvaluatorFileAccess(CheatDetected):
     """The solution opened the evaluator's private files (request, reports, outputs), or
     something in the candidate process wrote under a protected tree (sources, packages)."""
-
-    detector = "introspection"
 
 
 class RawMemoryAccess(CheatDetected):
     """The solution read or wrote memory through ctypes, past every tensor-level check (a
     host computation on the inputs' bytes, written straight into an output)."""
 
-    detector = "introspection"
-
 
 class DynamicCode(CheatDetected):
     """The solution compiled, executed or rewrote code at run time, loaded a native library,
     or replaced the profile and trace hooks, which could hide work from the other detectors."""
-
-    detector = "introspection"
 
 
 HEAP_EVENTS = frozenset(
@@ -102,8 +96,10 @@ WATCHED_EVENTS = (
     | PROCESS_EVENTS
     | THREAD_EVENTS
     | PATH_EVENTS
-    | {"open", "object.__setattr__"}
+    | {"open", "object.__setattr__", "import"}
 )
+NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES) + (".so",)
+TRITON_PACKAGE = os.path.dirname(os.path.realpath(importlib.util.find_spec("triton").origin))
 STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"])
 # Process memory and environment under /proc: `/proc/self/mem`, but also a thread's
 # (`/proc/thread-self/mem`) and the judge's; memory reads and writes there skip every check.
@@ -168,6 +164,9 @@ class AuditMonitor:
             self._busy.active = False
 
     def _judge(self, event: str, args) -> None:
+        if event == "import":
+            self._judge_native_import(args)
+            return
         if event == "object.__setattr__":
             rewrites_code = len(args) > 1 and args[1] in ("__code__", "__defaults__")
             origin = self._origin(walk_stdlib=False) if rewrites_code else None
@@ -194,7 +193,9 @@ class AuditMonitor:
                 self.findings.append(RawMemoryAccess(f"{event} called from {origin}"))
                 raise PermissionError("ctypes is not allowed in the evaluator")
             return
-        if event in walks:
+        if event in PROCESS_EVENTS:
+            origin = self._origin(walk_stdlib=True) or self._library_process(event)
+        elif event in walks:
             origin = self._origin(walk_stdlib=True)
         elif event in FRAME_EVENTS:
             origin = self._origin(walk_stdlib=False, helpers=FRAME_HELPERS)
@@ -217,8 +218,33 @@ class AuditMonitor:
             self.findings.append(EvaluatorIntrospection(f"{what} used from {origin}"))
         raise PermissionError(f"{event} is not allowed in the evaluator")
 
+    def _library_process(self, event: str) -> str | None:
+        """A process started by library code on the solution's behalf (a compiler driver, a
+        build helper): only Triton, compiling its own kernels, may start one."""
+        caller = _nearest_outside_stdlib(sys._getframe(3))
+        if caller is None or caller.startswith(TRITON_PACKAGE + os.sep):
+            return None
+        return f"{caller} (library code)"
+
+    def _judge_native_import(self, args) -> None:
+        """Native code loaded through the import system raises no ctypes event: a shared
+        object from outside the installed packages may only be Triton's own launcher."""
+        filename = args[1] if len(args) > 1 else None
+        if not isinstance(filename, str) or not filename.endswith(NATIVE_SUFFIXES):
+            return
+        path = os.path.realpath(filename)
+        installed = under(path, self.protected_dirs) and not under(path, self.writable_dirs)
+        caller = _nearest_outside_stdlib(sys._getframe(3)) or ""
+        if installed or caller.startswith(TRITON_PACKAGE + os.sep):
+            return
+        self.findings.append(DynamicCode(f"native module {path} loaded from {caller}"))
+        raise PermissionError("loading native code is not allowed in the evaluator")
+
     def _refuse_protected_write(self, event: str, args) -> None:
-        for name in event_paths(event, args):
+        written = event_paths(event, args)
+        if event == "shutil.copyfile":
+            written = written[1:]  # the source is only read
+        for name in written:
             if under(name, self.protected_dirs) and not under(name, self.writable_dirs):
                 self.findings.append(EvaluatorFileAccess(f"{event} writes {name}"))
                 raise PermissionError(f"{name} is protected during the evaluation")
@@ -266,3 +292,15 @@ class AuditMonitor:
     def raise_first(self) -> None:
         if self.findings:
             raise self.findings[0]
+
+
+def _nearest_outside_stdlib(frame) -> str | None:
+    """The file of the nearest frame outside the standard library and frozen modules."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        real = os.path.realpath(filename)
+        in_stdlib = real.startswith(STDLIB) and "site-packages" not in real
+        if not (in_stdlib or filename.startswith("<frozen")):
+            return real
+        frame = frame.f_back
+    return None

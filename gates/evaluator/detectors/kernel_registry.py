@@ -31,8 +31,6 @@ WATCHED_OPS = ALWAYS_ALLOWED | LAYOUT_COPY_OPS | EVALUATOR_OPS
 class KernelReplaced(CheatDetected):
     """A kernel of an ATen op was registered or replaced while the solution ran."""
 
-    detector = "compute_fallback"
-
 
 class KernelRegistry:
     """The dispatcher's registrations for the watched ops (every overload), as text."""

@@ -10,8 +10,6 @@ class ImplausibleSpeed(CheatDetected):
     """The measured time is below the roofline floor (bytes moved / measured bandwidth): the
     work happened outside the timed region or not at all."""
 
-    detector = "plausibility"
-
 
 def roofline_floor_ms(bytes_moved: int, bandwidth_bytes_per_ms: float) -> float:
     """The least time any kernel needs to read its inputs and write its outputs once."""

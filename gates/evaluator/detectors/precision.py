@@ -18,8 +18,6 @@ NARROWER = {
 class PrecisionDowngrade(CheatDetected):
     """Outputs were computed in a narrower format (e.g. FP8 for a BF16 operator) and widened."""
 
-    detector = "precision"
-
 
 def narrower_format(got: torch.Tensor, expected: torch.Tensor) -> torch.dtype | None:
     """The narrower dtype every finite output fits exactly, when the reference does not and

@@ -11,24 +11,16 @@ class OutputReplayed(CheatDetected):
     """An output carried the values of an earlier call with different inputs (memoised by
     pointer, shape or call count)."""
 
-    detector = "output_replay"
-
 
 class OutputMemoryReused(CheatDetected):
     """An output shares memory with an output returned earlier that is still alive (a kept
     buffer handed out again)."""
 
-    detector = "output_replay"
-
 
 class OutputAliasesInput(CheatDetected):
     """An output shares memory with an input, so the operator is not out-of-place."""
-
-    detector = "output_replay"
 
 
 class TimedOutputWrong(CheatDetected):
     """An output produced inside the timing loop differs from the verified output for the
     same inputs: the work was skipped or replayed while being timed."""
-
-    detector = "output_replay"

@@ -14,13 +14,9 @@ from gates.evaluator.detectors import CheatDetected
 class TimerPatched(CheatDetected):
     """A clock, CUDA event, stream or synchronisation function was replaced or rewritten."""
 
-    detector = "tampering"
-
 
 class EvaluatorPatched(CheatDetected):
     """A function of the evaluator, the baseline or the serialisation it uses was replaced."""
-
-    detector = "tampering"
 
 
 TIMER_PATHS = (

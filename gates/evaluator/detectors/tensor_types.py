@@ -11,21 +11,15 @@ class SubclassedOutput(CheatDetected):
     """An output is a torch.Tensor subclass (or not a tensor) that can compute or fake values
     when the evaluator reads it."""
 
-    detector = "tensor_types"
-
 
 class LazyOutput(CheatDetected):
     """An output is a meta, fake, functional or otherwise storage-less tensor whose values are
     not materialised."""
 
-    detector = "tensor_types"
-
 
 class DecoratedOutput(CheatDetected):
     """An output carries Python attributes or weak-reference finalizers that run candidate
     code when the evaluator drops it."""
-
-    detector = "tensor_types"
 
 
 def check_output_tensor(name: str, tensor, device: torch.device) -> None:

@@ -69,8 +69,6 @@ WRAPPED = (
 class DispatchTraceEvaded(CheatDetected):
     """The solution disabled or popped the evaluator's dispatch mode to hide its ATen ops."""
 
-    detector = "compute_fallback"
-
 
 class TraceEvasionTripwires:
     """Wraps the mode-disabling entry points and records the solution's calls to them."""

@@ -17,8 +17,6 @@ from gates.evaluator.detectors.deferred_code import mode_depths
 class PatchedBetweenCalls(CheatDetected):
     """Something the timing loop uses changed between two timed calls."""
 
-    detector = "tampering"
-
 
 # Added to a module's globals when a warning is first issued from its code: not a patch.
 WARNING_REGISTRY = "__warningregistry__"

@@ -16,8 +16,6 @@ class UninitialisedOutput(CheatDetected):
     """Output elements still hold the poison written into fresh allocations: they were never
     computed (stale-memory reuse)."""
 
-    detector = "uninitialised_memory"
-
 
 def poison(tensor: torch.Tensor) -> None:
     """Fill a fresh allocation with the poison pattern of its element size."""

@@ -1,0 +1,105 @@
+"""One timing round's input sets, never seen by any call before, with the trusted baseline's
+outputs for each and what a timed or replayed output is compared with (bit for bit under a
+bit-exact contract, within twice the contract's tolerance otherwise, since candidate and
+baseline each lie within the contract of the reference)."""
+
+import torch
+
+# Device memory for one round's pool: inputs, expected outputs and their comparison bounds.
+# A workload whose set is larger reuses each set within the round (for such sizes replaying
+# an output costs about as much as computing it).
+POOL_BYTES = 2 << 30
+TIMING_TOLERANCE_FACTOR = 2  # candidate and baseline each within the contract of the reference
+
+
+class FreshPool:
+    """One round's input sets, never seen by any call before, with the baseline's outputs for
+    each and what a timed output is compared with."""
+
+    def __init__(self, declaration, workload, baseline, seeds, wanted: int, device) -> None:
+        contract = declaration.contract
+        factor = TIMING_TOLERANCE_FACTOR
+        self.atol, self.rtol = factor * contract.atol, factor * contract.rtol
+        self.exact = contract.mode == "bit_exact"
+        draw = declaration.make_input_sets
+        self.sets = draw(workload, 1, seeds.getrandbits(31), "normal", device)
+        self.expected = [_untimed_outputs(baseline, self.sets[0], declaration.params)]
+        tensors = self.sets[0] + self.expected[0] * 5  # outputs, and their bounds in FP32
+        set_bytes = sum(t.numel() * t.element_size() for t in tensors)
+        count = min(wanted, max(2, POOL_BYTES // max(1, set_bytes)))
+        self.sets += draw(workload, count - 1, seeds.getrandbits(31), "normal", device)
+        for inputs in self.sets[1:]:
+            self.expected.append(_untimed_outputs(baseline, inputs, declaration.params))
+        columns = zip(*self.expected, strict=True)  # per output: its value in every set
+        per_output = [self._references(column) for column in columns]
+        self.checks = list(zip(*per_output, strict=True))  # per set: every output's reference
+
+    def _references(self, outputs) -> list[tuple[torch.Tensor, ...]]:
+        """Per set, what one output is compared with: itself (bit-exact contract or not a
+        float), or the baseline's value in FP32 (FP64 for FP64) with its bound."""
+        want = outputs[0]
+        if self.exact or not want.is_floating_point():
+            return [(output,) for output in outputs]
+        wide = torch.float64 if want.dtype == torch.float64 else torch.float32
+        stacked = torch.stack(outputs).to(wide)
+        bounds = stacked.abs().mul_(self.rtol).add_(self.atol)
+        return list(zip(stacked.unbind(), bounds.unbind(), strict=True))
+
+    def stack_checks(self) -> None:
+        """Stack every set's references per output, for `batch_mismatch`."""
+        outputs = len(self.checks[0])
+        self.stacked = [
+            [
+                torch.stack([check[output][part] for check in self.checks])
+                for part in range(len(self.checks[0][output]))
+            ]
+            for output in range(outputs)
+        ]
+
+    def batch_mismatch(self, produced: list, chosen: list[int]) -> torch.Tensor:
+        """A device count of the calls whose outputs are not the expected outputs of their
+        sets: one comparison over all calls of a replay (`stack_checks` first)."""
+        index = torch.tensor(chosen, device=self.stacked[0][0].device)
+        wrong = torch.zeros((), dtype=torch.int64, device=index.device)
+        for output, references in enumerate(self.stacked):
+            gots = [p[output] if output < len(p) else None for p in produced]
+            want = references[0]
+            if any(type(g) is not torch.Tensor or g.shape != want.shape[1:] for g in gots):
+                return wrong + len(produced)
+            if any(g.dtype != self.expected[0][output].dtype for g in gots):
+                return wrong + len(produced)
+            got = torch.stack(gots)
+            if len(references) == 1:
+                view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+                bits = view[got.element_size()]
+                differs = got.view(bits) != want.index_select(0, index).view(bits)
+            else:
+                distance = torch.sub(got, want.index_select(0, index)).abs_()
+                differs = ~torch.le(distance, references[1].index_select(0, index))  # NaN too
+            wrong += differs.reshape(len(gots), -1).any(dim=1).sum()
+        return wrong
+
+    def mismatch(self, got: torch.Tensor, index: int, output: int) -> torch.Tensor:
+        """A device boolean scalar, True if `got` is not the expected output of set `index`."""
+        reference = self.checks[index][output]
+        want = reference[0]
+        if type(got) is not torch.Tensor:  # a subclass could answer the comparison itself
+            return torch.ones((), dtype=torch.bool, device=want.device)
+        expected = self.expected[index][output]
+        if got.shape != want.shape or got.dtype != expected.dtype or got.device != want.device:
+            return torch.ones((), dtype=torch.bool, device=want.device)
+        if len(reference) == 1:
+            return _differs(got, want)
+        distance = torch.sub(got, want).abs_()  # promoted to the comparison's width
+        return torch.le(distance, reference[1]).all().logical_not_()
+
+
+def _untimed_outputs(function, inputs, params) -> list[torch.Tensor]:
+    """A trusted role's outputs for one input set, called on copies before any timing."""
+    result = function(*[t.clone() for t in inputs], **params)
+    return list(result) if isinstance(result, tuple | list) else [result]
+
+
+def _differs(got: torch.Tensor, want: torch.Tensor) -> torch.Tensor:
+    view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[got.element_size()]
+    return (got.contiguous().view(view) != want.view(view)).any()

@@ -1,0 +1,108 @@
+"""Read a captured CUDA graph's nodes through cuda-bindings, and the CUfunction handles of the
+kernels Triton compiled from the solution's own sources (CUDA only; the verdict on the nodes
+is `detectors/cuda_graph.py`, which is pure)."""
+
+import os
+
+from gates.evaluator.detectors.cuda_graph import GraphNode
+
+# CUgraphNodeType values (cuda.h) and the node kinds they map to.
+NODE_KINDS = {
+    0: "kernel", 1: "memcpy", 2: "memset", 3: "host", 4: "child_graph", 5: "empty",
+    6: "event_wait", 7: "event_record", 8: "other", 9: "other", 10: "mem_alloc",
+    11: "mem_free", 12: "other", 13: "conditional",
+}  # fmt: skip
+MEMORY_PLACES = {1: "host", 2: "device", 3: "array"}  # CUmemorytype; 4 (unified) is resolved
+
+
+def _driver():
+    try:
+        from cuda.bindings import driver
+    except ImportError:  # older cuda-python
+        from cuda import cuda as driver
+    return driver
+
+
+def _checked(result):
+    error, *values = result
+    if int(error) != 0:
+        raise RuntimeError(f"CUDA driver call failed with {error}")
+    return values[0] if len(values) == 1 else values
+
+
+def graph_nodes(raw_graph: int) -> list[GraphNode]:
+    """Every node of a cudaGraph_t (from `torch.cuda.CUDAGraph.raw_cuda_graph()`)."""
+    driver = _driver()
+    graph = driver.CUgraph(raw_graph)
+    _, count = _checked(driver.cuGraphGetNodes(graph, 0))
+    nodes, _ = _checked(driver.cuGraphGetNodes(graph, count))
+    described = []
+    for node in nodes[:count]:
+        kind = NODE_KINDS.get(int(_checked(driver.cuGraphNodeGetType(node))), "other")
+        if kind == "kernel":
+            params = _checked(driver.cuGraphKernelNodeGetParams(node))
+            function = int(params.func)
+            described.append(GraphNode(kind=kind, function=function, name=_name(function)))
+        elif kind == "memcpy":
+            params = _checked(driver.cuGraphMemcpyNodeGetParams(node))
+            source = _place(params.srcMemoryType, params.srcDevice, params.srcHost)
+            target = _place(params.dstMemoryType, params.dstDevice, params.dstHost)
+            described.append(GraphNode(kind=kind, source=source, target=target))
+        else:
+            described.append(GraphNode(kind=kind))
+    return described
+
+
+def _place(memory_type, device_pointer, host_pointer) -> str:
+    """Device, host or managed memory behind one side of a copy."""
+    value = int(memory_type)
+    if value in MEMORY_PLACES:
+        return MEMORY_PLACES[value]
+    driver = _driver()
+    pointer = int(device_pointer) or int(host_pointer)
+    attribute = driver.CUpointer_attribute
+    try:
+        if _checked(
+            driver.cuPointerGetAttribute(attribute.CU_POINTER_ATTRIBUTE_IS_MANAGED, pointer)
+        ):
+            return "managed"
+        kind = _checked(
+            driver.cuPointerGetAttribute(attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, pointer)
+        )
+    except RuntimeError:
+        return "host"  # not a CUDA allocation: pageable host memory
+    return MEMORY_PLACES.get(int(kind), "unknown")
+
+
+def _name(function: int) -> str:
+    try:
+        driver = _driver()
+        name = _checked(driver.cuFuncGetName(driver.CUfunction(function)))
+        return name.decode() if isinstance(name, bytes) else str(name)
+    except (RuntimeError, AttributeError):
+        return ""
+
+
+def solution_functions(modules, solution_dir: str) -> frozenset[int]:
+    """CUfunction handles of every kernel Triton compiled from a JIT function defined in the
+    solution's files (autotuned and heuristic wrappers unwrapped)."""
+    from triton.runtime.jit import JITFunction
+
+    folder = os.path.realpath(solution_dir) + os.sep
+    handles: set[int] = set()
+    for module in modules:
+        for value in list(vars(module).values()):
+            function = value
+            for _ in range(8):  # Autotuner -> Heuristics -> JITFunction
+                if isinstance(function, JITFunction) or not hasattr(function, "fn"):
+                    break
+                function = function.fn
+            if not isinstance(function, JITFunction):
+                continue
+            if not os.path.realpath(function.fn.__code__.co_filename).startswith(folder):
+                continue
+            for cache in function.device_caches.values():
+                for kernel in cache[0].values():
+                    kernel._init_handles()
+                    handles.add(int(kernel.function))
+    return frozenset(handles)

@@ -1,0 +1,55 @@
+"""The CUDA-graph verdict on constructed node lists (the graph capture itself needs CUDA): only
+the solution's Triton kernels, device memsets and device-to-device copies are accepted."""
+
+import pytest
+
+from gates.evaluator.detectors.cuda_graph import GraphNode, judge_graph
+
+SOLUTION = frozenset({0x1000, 0x2000})
+
+
+def kernel(function: int, name: str = "rms_rows_kernel") -> GraphNode:
+    return GraphNode(kind="kernel", function=function, name=name)
+
+
+def test_the_solutions_kernels_memsets_and_device_copies_are_accepted():
+    nodes = [
+        GraphNode(kind="memset"),
+        kernel(0x1000),
+        GraphNode(kind="memcpy", source="device", target="device"),
+        kernel(0x2000),
+        GraphNode(kind="empty"),
+    ]
+    verdict = judge_graph(nodes, SOLUTION)
+    assert verdict.accepted and verdict.kernels == 2
+
+
+def test_a_kernel_the_solution_did_not_compile_is_rejected():
+    # An eager Torch fallback captured into the graph runs ATen's own kernels.
+    nodes = [kernel(0x1000), kernel(0x9999, "vectorized_elementwise_kernel")]
+    verdict = judge_graph(nodes, SOLUTION)
+    assert not verdict.accepted
+    assert "node 1" in verdict.reason and "vectorized_elementwise_kernel" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [("host", "device"), ("device", "host"), ("managed", "device"), ("device", "unknown")],
+)
+def test_a_copy_touching_anything_but_device_memory_is_rejected(source, target):
+    nodes = [kernel(0x1000), GraphNode(kind="memcpy", source=source, target=target)]
+    verdict = judge_graph(nodes, SOLUTION)
+    assert not verdict.accepted and f"copies {source} to {target}" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    "kind", ["host", "event_record", "event_wait", "child_graph", "mem_alloc", "conditional"]
+)
+def test_host_event_child_and_allocation_nodes_are_rejected(kind):
+    verdict = judge_graph([kernel(0x1000), GraphNode(kind=kind)], SOLUTION)
+    assert not verdict.accepted and kind in verdict.reason
+
+
+def test_a_graph_without_any_kernel_is_rejected():
+    verdict = judge_graph([GraphNode(kind="memset")], SOLUTION)
+    assert not verdict.accepted and "no kernel" in verdict.reason
