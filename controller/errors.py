@@ -3,7 +3,15 @@ and the one-line description of failures that come from the machine rather than 
 
 import errno
 import os
+import sys
 
+# The layers' own error types: the CLI prints them as one line; anything else is a bug.
+USER_ERRORS = (
+    ("controller.errors", "ControllerError"),
+    ("sandbox.errors", "FenceError"),
+    ("gates.errors", "GateError"),
+    ("operators.errors", "OperatorError"),
+)
 # What ran out or broke, for the errors a full, over-quota or failing disk raises.
 ENVIRONMENT_ERRNOS = {
     errno.ENOSPC: "no space left on the device",
@@ -36,3 +44,12 @@ def environment_failure(error: BaseException) -> str | None:
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return f"the fence could not run the agent's command: {text}"
     return None
+
+
+def is_user_error(error: BaseException) -> bool:
+    """A layer's own error type, as opposed to a bug; only modules already imported can raise."""
+    for module_name, class_name in USER_ERRORS:
+        error_type = getattr(sys.modules.get(module_name), class_name, None)
+        if error_type is not None and isinstance(error, error_type):
+            return True
+    return False

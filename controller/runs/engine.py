@@ -15,22 +15,21 @@ evidence with `write_evidence(run)`.
 
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
 from controller.candidate import capture_candidate, load_candidate
-from controller.errors import environment_failure
+from controller.errors import environment_failure, is_user_error
 from controller.flows.base import Flow, RunContext
 from controller.runs import records
 from controller.runs.budget import attempt_allowance, budget_stop
 from controller.runs.evidence import write_evidence
 from controller.runs.faults import fault_point
 from controller.runs.fencing import FenceBinding
-from controller.runs.progress import Progress
-from controller.runs.recovery import crash_sentence, died_unrecorded, redo_description
+from controller.runs.progress import Progress, session_line, transition_suffix
+from controller.runs.recovery import open_run, redo_description
 from controller.runs.signals import RunInterrupted, interrupt_on_signals, signals_deferred
 from controller.runs.statemachine import EXIT_CODES, check_transition
 from controller.runs.store import RunStore
@@ -45,12 +44,6 @@ NO_CHANGES = Verdict(
 # An environmental failure (a full disk, a fence that cannot start) leaves the run interrupted;
 # the process exits with EX_TEMPFAIL: fix the machine and resume.
 EXIT_ENVIRONMENT = 75
-USER_ERRORS = (
-    ("controller.errors", "ControllerError"),
-    ("sandbox.errors", "FenceError"),
-    ("gates.errors", "GateError"),
-    ("operators.errors", "OperatorError"),
-)
 
 
 class RunOutcome(BaseModel):
@@ -115,7 +108,7 @@ class Engine:
                         self._record_interruption(self._environment_failure)
                     else:
                         self._record_failure(error)
-                if self._environment_failure is None and not _is_user_error(error):
+                if self._environment_failure is None and not is_user_error(error):
                     with signals_deferred():
                         self._write_evidence()
                     raise
@@ -134,28 +127,8 @@ class Engine:
         )
 
     def _open(self) -> None:
-        """Open the journal; record a torn last line and a crash the last process left."""
-        self.journal = self.store.open_journal()
-        events = self.store.events()
-        if not events:
-            self.journal.append(
-                "created",
-                manifest=self.manifest.model_dump(mode="json"),
-                digest=self.manifest.digest(),
-            )
-        if self.journal.dropped_bytes:
-            self.journal.append("torn_line_dropped", bytes=self.journal.dropped_bytes)
+        self.journal = open_run(self.store, self.manifest, self.progress)
         self.state = self.store.state()
-        if died_unrecorded(events, self.state):
-            sentence = crash_sentence(self.state.state, self._redo(self.state.state))
-            self.journal.append(
-                "resumed_after_crash",
-                state=self.state.state,
-                attempt=self.state.attempt,
-                sentence=sentence,
-            )
-            self.progress.note(sentence)
-            self.state = self.store.state()
         self.store.write_state(self.state)
 
     def _redo(self, state: str) -> str:
@@ -171,7 +144,7 @@ class Engine:
         assert self.state.seq == event["seq"], "journal and state disagree"
         fault_point(f"transition -> {following}")
         self.store.write_state(self.state)
-        self.progress.note(f"{event['from']} -> {following}" + _suffix(fields))
+        self.progress.note(f"{event['from']} -> {following}" + transition_suffix(fields))
 
     def _step(self) -> tuple[str, dict]:
         handlers = {
@@ -286,7 +259,7 @@ class Engine:
         with self.progress.phase(f"attempt {number}: agent {self.manifest.agent.spec} working"):
             result = self.agent.run(session)
         self._usage_in_flight = result.usage.model_dump(mode="json")
-        self.progress.note(f"attempt {number}: {_session_line(result, time.time() - started)}")
+        self.progress.note(f"attempt {number}: {session_line(result, time.time() - started)}")
         records.save_session(directory, result, started, time.time() - started)
         fault_point("write attempt/candidate", directory / "candidate")
         candidate = capture_candidate(workspace, self._base(directory), directory)
@@ -415,28 +388,3 @@ class Engine:
             self.journal.append(
                 "attempt_interrupted", attempt=self.state.attempt, reason=reason, **usage
             )
-
-
-def _suffix(fields: dict) -> str:
-    details = [f"{key}={fields[key]}" for key in ("attempt", "reason") if fields.get(key)]
-    return f" ({', '.join(details)})" if details else ""
-
-
-def _session_line(result, seconds: float) -> str:
-    """`agent finished (...)`: why it stopped, turns, tokens and cost, for the progress line."""
-    turns = sum(1 for event in result.events if event.category == "agent_turn")
-    usage = result.usage
-    tokens = usage.input_tokens + usage.output_tokens
-    return (
-        f"agent {result.exit_reason} in {seconds:.1f} s ({turns} turns, {tokens} tokens, "
-        f"${usage.dollars:.4f})"
-    )
-
-
-def _is_user_error(error: Exception) -> bool:
-    """A layer's own error type (the CLI prints it as one line), as opposed to a bug."""
-    for module_name, class_name in USER_ERRORS:
-        error_type = getattr(sys.modules.get(module_name), class_name, None)
-        if error_type is not None and isinstance(error, error_type):
-            return True
-    return False

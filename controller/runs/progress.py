@@ -82,3 +82,20 @@ class _ProgressHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.progress.note(record.getMessage())
+
+
+def transition_suffix(fields: dict) -> str:
+    """` (attempt=2, reason=...)` for a transition's progress line."""
+    details = [f"{key}={fields[key]}" for key in ("attempt", "reason") if fields.get(key)]
+    return f" ({', '.join(details)})" if details else ""
+
+
+def session_line(result, seconds: float) -> str:
+    """`agent finished in ... (turns, tokens, cost)`: an agent session, as one progress line."""
+    turns = sum(1 for event in result.events if event.category == "agent_turn")
+    usage = result.usage
+    tokens = usage.input_tokens + usage.output_tokens
+    return (
+        f"agent {result.exit_reason} in {seconds:.1f} s ({turns} turns, {tokens} tokens, "
+        f"${usage.dollars:.4f})"
+    )

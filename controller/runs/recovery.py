@@ -3,7 +3,10 @@ recording why: kill -9, power loss, a disk too full to record it) or a recorded 
 and which work it redoes. The journal and the report carry these sentences."""
 
 from controller.runs.history import RunHistory
+from controller.runs.journal import Journal
+from controller.runs.manifest import Manifest
 from controller.runs.statemachine import RunState
+from controller.runs.store import RunStore
 
 
 def died_unrecorded(events: list[dict], state: RunState) -> bool:
@@ -42,3 +45,25 @@ def redo_description(state: str, attempt: int, history: RunHistory) -> str:
 
 def crash_sentence(state: str, redo: str) -> str:
     return f"resumed after a crash in state {state}; redoing {redo}"
+
+
+def open_run(store: RunStore, manifest: Manifest, progress) -> Journal:
+    """Open the journal, recording the run's creation, a torn last line the last process left
+    and, when it died without recording why, the crash and the work this process redoes."""
+    journal = store.open_journal()
+    events = store.events()
+    if not events:
+        journal.append(
+            "created", manifest=manifest.model_dump(mode="json"), digest=manifest.digest()
+        )
+    if journal.dropped_bytes:
+        journal.append("torn_line_dropped", bytes=journal.dropped_bytes)
+    state = store.state()
+    if died_unrecorded(events, state):
+        redo = redo_description(state.state, state.attempt, store.history())
+        sentence = crash_sentence(state.state, redo)
+        journal.append(
+            "resumed_after_crash", state=state.state, attempt=state.attempt, sentence=sentence
+        )
+        progress.note(sentence)
+    return journal
