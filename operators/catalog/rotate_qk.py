@@ -22,7 +22,6 @@ TUNING_SPACE = {
     "num_warps": (1, 2, 4, 8),
 }
 """What `autotune` may try (no loop to pipeline, so stages stay); the numerics never change."""
-"""Rows one compiled program rotates; the interpreter takes many more (see `blocking`)."""
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
