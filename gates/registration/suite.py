@@ -8,6 +8,7 @@ own export, and feeds the gates that compare with BASE; BASE's probe and test ou
 recorded once per run and read back afterwards.
 """
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +41,9 @@ from gates.verdict import Verdict
 
 BASE_TESTS = "base-tests"
 """Where BASE's test outcomes are recorded, beside BASE's probe."""
+
+# The controller shows these records as progress lines (controller/runs/progress.py).
+PROGRESS = logging.getLogger("kernel_controller.progress")
 
 
 class RegistrationRequest(BaseModel):
@@ -265,6 +269,7 @@ def is_skipped(verdict: Verdict) -> bool:
 
 def _run(gate: Gate, attempt: Attempt) -> Verdict:
     started = time.monotonic()
+    PROGRESS.info("gate %s: running", gate.name)
     verdict = gate.check(attempt)
     if verdict.seconds:
         return verdict
