@@ -30,6 +30,18 @@ def add_parser(subparsers) -> None:
 
 
 def run(arguments) -> int:
+    from controller.errors import ControllerError
+
+    # Checked before the evaluator (and torch) loads: a wrong path answers in a moment.
+    if not arguments.task.is_dir():
+        raise ControllerError(
+            f"task package {arguments.task} does not exist; run `controller generate`"
+        )
+    for flag, path in (("--solution", arguments.solution), ("--incumbent", arguments.incumbent)):
+        if path is not None and not path.exists():
+            raise ControllerError(
+                f"{flag} {path} does not exist; pass a folder or a solution JSON file"
+            )
     from gates.evaluator.evaluation import evaluate
     from gates.evaluator.traces import result_traces
     from gates.tasks.package import load_task

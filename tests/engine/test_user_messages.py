@@ -7,6 +7,8 @@ import argparse
 import json
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -191,3 +193,25 @@ def test_status_and_report_show_an_edited_or_torn_run_read_only(tmp_path, target
         assert "warning: journal.jsonl ends in a torn line (24 bytes" in captured.err
     with pytest.raises(ControllerError, match="manifest field 'limits.max_attempts'"):
         command(["--resume", str(run), "--runs-dir", str(runs)], target)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["evaluate", "{tmp}/no-task", "--solution", "{tmp}/no-solution"],
+        ["register", "run", "--resume", "{tmp}/no-run"],
+        ["register", "run", "--operator", "Bad Name!", "--call-site", "a.py:f", "--agent", "x"],
+    ],
+)
+def test_a_wrong_argument_is_refused_before_torch_loads(tmp_path, argv):
+    program = (
+        "import sys\n"
+        "from controller.cli import main\n"
+        f"code = main({[word.format(tmp=tmp_path) for word in argv]!r})\n"
+        "print(code, 'torch' in sys.modules)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert completed.stdout.split() == ["2", "False"], completed.stderr
+    assert completed.stderr.count("\n") == 1 and "controller: error: " in completed.stderr
