@@ -1,6 +1,7 @@
 """The new declaration tells the truth: a scripted attempt declaring a lax tolerance without a
-preferred kernel and a workload smaller than every call is rejected; an honest one passes, and
-the verdict shows the declaration beside the shapes its call sites saw."""
+preferred kernel, a const axis and a workload smaller than the calls is rejected, and the verdict
+shows the declaration beside the shapes its call sites saw (honest declarations pass in every
+register run test)."""
 
 import pytest
 from target_fixture import GELU_TANH, REQUEST, SITES
@@ -38,21 +39,6 @@ def judge(runner, tmp_path):
     return run
 
 
-def test_an_honest_declaration_passes_and_shows_what_the_call_sites_saw(make_candidate, judge):
-    verdict = judge(make_candidate())
-    assert verdict.passed, verdict.summary
-    declared = verdict.details["declaration"]
-    assert declared["contract"] == "bit_exact: the reference is the production path"
-    assert declared["axes"] == ["rows (var)", "width=8"]
-    seen = {entry["call"]: entry for entry in verdict.details["seen"]}
-    assert seen["float32[2, 8] -> float32[2, 8]"]["axes"] == {"rows": 2, "width": 8}
-    assert seen["float32[2, 8] -> float32[2, 8]"]["workload"] == "rows_2"
-    assert seen["float32[1, 8] -> float32[1, 8]"]["count"] == 2  # the block and the projector
-    report = "\n".join(declaration_truth.declaration_markdown(verdict.details))
-    assert "- contract: bit_exact: the reference is the production path" in report
-    assert "| float32[2, 8] -> float32[2, 8] | 2 | rows=2, width=8 | rows_2 |" in report
-
-
 def test_an_untruthful_declaration_is_rejected(make_candidate, judge):
     source = GELU_TANH
     for old, new in UNTRUTHFUL.items():
@@ -68,6 +54,12 @@ def test_an_untruthful_declaration_is_rejected(make_candidate, judge):
     assert "a tolerance of 4000 BF16 roundings is past the bound of 8" in problems
     assert "axis width is declared const 1 but the call sites pass 8" in problems
     assert "no declared workload covers {'rows': 2}" in problems
+    declared = verdict.details["declaration"]
+    assert declared["contract"] == "tolerance of 4000 BF16 roundings: room for a kernel"
+    assert declared["axes"] == ["rows (var)", "width=1"]
+    report = "\n".join(declaration_truth.declaration_markdown(verdict.details))
+    assert "| float32[1, 8] -> float32[1, 8] | 2 | rows=1, width=8 | one |" in report
+    assert "| float32[2, 8] -> float32[2, 8] | 2 | rows=2, width=8 | none covers it |" in report
 
 
 def rows_declaration(workloads: tuple[Workload, ...], dtype: str = "bfloat16"):
