@@ -1,6 +1,7 @@
 """`controller evaluate`: judge one solution on one task package in fresh evaluator processes."""
 
 import json
+import sys
 from pathlib import Path
 
 EXIT_PASSED = 0
@@ -42,17 +43,19 @@ def run(arguments) -> int:
             raise ControllerError(
                 f"{flag} {path} does not exist; pass a folder or a solution JSON file"
             )
+    from controller.runs.progress import Progress
     from gates.evaluator.evaluation import evaluate
     from gates.evaluator.traces import result_traces
     from gates.tasks.package import load_task
 
-    result = evaluate(
-        arguments.task,
-        arguments.solution,
-        device=arguments.device,
-        timeout=arguments.timeout,
-        incumbent=arguments.incumbent,
-    )
+    with Progress(stream=sys.stderr).listening():  # the evaluator's phases, as they happen
+        result = evaluate(
+            arguments.task,
+            arguments.solution,
+            device=arguments.device,
+            timeout=arguments.timeout,
+            incumbent=arguments.incumbent,
+        )
     if arguments.json:
         document = result.model_dump(mode="json")
         traces = result_traces(result, load_task(arguments.task))

@@ -4,6 +4,7 @@ The controller (this module) checks its inputs, writes the request with a fresh 
 runs the two workers, and folds their reports into one `EvaluationResult`.
 """
 
+import logging
 import secrets
 import shutil
 import tempfile
@@ -37,6 +38,9 @@ from gates.tasks.package import digest_files, load_task
 from gates.tasks.solution import load_solution
 
 DEFAULT_TIMEOUT = 300.0
+
+# The controller shows these records as progress lines (controller/runs/progress.py).
+PROGRESS = logging.getLogger("kernel_controller.progress")
 
 
 def evaluate(
@@ -109,10 +113,13 @@ def _run_phases(request: EvaluationRequest, request_path: Path, timeout: float) 
     report_file = Path(request.work_dir) / "candidate-report.json"
     judge_worker = start_worker("judge", request, request_path, (str(report_file),), held=True)
     try:
+        PROGRESS.info("evaluator: candidate process running the solution")
         outcome, candidate = _run_candidate(request, request_path, timeout)
         if outcome is not None:
+            PROGRESS.info("evaluator: candidate stopped: %s", outcome["status"])
             return outcome
         candidate_seconds = time.monotonic() - started
+        PROGRESS.info("evaluator: candidate ran in %.1f s; judging its outputs", candidate_seconds)
         try:
             judge = finish_worker(judge_worker, request, JudgeReport, timeout)
         except WorkerTimeout as error:
@@ -121,6 +128,7 @@ def _run_phases(request: EvaluationRequest, request_path: Path, timeout: float) 
             return {"status": "EVALUATOR_ERROR", "reason": f"the judge failed: {error}"}
     finally:
         judge_worker.cancel()
+    PROGRESS.info("evaluator: judged %s in %.1f s", judge.status, time.monotonic() - started)
     outcome = {
         "status": judge.status,
         "reason": judge.reason,
