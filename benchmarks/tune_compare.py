@@ -33,7 +33,8 @@ WARMUP = 5
 
 
 def latest_export(runs_dir: Path, operator: str) -> tuple[Path | None, dict]:
-    """The newest tune run of `operator` under `runs_dir`: its export (or None) and status."""
+    """The newest tune run of `operator` under `runs_dir` that exported a solution (else the
+    newest run): its export (or None) and its state."""
     runs = []
     for manifest in sorted(runs_dir.glob("tune-*/manifest.json")):
         stored = json.loads(manifest.read_text())["manifest"]
@@ -41,7 +42,8 @@ def latest_export(runs_dir: Path, operator: str) -> tuple[Path | None, dict]:
             runs.append(manifest.parent)
     if not runs:
         return None, {"run": None}
-    run = runs[-1]
+    exported = [run for run in runs if (run / "export" / "solution").is_dir()]
+    run = (exported or runs)[-1]
     state = json.loads((run / "state.json").read_text()) if (run / "state.json").is_file() else {}
     export = run / "export" / "solution"
     status = {"run": run.name, "state": state.get("state"), "reason": state.get("reason")}

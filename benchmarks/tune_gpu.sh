@@ -8,6 +8,8 @@
 #   OUT=$OUT bash benchmarks/tune_gpu.sh gated_residual gated_gelu
 #   OUT=$OUT bash benchmarks/tune_gpu.sh rotate_qk split_kv_attention
 # The ruff gate needs ruff: carry its wheel in .whl/ with pydantic's (docs/benchmarks.md).
+# An operator with benchmarks/sessions/tune_<op>.json also gets a scripted run that
+# submits that hand-written kernel; the comparison takes each operator's newest export.
 # Knobs: ATTEMPTS (5), PATIENCE (3), MINUTES of tuning per operator (2), FENCE
 # ("--fence landlock"; "--unfenced" where Landlock cannot start).
 set -u
@@ -38,6 +40,14 @@ if [ ! -d "$target/.git" ]; then
   git -C "$target" init -q -b main && git -C "$target" add -A &&
     git -C "$target" -c user.name=tune -c user.email=tune@localhost commit -qm target
 fi
+keep_evidence() {  # keep_evidence NAME: status and evidence of the newest run
+  local run
+  run=$(ls -td "$OUT"/runs/tune-* 2>/dev/null | head -n 1)
+  [ -n "$run" ] || return 0
+  python3 -m controller status "$run" > "$OUT/status_$1.txt" 2>&1
+  cat "$OUT/status_$1.txt"
+  cp -r "$run/evidence" "$OUT/evidence_$1" 2>/dev/null
+}
 for op in "${operators[@]}"; do
   echo "=== tune $op"
   # shellcheck disable=SC2086  # FENCE holds one or two words on purpose
@@ -46,11 +56,16 @@ for op in "${operators[@]}"; do
     --patience "$PATIENCE" --max-minutes "$MINUTES" > "$OUT/tune_$op.log" 2>&1
   echo "=== tune $op exit $?"
   tail -n 5 "$OUT/tune_$op.log"
-  run=$(ls -td "$OUT"/runs/tune-* 2>/dev/null | head -n 1)
-  if [ -n "$run" ]; then
-    python3 -m controller status "$run" > "$OUT/status_$op.txt" 2>&1
-    cat "$OUT/status_$op.txt"
-    cp -r "$run/evidence" "$OUT/evidence_$op" 2>/dev/null
+  keep_evidence "$op"
+  session=benchmarks/sessions/tune_${op}.json
+  if [ -f "$session" ]; then  # a hand-written kernel, judged by the same gates
+    echo "=== tune $op (scripted: $session)"
+    # shellcheck disable=SC2086
+    timeout $((MINUTES * 60 + 120)) python3 -m controller tune run --operator "$op" \
+      --device cuda $FENCE --target "$target" --runs-dir "$OUT/runs" --max-attempts 1 \
+      --agent "scripted:$session" > "$OUT/tune_${op}_scripted.log" 2>&1
+    echo "=== tune $op scripted exit $?"
+    keep_evidence "${op}_scripted"
   fi
 done
 echo "=== compare"
