@@ -31,8 +31,12 @@ fi
 operators=("$@")
 [ ${#operators[@]} -gt 0 ] || operators=(rms_norm ada_rms_norm gated_residual gated_gelu rotate_qk split_kv_attention)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-python3 -m ruff --version > "$OUT/ruff.txt" 2>&1 ||
-  echo "tune_gpu: ruff is not importable here; every attempt will fail the ruff gate" >&2
+for tool in "python3 -m ruff --version" "git --version"; do  # fail before any GPU time is spent
+  if ! $tool >> "$OUT/tools.txt" 2>&1; then
+    echo "tune_gpu: '$tool' fails here; the tune flow needs it (ruff gate, run folders)" >&2
+    exit 2
+  fi
+done
 # The target only supplies BASE and the ruff settings: a one-commit scratch repository.
 target="$OUT/target"
 if [ ! -d "$target/.git" ]; then
