@@ -163,7 +163,12 @@ def _run_candidate(request, request_path, timeout) -> tuple[dict | None, Candida
         return _rejected("report_authenticity", "ReportNotAuthentic", str(error)), None
     if candidate.status == "RAN":
         return None, candidate
-    outcome = {"status": candidate.status, "reason": candidate.reason}
+    outcome = {
+        "status": candidate.status,
+        "reason": candidate.reason,
+        "integrity": candidate.integrity,
+        "notes": candidate.notes,
+    }
     if candidate.findings:
         outcome["findings"] = candidate.findings
         outcome["detector"] = candidate.findings[0].detector
