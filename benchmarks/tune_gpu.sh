@@ -11,7 +11,7 @@
 # An operator with benchmarks/sessions/tune_<op>.json also gets a scripted run that
 # submits that hand-written kernel; the comparison takes each operator's newest export.
 # Knobs: ATTEMPTS (5), PATIENCE (3), MINUTES of tuning per operator (2), FENCE
-# ("--fence landlock"; "--unfenced" where Landlock cannot start).
+# ("--fence landlock"; "--unfenced" where Landlock cannot start), DEVICE (cuda).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tune-gpu}
@@ -19,6 +19,7 @@ ATTEMPTS=${ATTEMPTS:-5}
 PATIENCE=${PATIENCE:-3}
 MINUTES=${MINUTES:-2}
 FENCE=${FENCE:---fence landlock}
+DEVICE=${DEVICE:-cuda}  # DEVICE=cpu checks the script itself on a machine without a GPU
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 if [ -d .whl ]; then  # as benchmarks/gpu_session.sh: carried wheels beside the repo
@@ -30,7 +31,7 @@ else
 fi
 operators=("$@")
 [ ${#operators[@]} -gt 0 ] || operators=(rms_norm ada_rms_norm gated_residual gated_gelu rotate_qk split_kv_attention)
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee "$OUT/gpu.txt"
 for tool in "python3 -m ruff --version" "git --version"; do  # fail before any GPU time is spent
   if ! $tool >> "$OUT/tools.txt" 2>&1; then
     echo "tune_gpu: '$tool' fails here; the tune flow needs it (ruff gate, run folders)" >&2
@@ -56,7 +57,7 @@ for op in "${operators[@]}"; do
   echo "=== tune $op"
   # shellcheck disable=SC2086  # FENCE holds one or two words on purpose
   timeout $((MINUTES * 60 + 120)) python3 -m controller tune run --operator "$op" \
-    --device cuda $FENCE --target "$target" --runs-dir "$OUT/runs" --max-attempts "$ATTEMPTS" \
+    --device "$DEVICE" $FENCE --target "$target" --runs-dir "$OUT/runs" --max-attempts "$ATTEMPTS" \
     --patience "$PATIENCE" --max-minutes "$MINUTES" > "$OUT/tune_$op.log" 2>&1
   echo "=== tune $op exit $?"
   tail -n 5 "$OUT/tune_$op.log"
@@ -66,7 +67,7 @@ for op in "${operators[@]}"; do
     echo "=== tune $op (scripted: $session)"
     # shellcheck disable=SC2086
     timeout $((MINUTES * 60 + 120)) python3 -m controller tune run --operator "$op" \
-      --device cuda $FENCE --target "$target" --runs-dir "$OUT/runs" --max-attempts 1 \
+      --device "$DEVICE" $FENCE --target "$target" --runs-dir "$OUT/runs" --max-attempts 1 \
       --agent "scripted:$session" > "$OUT/tune_${op}_scripted.log" 2>&1
     echo "=== tune $op scripted exit $?"
     keep_evidence "${op}_scripted"
