@@ -2,7 +2,9 @@
 
 The engine owns the loop, the budget, the journal and the evidence; a flow owns the prompt,
 the gates and what is published. Every method may be called again after a crash, so each
-must be idempotent.
+must be idempotent. A flow that improves an incumbent (tune) adds the optional hooks the
+engine's docstring lists (`promotes`, `promote`, `stop_reason`, `result_attempt`,
+`make_workspace`, `write_evidence`).
 """
 
 from dataclasses import dataclass

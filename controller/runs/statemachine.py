@@ -9,6 +9,9 @@ A flow that improves an incumbent (tune) goes on after a passing attempt:
     checking -> promoted -> attempting ...   and, when a stop reason is reached,
     promoted | feedback -> accepted (the best incumbent is published) | rejected (none was)
 
+`accepted` then carries the number of the attempt being published, which may be earlier than
+the last attempt; the stop reason stays on the state through `published` and `done`.
+
 `failed` (an error, with its reason) and `interrupted` (a signal; resumable) can be entered from
 any non-terminal state. A transition is journaled before the work of the state it enters, and
 that work is idempotent, so a resumed run simply redoes the work of the state it was in.
