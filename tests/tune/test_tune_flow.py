@@ -199,7 +199,20 @@ def test_a_reached_target_speedup_stops_the_run_and_exports(tune_target, tmp_pat
     assert json.loads((run_dir / "publish.json").read_text())["attempt"] == 1
 
 
-def test_an_unknown_operator_is_one_line_naming_the_choices(tune_target, tmp_path):
-    arguments = tune_arguments(tmp_path / "runs", tune_target, operator="no_such_op")
-    with pytest.raises(ControllerError, match="unknown operator 'no_such_op'; use one of: "):
-        run_tune(arguments, evaluator=FakeEvaluator())
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--operator", "no_such_op"], "unknown operator 'no_such_op'; use one of: "),
+        (["--operator", "rms_norm", "--patience", "0"], "--patience must be at least 1, not 0"),
+        (["--operator", "rms_norm", "--target-speedup", "0.9"], "--target-speedup must be above 1"),
+        (["--operator", "rms_norm", "--agent", "autotune:x"], "positive integer"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_code_2(tune_target, tmp_path, capsys, options, message):
+    from controller.cli import main
+
+    argv = ["tune", "run", "--target", str(tune_target), "--runs-dir", str(tmp_path), *options]
+    assert main(argv) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("controller: error: ") and message in error
+    assert len(error.splitlines()) == 1
