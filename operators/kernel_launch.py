@@ -21,6 +21,8 @@ from operators import triton_runtime
 Grid = tuple[int, ...]
 
 _INT32 = range(-(2**31), 2**31)
+_INTERPRETED = triton_runtime.interpreting()
+"""Fixed when the kernels are defined: the interpreter is chosen before any kernel exists."""
 
 
 class LaunchBinding:
@@ -37,7 +39,7 @@ def launch(kernel, grid: Grid, *args: Any, **options: Any) -> None:
     if _traced(args):
         wrap_triton(kernel)[grid](*args, **options)
         return
-    if triton_runtime.interpreting() or not LaunchBinding.enabled:
+    if _INTERPRETED or not LaunchBinding.enabled:
         kernel[grid](*args, **options)
         return
     key = (id(kernel), torch.cuda.current_device(), _layout_key(args), *options.items())
