@@ -60,7 +60,8 @@ def run_candidate(
         if device.type == "cuda":
             roles["candidate"] = function
             graphs_required = bool(task.evaluation.get("cuda_graphs", False))
-            timing = time_roles(request, declaration, guard, roles, graphs_required)
+            figure = task.evaluation.get("promotion_figure")  # warm, cold, or by L2 size
+            timing = time_roles(request, declaration, guard, roles, graphs_required, figure)
             clock.lap("timing")
         guard.check_environment("before the outputs are written")
     except CheatDetected as cheat:

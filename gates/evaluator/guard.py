@@ -38,6 +38,7 @@ from gates.evaluator.detectors.tampering import (
     EVALUATOR_PATHS,
     TIMER_PATHS,
     WATCHED_CLASSES,
+    EvaluatorPatched,
     IdentitySnapshot,
     check_unchanged,
 )
@@ -57,6 +58,7 @@ from gates.evaluator.tracing import (
     CandidateTracer,
     HostComputeMonitor,
     HostReadRecorder,
+    Seal,
     foreign_memory,
     triton_code,
 )
@@ -189,6 +191,8 @@ class CandidateGuard:
         reads = HostReadRecorder(HOST_READ_FUNCTIONS)
         host = HostComputeMonitor([str(self.folder)])
         recorder = AtenRecorder()
+        seals = [Seal(tracer.facts, tracer.tally), Seal(reads.calls, reads.tally)]
+        seals.append(Seal(host.calls, host.tally))
         try:
             self.raw_views.active = True
             with self.streams, host, reads, tracer, recorder:
@@ -206,7 +210,9 @@ class CandidateGuard:
         self.raw_views.active = False
         if tracer.faults:  # the solution swallowed the evaluator's own error
             raise CandidateCallError("EVALUATOR_ERROR", f"{case.key}: {tracer.faults[0]}")
-        self._judge_call(case.key, tracer, reads, host, recorder)
+        if not all(seal.intact() for seal in seals):
+            raise EvaluatorPatched(f"{case.key}: the evaluator's records of the call were erased")
+        self._judge_call(case.key, seals, tracer.seen, recorder)
         self.check_environment(f"during {case.key}")
         check_attachments(case.key, inputs)
         foreign = self.streams.foreign_launches(stream_before)
@@ -222,30 +228,29 @@ class CandidateGuard:
         copies = [t.detach().to("cpu", copy=True) for t in produced]
         return copies, [tensor_digest(t) for t in inputs]
 
-    def _judge_call(self, key: str, tracer, reads, host, recorder) -> None:
-        """The verdict on one call's recorded facts, from the policy copied before import."""
-        disallowed = self.policy.disallowed(tracer.facts)
-        narrowing = [fact.label for fact in tracer.facts if fact.narrows]
+    def _judge_call(self, key: str, seals, seen: set[str], recorder) -> None:
+        """The verdict on one call's sealed records, from the policy copied before import."""
+        facts, reads, host_calls = (seal.records for seal in seals)
+        disallowed = self.policy.disallowed(facts)
+        narrowing = [fact.label for fact in facts if fact.narrows]
         casts = [label for label in disallowed if label.split(".")[1] in ("_to_copy", "copy_")]
         if narrowing and len(casts) == len(disallowed):
             raise PrecisionDowngrade(f"{key}: narrowing casts {_first(narrowing)}")
         if disallowed:
             raise TorchComputeFallback(f"{key}: ATen compute {_first(disallowed)}")
-        unseen = recorder.unseen_compute(tracer.seen, self.extra_ops)
+        unseen = recorder.unseen_compute(seen, self.extra_ops) or recorder.unrecorded(seen)
         if unseen:
             raise DispatchTraceEvaded(f"{key}: ATen ops the trace did not see: {unseen[:4]}")
-        foreign = [fact.label for fact in tracer.facts if fact.foreign_memory]
+        foreign = [fact.label for fact in facts if fact.foreign_memory]
         if foreign:
             raise HostComputeFallback(
                 f"{key}: {_first(foreign)} on a tensor over memory torch did not allocate"
             )
-        host_reads = self.policy.host_reads(reads.calls)
+        host_reads = self.policy.host_reads(reads)
         if host_reads:
-            raise HostComputeFallback(
-                f"{key}: tensor memory handed to the host: {_first(host_reads)}"
-            )
-        if host.calls:
-            raise HostComputeFallback(f"{key}: host compute {_first(host.calls)}")
+            raise HostComputeFallback(f"{key}: memory handed to the host: {_first(host_reads)}")
+        if host_calls:
+            raise HostComputeFallback(f"{key}: host compute {_first(host_calls)}")
 
     def _checked_outputs(self, case: Case, result, inputs) -> list[torch.Tensor]:
         produced = list(as_outputs(result))

@@ -52,9 +52,13 @@ LIVE_COPIES = 16  # input buffer sets per role, used in turn
 GRAPH_REPLAYS_MIN = 20  # paired replays per workload (each of CALLS_PER_GRAPH calls)
 
 
-def time_roles(request, declaration, guard, roles, graphs_required: bool) -> TimingReport:
+def time_roles(
+    request, declaration, guard, roles, graphs_required: bool, figure: str | None = None
+) -> TimingReport:
     """Time every role on every declared workload from CUDA-graph replays (the eager loop
-    when the candidate cannot be captured and the task allows it); returns the report."""
+    when the candidate cannot be captured and the task allows it); returns the report.
+    `figure` (warm or cold) is what promotion uses; by default warm when a workload's set
+    fits in the L2, cold otherwise."""
     device = guard.device
     properties = torch.cuda.get_device_properties(device)
     flush_bytes = max(L2_FLUSH_FACTOR * properties.L2_cache_size, 256 << 20)
@@ -63,6 +67,7 @@ def time_roles(request, declaration, guard, roles, graphs_required: bool) -> Tim
     clock_before = measure_sm_clock_mhz()
     rounds = max(1, request.timing_rounds)
     setup = TimingSetup(request, declaration, guard, roles, flush, bandwidth, rounds)
+    setup.figure = figure
     try:
         rows = _graph_rows(setup, properties.L2_cache_size)
         used_graphs = True
@@ -96,6 +101,7 @@ class TimingSetup:
         self.replays = max(GRAPH_REPLAYS_MIN, request.timing_samples // CALLS_PER_GRAPH)
         self.seeds = random.Random(request.nonce)
         self.pool_seconds = 0.0
+        self.figure: str | None = None
 
     def pool(self, workload, wanted: int) -> "FreshPool":
         drawn = monotonic()
@@ -122,7 +128,7 @@ def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
         pool = setup.pool(workload, setup.replays * CALLS_PER_GRAPH)
         pool.stack_checks()
         set_bytes = _set_bytes(pool.sets[0], pool.expected[0])
-        figure = "warm" if set_bytes <= l2_bytes else "cold"
+        figure = setup.figure or ("warm" if set_bytes <= l2_bytes else "cold")
         tracer = TimedCallTracer(expected_stream=None)
         candidate = _traced(setup.roles["candidate"], tracer)  # captures run its Python
         roles = {**setup.roles, "candidate": candidate}

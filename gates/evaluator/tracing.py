@@ -7,6 +7,7 @@ afterwards from an `OpPolicy` copied before the import. Fresh allocations are po
 before the candidate sees them.
 """
 
+import itertools
 import os
 import sys
 import types
@@ -44,6 +45,17 @@ class OpFact:
     narrows: bool
     side_stream: bool
     foreign_memory: bool
+
+
+class Seal:
+    """A record list and the count of records put into it, taken before a call: records the
+    solution erases, or a list it swaps in, leave the count and the list apart."""
+
+    def __init__(self, records: list, tally) -> None:
+        self.records, self.tally = records, tally
+
+    def intact(self) -> bool:
+        return len(self.records) == int(repr(self.tally)[6:-1])
 
 
 class EvaluatorFault(Exception):
@@ -113,6 +125,7 @@ class CandidateTracer(TorchDispatchMode):
         self.expected_stream = expected_stream
         self.poison_outputs = poison_outputs
         self.facts: list[OpFact] = []
+        self.tally = itertools.count()  # only goes up: see `Seal`
         self.faults: list[str] = []
 
     @property
@@ -125,6 +138,7 @@ class CandidateTracer(TorchDispatchMode):
         result = func(*args, **kwargs)
         try:
             self.facts.append(self._fact(func, args, kwargs, result))
+            next(self.tally)
             name = func.overloadpacket.__name__
             if self.poison_outputs and name in POISONED_ALLOCATIONS:
                 poison(result)
@@ -193,11 +207,13 @@ class HostReadRecorder(TorchFunctionMode):
         super().__init__()
         self.watched = watched
         self.calls: list[str] = []
+        self.tally = itertools.count()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", "")
         if name in self.watched:
             self.calls.append(name)
+            next(self.tally)
         return func(*args, **(kwargs or {}))
 
 
@@ -210,6 +226,7 @@ class HostComputeMonitor:
     def __init__(self, solution_dirs: list[str]) -> None:
         self.solution_dirs = tuple(os.path.realpath(d) + os.sep for d in solution_dirs)
         self.calls: list[str] = []
+        self.tally = itertools.count()
 
     def __enter__(self) -> "HostComputeMonitor":
         sys.setprofile(self._profile)
@@ -225,7 +242,9 @@ class HostComputeMonitor:
             is_host = module.startswith("numpy") or name in HOST_TRANSFER_METHODS
             if is_host and frame.f_code.co_filename.startswith(self.solution_dirs):
                 self.calls.append(f"{module or 'torch'}.{name}")
+                next(self.tally)
         elif event == "call" and "numpy" in frame.f_code.co_filename:
             caller = frame.f_back
             if caller is not None and caller.f_code.co_filename.startswith(self.solution_dirs):
                 self.calls.append(f"numpy.{frame.f_code.co_name}")
+                next(self.tally)

@@ -37,7 +37,7 @@ CPU_CHEATS = {
     "ctypes_compute": ("REJECTED", "RawMemoryAccess"),
     "proc_mem_compute": ("REJECTED", "EvaluatorFileAccess"),
     "save_compute": ("REJECTED", "EvaluatorPatched"),
-    "shared_storage": ("REJECTED", "HostComputeFallback"),
+    "shared_storage": ("REJECTED", "TorchComputeFallback"),
     "kernel_override": ("REJECTED", "DispatchTraceEvaded"),
     "copy_override": ("REJECTED", "KernelReplaced"),
     "exit_rewrite": ("REJECTED", "EvaluatorPatched"),
@@ -62,6 +62,7 @@ CPU_CHEATS = {
     "tolist_map": ("REJECTED", "HostComputeFallback"),
     "native_build": ("REJECTED", "ChildProcess"),
     "native_import": ("REJECTED", "DynamicCode"),
+    "record_wipe": ("REJECTED", "EvaluatorPatched"),
     "wide_batch_wrong": ("INCORRECT_NUMERICAL", None),
     # Honest: the monitor is on in every call, so this one never finds it off.
     "monitor_probe": ("PASSED", None),
