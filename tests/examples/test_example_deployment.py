@@ -43,6 +43,14 @@ def test_a_table_copied_from_the_host_in_the_forward_is_seen():
     assert seen and "cpu -> meta" in seen[0]
 
 
+def test_a_value_read_back_on_the_host_is_seen():
+    """`.item()` waits for the device and freezes the value into a captured graph."""
+    watch = HostTransfers("cpu")
+    with watch:
+        float(torch.ones(3).sum())
+    assert watch.seen and "read on the host" in watch.seen[0]
+
+
 @pytest.mark.slow
 def test_the_whole_forward_is_one_graph_under_none_and_torch():
     """Dynamo traces the routed model without a break, so every compiled region is one graph."""
