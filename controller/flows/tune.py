@@ -126,6 +126,7 @@ class TuneFlow:
             PROMPT_TEMPLATE.read_text(),
             task=self.task_dir(run),
             incumbent=incumbents.current(run.run_dir),
+            latest=incumbents.latest_timed(run.store),
             attempt=attempt,
             feedback=feedback,
             device=self.device,

@@ -127,6 +127,16 @@ def attempt_summaries(store: RunStore) -> list[AttemptSummary]:
     return summaries
 
 
+def latest_timed(store: RunStore) -> EvaluationReading | None:
+    """The newest evaluation of the run that timed anything (it carries the baseline's times)."""
+    for record in reversed(store.history().attempts):
+        evaluation = read_json(store.attempt_dir(record.number) / EVALUATION)
+        reading = read_evaluation(evaluation) if evaluation else None
+        if reading is not None and reading.timed:
+            return reading
+    return None
+
+
 def candidate_tuning(attempt_dir: Path) -> dict[str, Any] | None:
     """The `TUNING` point of the attempt's candidate entry file, when it declares one."""
     solution = attempt_dir / "candidate" / "solution"

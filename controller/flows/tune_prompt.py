@@ -6,6 +6,7 @@ import string
 from pathlib import Path
 
 from controller.flows.tune_incumbents import Incumbent
+from gates.tuning.reading import EvaluationReading
 from gates.verdict import Verdict
 
 
@@ -14,6 +15,7 @@ def render_prompt(
     *,
     task: Path,
     incumbent: Incumbent,
+    latest: EvaluationReading | None,
     attempt: int,
     feedback: list[Verdict],
     device: str,
@@ -25,7 +27,7 @@ def render_prompt(
         "operator": definition["name"],
         "summary": definition.get("description", ""),
         "contract": _contract(contract),
-        "workloads": _workloads(task, incumbent),
+        "workloads": _workloads(task, incumbent, latest),
         "incumbent": "the production kernel"
         if incumbent.attempt == 0
         else f"the candidate promoted at attempt {incumbent.attempt}",
@@ -44,26 +46,29 @@ def _contract(contract: dict) -> str:
     return ", ".join(f"{key}: {value}" for key, value in sorted(contract.items()))
 
 
-def _workloads(task: Path, incumbent: Incumbent) -> str:
-    """One table row per workload: weight, and when timed, baseline/incumbent/floor in us."""
+def _workloads(task: Path, incumbent: Incumbent, latest: EvaluationReading | None) -> str:
+    """One table row per workload: its weight and, once something was timed, the baseline's
+    time and floor (from the latest timed evaluation) and the incumbent's (from the evaluation
+    that promoted it; the baseline's while production is the incumbent)."""
     rows = {}
     for line in (task / "workloads.jsonl").read_text().splitlines():
         if line.strip():
             trace = json.loads(line)
             rows[trace["workload"]["uuid"]] = (trace["workload"], trace.get("weight") or 1.0)
-    timed = {row.name: row for row in (incumbent.reading.workloads if incumbent.reading else ())}
+    promoted = {r.name: r for r in (incumbent.reading.workloads if incumbent.reading else ())}
+    timed = {r.name: r for r in (latest.workloads if latest else ())}
     lines = [
         "| workload | axes | weight | baseline us | incumbent us | floor us |",
         "|---|---|---|---|---|---|",
     ]
     for uuid, (workload, weight) in rows.items():
         name = uuid.split("-", 1)[-1]
-        row = timed.get(name) or timed.get(uuid)
-        times = (
-            f"{row.baseline_us:.2f} | {row.candidate_us:.2f} | {row.floor_us or 0:.2f}"
-            if row
-            else "not timed yet | not timed yet | n/a"
-        )
+        row = timed.get(name)
+        mine = promoted.get(name)
+        times = "not timed yet | not timed yet | n/a"
+        if row is not None:
+            incumbent_us = mine.candidate_us if mine else row.baseline_us
+            times = f"{row.baseline_us:.2f} | {incumbent_us:.2f} | {row.floor_us or 0:.2f}"
         axes = ", ".join(f"{key}={value}" for key, value in workload.get("axes", {}).items())
         lines.append(f"| {name} | {axes} | {weight:g} | {times} |")
     return "\n".join(lines)

@@ -3,6 +3,7 @@ the evaluator boundary: rejection feedback, promotion, patience, export, status,
 
 import hashlib
 import json
+import re
 
 import pytest
 from tune_fixtures import FakeEvaluator, journal, mark, only_run, tune_arguments, write_script
@@ -56,8 +57,14 @@ def test_rejections_feed_back_then_a_promotion_then_patience_ends_the_run(script
     assert [len(v["gates"]) for v in verdicts.values()] == [3, 4, 4, 4, 4, 4]
     second_prompt = (run_dir / "attempts" / "0002" / "prompt.md").read_text()
     assert "**correctness**: INCORRECT_NUMERICAL: y: 17 of 51200 elements" in second_prompt
+    assert "| action_b1 | tokens=50 | 10 | not timed yet |" in second_prompt
     third_prompt = (run_dir / "attempts" / "0003" / "prompt.md").read_text()
     assert "**latency**: not promoted:" in third_prompt
+    assert re.search(
+        r"\| action_b1 \| tokens=50 \| 10 \| 1\.50 \| 1\.50 \| 0\.3\d \|", third_prompt
+    )
+    fourth_prompt = (run_dir / "attempts" / "0004" / "prompt.md").read_text()
+    assert re.search(r"\| action_b1 \| tokens=50 \| 10 \| 1\.50 \| 1\.2\d \|", fourth_prompt)
     assert "worst against the baseline: " in third_prompt
     fourth = json.loads((run_dir / "attempts" / "0004" / "verdicts" / "latency.json").read_text())
     assert not fourth["passed"] and "worst against the incumbent" in fourth["summary"]
