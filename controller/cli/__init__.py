@@ -12,6 +12,7 @@ SUBCOMMANDS = (
     "controller.cli.evaluate_command",
     "controller.cli.register_command",
     "controller.cli.tune_command",
+    "controller.cli.tune_all_command",
     "controller.cli.runs_command",
 )
 

@@ -1,0 +1,63 @@
+"""Before tuning: each operator's task package, and its baseline judged by the evaluator.
+
+A baseline that does not pass marks only its own operator (`preflight_failed`); the batch goes
+on with the others. On CUDA the evaluation also times the baseline, printed before tuning.
+"""
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from controller.batch.record import Preflight
+
+Evaluator = Callable[..., object]
+TASKS = "tasks"
+
+
+def write_tasks(batch: Path, operators: list[str]) -> dict[str, Path]:
+    """`tasks/<op>/` for each operator, as `controller generate` writes them (kept if present)."""
+    from gates.tasks.generation import write_package
+    from operators import REGISTRY
+
+    folders = {}
+    for name in operators:
+        folder = batch / TASKS / name
+        if not folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder, _ = write_package(REGISTRY.declaration(name), batch / TASKS)
+        folders[name] = folder
+    return folders
+
+
+def preflight(task: Path, device: str, evaluator: Evaluator | None = None) -> Preflight:
+    """Evaluate the task's own baseline solution; never raises for a failing baseline."""
+    if evaluator is None:
+        from gates.evaluator.evaluation import evaluate as evaluator
+    try:
+        result = evaluator(task, task / "solution", device=device)
+    except Exception as error:  # an evaluator that cannot run marks this operator only
+        text = str(error).strip().splitlines()
+        return Preflight(
+            passed=False,
+            status="EVALUATOR_ERROR",
+            reason=f"{type(error).__name__}: {text[0] if text else ''}",
+        )
+    return _reading(result)
+
+
+def _reading(result) -> Preflight:
+    from gates.tuning.reading import read_evaluation
+
+    reading = read_evaluation(result)
+    workloads = {row.name: row.candidate_us for row in reading.workloads}
+    baseline = None
+    if reading.workloads:
+        total = sum(row.weight for row in reading.workloads) or 1.0
+        baseline = sum(row.weight * row.candidate_us for row in reading.workloads) / total
+    return Preflight(
+        passed=reading.passed,
+        status=reading.status,
+        reason=reading.reason,
+        baseline_us=baseline,
+        workloads_us=workloads,
+    )

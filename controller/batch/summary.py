@@ -1,0 +1,167 @@
+"""`summary.json` and `summary.md`: per operator the baseline, the tuned time, the speedup
+from the weakest paired round, what stopped the run and where its export is."""
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from controller.batch.devices import overlapping_holds, read_holds
+from controller.batch.record import BatchRecord, OperatorEntry
+from controller.batch.runs import run_folder, run_state
+from controller.runs.store import write_atomic, write_json_atomic
+
+SUMMARY_JSON = "summary.json"
+SUMMARY_MD = "summary.md"
+
+
+class OperatorSummary(BaseModel):
+    """One operator's outcome, as the summary tables show it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    operator: str
+    status: str
+    baseline_us: float | None = Field(None, description="weighted mean, production kernel")
+    tuned_us: float | None = Field(None, description="weighted mean, exported kernel")
+    speedup: float | None = Field(None, description="weighted, over the production kernel")
+    weakest_round_speedup: float | None = Field(
+        None, description="the smallest weighted speedup over the paired timing rounds"
+    )
+    stop_reason: str = ""
+    export: str | None = None
+    run_dir: str | None = None
+    device: str | None = None
+
+
+class BatchSummary(BaseModel):
+    """The batch's outcome: one row per operator and the device-hold check."""
+
+    model_config = ConfigDict(frozen=True)
+
+    batch_id: str
+    state: str
+    operators: list[OperatorSummary]
+    device_holds: int
+    overlapping_device_holds: int
+
+
+def summarize_operator(batch: Path, operator: str, entry: OperatorEntry) -> OperatorSummary:
+    run_dir = run_folder(batch, operator)
+    state = run_state(run_dir)
+    preflight = entry.preflight
+    row = OperatorSummary(
+        operator=operator,
+        status=entry.status,
+        baseline_us=preflight.baseline_us if preflight else None,
+        stop_reason=entry.reason or state.get("reason") or "",
+        run_dir=str(run_dir) if run_dir else None,
+        device=entry.device,
+    )
+    if entry.status == "preflight_failed" and preflight is not None:
+        reason = f"preflight {preflight.status}: {preflight.reason}".rstrip(": ")
+        return row.model_copy(update={"stop_reason": reason})
+    export = run_dir / "export" if run_dir else None
+    if export is None or not (export / "export.json").is_file():
+        return row
+    figures = export_figures(export)
+    return row.model_copy(update={"export": str(export), **figures})
+
+
+def export_figures(export: Path) -> dict:
+    """Baseline and tuned weighted times, the speedup and the weakest round's, from the
+    evaluation that promoted the exported kernel."""
+    evaluations = sorted((export / "evaluations").glob("*.json"))
+    if not evaluations:
+        return {}
+    timing = json.loads(evaluations[-1].read_text()).get("timing") or {}
+    rows = list((timing.get("workloads") or {}).values())
+    if not rows:
+        return {}
+    total = sum(row.get("weight", 1.0) for row in rows) or 1.0
+
+    def weighted(key: str) -> float:
+        return sum(row.get("weight", 1.0) * row[key] for row in rows) / total
+
+    baseline, tuned = weighted("baseline_median_us"), weighted("candidate_median_us")
+    return {
+        "baseline_us": baseline,
+        "tuned_us": tuned,
+        "speedup": baseline / tuned if tuned > 0 else None,
+        "weakest_round_speedup": _weakest_round(rows),
+    }
+
+
+def _weakest_round(rows: list[dict]) -> float | None:
+    """min over rounds r of sum(w * baseline_r) / sum(w * candidate_r)."""
+    rounds = min(
+        (
+            min(
+                len(row.get("baseline_round_medians_us") or []),
+                len(row.get("candidate_round_medians_us") or []),
+            )
+            for row in rows
+        ),
+        default=0,
+    )
+    speedups = []
+    for index in range(rounds):
+        baseline = sum(r.get("weight", 1.0) * r["baseline_round_medians_us"][index] for r in rows)
+        tuned = sum(r.get("weight", 1.0) * r["candidate_round_medians_us"][index] for r in rows)
+        if tuned > 0:
+            speedups.append(baseline / tuned)
+    return min(speedups) if speedups else None
+
+
+def write_summary(batch: Path, record: BatchRecord) -> BatchSummary:
+    holds = read_holds(batch)
+    summary = BatchSummary(
+        batch_id=record.batch_id,
+        state=record.state,
+        operators=[
+            summarize_operator(batch, name, record.entries[name]) for name in record.operators
+        ],
+        device_holds=len(holds),
+        overlapping_device_holds=len(overlapping_holds(holds)),
+    )
+    write_json_atomic(batch / SUMMARY_JSON, summary.model_dump(mode="json"))
+    write_atomic(batch / SUMMARY_MD, render_markdown(summary, record))
+    return summary
+
+
+def _figure(value: float | None, form: str) -> str:
+    return "-" if value is None else format(value, form)
+
+
+def render_markdown(summary: BatchSummary, record: BatchRecord) -> str:
+    options = record.options
+    lines = [
+        f"# Batch {summary.batch_id}: {summary.state}",
+        "",
+        f"Agent `{options.agent}`, device `{options.device}`, target `{options.target}`; "
+        f"{len(summary.operators)} operators.",
+        "",
+        "| operator | status | baseline us | tuned us | speedup | weakest round | stop reason "
+        "| export |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    for row in summary.operators:
+        reason = row.stop_reason.replace("|", "/").replace("\n", " ")
+        lines.append(
+            f"| {row.operator} | {row.status} | {_figure(row.baseline_us, '.2f')} "
+            f"| {_figure(row.tuned_us, '.2f')} | {_figure(row.speedup, '.3f')} "
+            f"| {_figure(row.weakest_round_speedup, '.3f')} | {reason} "
+            f"| {row.export or '-'} |"
+        )
+    overlap = summary.overlapping_device_holds
+    lines += [
+        "",
+        f"Device holds recorded in `device-holds.jsonl`: {summary.device_holds}; "
+        + (
+            "no two held one GPU at once."
+            if overlap == 0
+            else f"{overlap} pairs overlapped on one GPU: the timings are not trustworthy."
+        ),
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,91 @@
+"""A batch from start to summary: tasks, preflights, the runs, then summary.md/json.
+
+`start_batch` creates `runs/batch-<UTC>-<hex>/` and freezes the selection and options in
+`batch.json`; `resume_batch` re-reads it, refuses a changed selection or option, and carries
+on with every operator that has not finished (an interrupted run is resumed, not restarted).
+"""
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from controller.batch import record as records
+from controller.batch.preflight import Evaluator, preflight, write_tasks
+from controller.batch.record import BatchRecord, RunOptions
+from controller.batch.summary import BatchSummary, summarize_operator, write_summary
+
+
+class Workers(Protocol):
+    """Where the runs execute: this host's GPUs or a Ray cluster."""
+
+    def run(self, record: BatchRecord, operators: list[str]) -> BatchRecord: ...
+
+
+def start_batch(
+    runs_dir: Path, operators: list[str], options: RunOptions, preflight: bool = True
+) -> Path:
+    """Create the batch folder with its frozen `batch.json`; nothing runs yet."""
+    from controller.flows.tune import current_task_digest
+
+    for name in operators:
+        current_task_digest(name)  # an unknown operator is refused before any folder exists
+    record = records.new_record(operators, options, preflight)
+    folder = Path(runs_dir).resolve() / record.batch_id
+    folder.mkdir(parents=True)
+    records.save(folder, record)
+    return folder
+
+
+def run_batch(
+    folder: Path,
+    workers: Workers,
+    evaluator: Evaluator | None = None,
+    say: Callable[[str], None] = print,
+) -> tuple[BatchRecord, BatchSummary]:
+    """Tasks, preflights, then every unfinished operator's run; the summary at the end."""
+    record = records.load(folder).model_copy(update={"state": "running"})
+    records.save(folder, record)
+    tasks = write_tasks(folder, list(record.operators))
+    for name in record.operators:
+        entry = record.entries[name]
+        if not record.preflight or entry.status != "pending" or entry.preflight is not None:
+            continue
+        result = preflight(tasks[name], record.options.device, evaluator)
+        changes: dict = {"preflight": result}
+        if not result.passed:
+            changes.update(status="preflight_failed", reason=f"{result.status}: {result.reason}")
+        record = record.with_entry(name, **changes)
+        records.save(folder, record)
+        say(_preflight_line(name, result))
+    total = len(record.operators)
+
+    def finished(operator: str, current: BatchRecord) -> None:
+        done = sum(1 for name in current.operators if current.entries[name].finished)
+        row = summarize_operator(folder, operator, current.entries[operator])
+        say(f"[{done}/{total}] {progress_text(row)}")
+
+    if hasattr(workers, "on_finished"):
+        workers.on_finished = finished
+    record = workers.run(record, record.unfinished())
+    if record.state != "interrupted":
+        record = record.model_copy(update={"state": "finished"})
+    records.save(folder, record)
+    return record, write_summary(folder, record)
+
+
+def _preflight_line(name: str, result) -> str:
+    if not result.passed:
+        return f"preflight {name}: {result.status} ({result.reason}); not tuned"
+    if result.baseline_us is None:
+        return f"preflight {name}: baseline PASSED (not timed on this device)"
+    return f"preflight {name}: baseline PASSED, {result.baseline_us:.2f} us weighted"
+
+
+def progress_text(row) -> str:
+    speedup = f", x{row.speedup:.3f}" if row.speedup else ""
+    weakest = (
+        f" (weakest round x{row.weakest_round_speedup:.3f})" if row.weakest_round_speedup else ""
+    )
+    where = f" on GPU {row.device}" if row.device else ""
+    reason = f": {row.stop_reason}" if row.stop_reason else ""
+    return f"{row.operator} {row.status}{where}{speedup}{weakest}{reason}"

@@ -1,0 +1,164 @@
+"""One host: a worker thread per listed GPU takes operators from a shared queue and runs each
+as a `tune run` child pinned to its GPU (`CUDA_VISIBLE_DEVICES`) while holding its device lock.
+
+Ctrl-C (SIGINT) or SIGTERM stops the batch resumably: each child gets SIGINT once, records its
+run `interrupted` and exits; the batch is saved `interrupted` and `--resume` goes on from there.
+"""
+
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from controller.batch import record as records
+from controller.batch.devices import DeviceLock, record_hold
+from controller.batch.record import BatchRecord
+from controller.batch.runs import LOGS, outcome, run_folder, tune_command
+
+EXIT_INTERRUPTED = 130
+
+
+class BatchInterrupted(Exception):
+    """The batch was asked to stop (SIGINT or SIGTERM); it is saved and can be resumed."""
+
+
+class LocalWorkers:
+    """Runs the batch's unfinished operators on `gpus`, one at a time per GPU."""
+
+    def __init__(
+        self,
+        batch: Path,
+        gpus: list[str],
+        locks: Path | None = None,
+        on_finished: Callable[[str, BatchRecord], None] = lambda operator, record: None,
+    ) -> None:
+        self.batch = batch
+        self.gpus = gpus
+        self.locks = locks
+        self.on_finished = on_finished
+        self._guard = threading.Lock()
+        self._children: dict[str, subprocess.Popen] = {}
+        self._stopping = threading.Event()
+
+    def run(self, record: BatchRecord, operators: list[str]) -> BatchRecord:
+        """Run `operators`; returns the record (state `interrupted` after a stop)."""
+        self.record = record
+        work: queue.SimpleQueue[str] = queue.SimpleQueue()
+        for name in operators:
+            work.put(name)
+        threads = [
+            threading.Thread(target=self._worker, args=(gpu, work), name=f"gpu-{gpu}")
+            for gpu in self.gpus
+        ]
+        with _signals_as_interrupt():
+            try:
+                for thread in threads:
+                    thread.start()
+                while any(thread.is_alive() for thread in threads):
+                    for thread in threads:
+                        thread.join(timeout=0.2)
+            except (KeyboardInterrupt, BatchInterrupted):
+                self._stop_children()
+                for thread in threads:
+                    thread.join()
+                self._save(state="interrupted")
+                return self.record
+        return self.record
+
+    def _worker(self, gpu: str, work: "queue.SimpleQueue[str]") -> None:
+        """Lock the GPU, take one operator, run it, unlock; until the queue is empty."""
+        lock = DeviceLock(gpu, self.locks)
+        while not self._stopping.is_set() and not work.empty():
+            if not lock.acquire(blocking=False):  # another process holds this GPU: wait
+                time.sleep(0.5)
+                continue
+            try:
+                operator = work.get_nowait()
+            except queue.Empty:
+                lock.release()
+                return
+            try:
+                self._run_one(gpu, operator, lock)
+            finally:
+                lock.release()
+
+    def _run_one(self, gpu: str, operator: str, lock: DeviceLock) -> None:
+        record_hold(self.batch, "acquired", gpu, operator)
+        self._save_entry(operator, status="running", device=gpu)
+        try:
+            code = self._child(gpu, operator, lock)
+        finally:
+            record_hold(self.batch, "released", gpu, operator)
+        run_dir = run_folder(self.batch, operator)
+        status, reason = outcome(self.batch, operator, code)
+        self._save_entry(
+            operator,
+            status=status,
+            reason=reason,
+            exit_code=code,
+            run_dir=str(run_dir) if run_dir else None,
+        )
+        if status != "interrupted":
+            self.on_finished(operator, self.record)
+
+    def _child(self, gpu: str, operator: str, lock: DeviceLock) -> int:
+        command = tune_command(self.batch, operator, self.record.options)
+        environment = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
+        (self.batch / LOGS).mkdir(exist_ok=True)
+        with open(self.batch / LOGS / f"{operator}.log", "ab") as log:
+            log.write(f"$ {' '.join(command)}  (CUDA_VISIBLE_DEVICES={gpu})\n".encode())
+            log.flush()
+            with self._guard:
+                if self._stopping.is_set():
+                    return EXIT_INTERRUPTED
+                child = subprocess.Popen(
+                    command,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=environment,
+                    start_new_session=True,  # only the batch signals it, and exactly once
+                    pass_fds=(lock.descriptor,),  # the lock outlives this process if it dies
+                )
+                self._children[operator] = child
+            code = child.wait()
+        with self._guard:
+            self._children.pop(operator, None)
+        return code
+
+    def _stop_children(self) -> None:
+        with self._guard:
+            self._stopping.set()
+            for child in self._children.values():
+                if child.poll() is None:
+                    child.send_signal(signal.SIGINT)
+
+    def _save_entry(self, operator: str, **changes) -> None:
+        with self._guard:
+            self.record = self.record.with_entry(operator, **changes)
+            records.save(self.batch, self.record)
+
+    def _save(self, **changes) -> None:
+        with self._guard:
+            self.record = self.record.model_copy(update=changes)
+            records.save(self.batch, self.record)
+
+
+class _signals_as_interrupt:
+    """SIGTERM raises BatchInterrupted in the main thread (SIGINT already raises
+    KeyboardInterrupt), restoring the previous handler afterwards."""
+
+    def __enter__(self):
+        self._previous = signal.signal(signal.SIGTERM, self._raise)
+        return self
+
+    def __exit__(self, *exc_info):
+        signal.signal(signal.SIGTERM, self._previous)
+        return False
+
+    @staticmethod
+    def _raise(signum, frame):
+        raise BatchInterrupted(f"signal {signum}")
