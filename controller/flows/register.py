@@ -39,6 +39,8 @@ PROMPT_TEMPLATE = Path(prompts.__file__).with_name("register.md")
 EXAMPLE_OPERATOR = "rms_norm"
 BASE_PROBE = "base-probe"
 NONCE_FILE = "hidden-nonce"
+BYTECODE_CACHE = "pycache"
+"""The runners' private bytecode cache, filled by BASE's probe and tests when the run starts."""
 
 
 class RegisterFlow:
@@ -76,6 +78,7 @@ class RegisterFlow:
             self._runner(run),
             self._hidden(run, config),
             self.request.call_sites,
+            seed_bytecode=True,
         )
         if probe.problem:
             raise ControllerError(f"BASE cannot be probed: {probe.problem}")
@@ -170,7 +173,7 @@ class RegisterFlow:
     def _runner(self, run: RunContext):
         from gates.registration.fenced_runner import FencedRunner
 
-        return FencedRunner(run.fence)
+        return FencedRunner(run.fence, pycache_prefix=run.prepared_dir / BYTECODE_CACHE)
 
     def _commit_message(self, run: RunContext, verdicts: list[Verdict]) -> str:
         lines = [

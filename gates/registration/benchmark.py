@@ -68,9 +68,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fence", default="landlock", help="landlock, docker or unfenced")
     arguments = parser.parse_args()
-    runner = make_runner(arguments.fence)
     with tempfile.TemporaryDirectory(prefix="register-benchmark-") as scratch:
         root = Path(scratch)
+        runner = make_runner(arguments.fence, pycache_prefix=root / "pycache")
         base = copy_target(root / "base")
         candidate = copy_target(root / "candidate")
         apply_actions(candidate, json.loads(SESSION.read_text())["attempts"][-1])
@@ -78,7 +78,9 @@ def main() -> None:
         hidden = draw_hidden(config, "benchmark")
         sites = REQUEST.call_sites
         started = time.monotonic()
-        cached_probe(base, root / "base-probe", config, REQUEST.operator, runner, hidden, sites)
+        cached_probe(
+            base, root / "base-probe", config, REQUEST.operator, runner, hidden, sites, True
+        )
         record_base_outcomes(base, config, runner, root / "base-probe" / BASE_TESTS)
         base_probe_s = time.monotonic() - started
         cpu_before, started = children_cpu_seconds(), time.monotonic()

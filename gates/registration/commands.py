@@ -30,24 +30,49 @@ class CommandResult(BaseModel):
 
 
 class CommandRunner(Protocol):
-    """Runs argv in `cwd`, allowed to write only `cwd` and `writable`, killed at `timeout`."""
+    """Runs argv in `cwd` (read-only where fenced), allowed to write only `writable`, killed at
+    `timeout`. `seed_bytecode` lets the run write the runner's private bytecode cache: only for
+    BASE's own runs, which fill it once per run so later runs need not compile everything."""
 
     description: str
 
     def run(
-        self, argv: list[str], cwd: Path, *, writable: tuple[Path, ...] = (), timeout: float = 600
+        self,
+        argv: list[str],
+        cwd: Path,
+        *,
+        writable: tuple[Path, ...] = (),
+        timeout: float = 600,
+        seed_bytecode: bool = False,
     ) -> CommandResult: ...
 
 
-def python_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
-    """A target command with `python` meaning the controller's own interpreter."""
+def python_argv(
+    argv: list[str] | tuple[str, ...], pycache_prefix: Path, write_bytecode: bool = False
+) -> list[str]:
+    """A target command with `python` meaning the controller's own interpreter, which reads and
+    writes bytecode only under `pycache_prefix` (also under `-I`, which ignores the environment)
+    and writes none unless `write_bytecode`."""
     argv = list(argv)
     if argv and argv[0] in ("python", "python3"):
         argv[0] = sys.executable
-    return argv
+    if not argv or argv[0] != sys.executable:
+        return argv
+    options = ["-X", f"pycache_prefix={pycache_prefix}"] + ([] if write_bytecode else ["-B"])
+    rest = argv[1:]
+    if write_bytecode:
+        leading = 0
+        while leading < len(rest) and rest[leading].startswith("-") and rest[leading] != "-c":
+            if rest[leading] in ("-m", "-X", "-W"):
+                break
+            leading += 1
+        rest = [arg for arg in rest[:leading] if arg != "-B"] + rest[leading:]
+    return [argv[0], *options, *rest]
 
 
-def target_environment(tree: Path, home: Path) -> dict[str, str]:
+def target_environment(
+    tree: Path, home: Path, pycache_prefix: Path, write_bytecode: bool = False
+) -> dict[str, str]:
     """The environment target code runs with: its own tree first on the path, profile none,
     no bytecode written and a private cache prefix (so no `__pycache__` in the tree is read)."""
     environment = {
@@ -55,16 +80,25 @@ def target_environment(tree: Path, home: Path) -> dict[str, str]:
         "HOME": str(home),
         "TMPDIR": str(home),
         "PYTHONPATH": str(tree),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONPYCACHEPREFIX": str(home / "pycache"),
+        "PYTHONPYCACHEPREFIX": str(pycache_prefix),
         "PYTHONHASHSEED": "0",
         "CONTROLLER_KERNEL_PROFILE": "none",
         "LANG": "C.UTF-8",
     }
+    if not write_bytecode:
+        environment["PYTHONDONTWRITEBYTECODE"] = "1"
     for name in ("TRITON_INTERPRET", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES"):
         if name in os.environ:
             environment[name] = os.environ[name]
     return environment
+
+
+def bytecode_cache(pycache_prefix: Path | None, scratch: Path) -> Path:
+    """The runner's own cache folder, or an empty one in the run's scratch folder."""
+    if pycache_prefix is None:
+        return scratch / "pycache"
+    Path(pycache_prefix).mkdir(parents=True, exist_ok=True)
+    return Path(pycache_prefix)
 
 
 class UnfencedRunner:
@@ -72,15 +106,25 @@ class UnfencedRunner:
 
     description = "unfenced"
 
+    def __init__(self, pycache_prefix: Path | None = None) -> None:
+        self.pycache_prefix = pycache_prefix
+
     def run(
-        self, argv: list[str], cwd: Path, *, writable: tuple[Path, ...] = (), timeout: float = 600
+        self,
+        argv: list[str],
+        cwd: Path,
+        *,
+        writable: tuple[Path, ...] = (),
+        timeout: float = 600,
+        seed_bytecode: bool = False,
     ) -> CommandResult:
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="gate-home-") as home:
+            cache = bytecode_cache(self.pycache_prefix, Path(home))
             process = subprocess.Popen(
-                python_argv(argv),
+                python_argv(argv, cache, seed_bytecode),
                 cwd=cwd,
-                env=target_environment(Path(cwd), Path(home)),
+                env=target_environment(Path(cwd), Path(home), cache, seed_bytecode),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
@@ -102,10 +146,11 @@ class UnfencedRunner:
         )
 
 
-def make_runner(fence: str) -> CommandRunner:
-    """`unfenced`, or a fence name the sandbox layer knows (`landlock`, `docker`)."""
+def make_runner(fence: str, pycache_prefix: Path | None = None) -> CommandRunner:
+    """`unfenced`, or a fence name the sandbox layer knows (`landlock`, `docker`);
+    `pycache_prefix` is the runner's private bytecode cache (None: an empty one per command)."""
     if fence == "unfenced":
-        return UnfencedRunner()
+        return UnfencedRunner(pycache_prefix)
     from gates.registration.fenced_runner import FencedRunner
 
-    return FencedRunner(fence)
+    return FencedRunner(fence, pycache_prefix)

@@ -9,7 +9,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from gates.registration.commands import CommandResult, python_argv, target_environment
+from gates.registration.commands import (
+    CommandResult,
+    bytecode_cache,
+    python_argv,
+    target_environment,
+)
 from sandbox.fence import Fence, get_fence
 from sandbox.policy import FencePolicy, ResourceLimits
 
@@ -20,28 +25,38 @@ LIMITS = ResourceLimits(cpu_seconds=1800, memory_mb=None, processes=1024, file_s
 class FencedRunner:
     """A `CommandRunner` over `sandbox.get_fence(name)`; refuses when the fence is unavailable."""
 
-    def __init__(self, fence: "str | Fence") -> None:
+    def __init__(self, fence: "str | Fence", pycache_prefix: Path | None = None) -> None:
         self.fence = get_fence(fence) if isinstance(fence, str) else fence
+        self.pycache_prefix = pycache_prefix
         name = self.fence.name
         self.description = "unfenced" if name == "none" else f"{name} fence"
 
     def run(
-        self, argv: list[str], cwd: Path, *, writable: tuple[Path, ...] = (), timeout: float = 600
+        self,
+        argv: list[str],
+        cwd: Path,
+        *,
+        writable: tuple[Path, ...] = (),
+        timeout: float = 600,
+        seed_bytecode: bool = False,
     ) -> CommandResult:
         scratch = Path(tempfile.mkdtemp(prefix="gate-scratch-"))
         try:
-            environment = target_environment(Path(cwd), scratch)
+            cache = bytecode_cache(self.pycache_prefix, scratch)
+            environment = target_environment(Path(cwd), scratch, cache, seed_bytecode)
             for name in ("HOME", "TMPDIR"):
                 environment.pop(name)
+            shared_cache = () if cache.is_relative_to(scratch) else (cache,)
             policy = FencePolicy(
                 workspace=scratch,
-                readable=(GATE_CODE, Path(cwd)),
-                writable=tuple(writable),
+                readable=(GATE_CODE, Path(cwd), *([] if seed_bytecode else shared_cache)),
+                writable=(*writable, *(shared_cache if seed_bytecode else ())),
                 env_values=environment,
                 limits=LIMITS,
                 timeout_s=timeout,
             )
-            result = self.fence.run(python_argv(argv), policy, cwd=Path(cwd))
+            argv = python_argv(argv, cache, seed_bytecode)
+            result = self.fence.run(argv, policy, cwd=Path(cwd))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         output = (result.stdout + result.stderr)[-20_000:]

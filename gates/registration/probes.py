@@ -73,6 +73,7 @@ def run_probe(
     hidden: HiddenDraw | None = None,
     sites: list[CallSite] | tuple[CallSite, ...] = (),
     timeout: float = 300,
+    seed_bytecode: bool = False,
 ) -> ProbeResult:
     """Run every parity configuration of `tree` (declared and hidden) and the direct calls of
     `sites`, in a fresh fenced interpreter."""
@@ -90,7 +91,7 @@ def run_probe(
     (out / "plan.json").write_text(json.dumps(plan, indent=1))
     argv = [sys.executable, "-I", "-B", str(PROBE_SCRIPT), "--tree", str(tree), "--out", str(out)]
     argv += ["--plan", str(out / "plan.json")]
-    result = runner.run(argv, tree, writable=(out,), timeout=timeout)
+    result = runner.run(argv, tree, writable=(out,), timeout=timeout, seed_bytecode=seed_bytecode)
     (out / "probe.log").write_text(result.output)
     result_file = out / RESULT_FILE
     if result.timed_out:
@@ -110,9 +111,13 @@ def cached_probe(
     runner: CommandRunner,
     hidden: HiddenDraw | None = None,
     sites: list[CallSite] | tuple[CallSite, ...] = (),
+    seed_bytecode: bool = False,
 ) -> ProbeResult:
-    """BASE's probe, run once per run folder and read back on later attempts and on resume."""
+    """BASE's probe, run once per run folder and read back on later attempts and on resume
+    (`seed_bytecode`: BASE's run fills the runner's bytecode cache)."""
     result_file = out / RESULT_FILE
     if result_file.is_file():
         return ProbeResult(folder=str(out), **json.loads(result_file.read_text()))
-    return run_probe(tree, out, config, operator, runner, hidden, sites)
+    return run_probe(
+        tree, out, config, operator, runner, hidden, sites, seed_bytecode=seed_bytecode
+    )

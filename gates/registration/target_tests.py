@@ -92,23 +92,31 @@ def pytest_arguments(command: tuple[str, ...]) -> list[str] | None:
 def record_base_outcomes(
     base: Path, config: TargetConfig, runner: CommandRunner, record: Path, timeout: float = 300
 ) -> dict[str, str] | None:
-    """Run BASE's tests once for a run (before its first attempt); None for a non-pytest command."""
+    """Run BASE's tests once for a run (before its first attempt, filling the runner's bytecode
+    cache); None for a non-pytest command."""
     arguments = pytest_arguments(config.test_command)
     if arguments is None:
         return None
     try:
-        return base_outcomes(base, arguments, runner, record, timeout)
+        return base_outcomes(base, arguments, runner, record, timeout, seed_bytecode=True)
     except TestFailure:
         return None  # the tests gate reports it, on every attempt
 
 
 def base_outcomes(
-    base: Path, arguments: list[str], runner: CommandRunner, record: Path, timeout: float
+    base: Path,
+    arguments: list[str],
+    runner: CommandRunner,
+    record: Path,
+    timeout: float,
+    seed_bytecode: bool = False,
 ) -> dict[str, str]:
     """BASE's test ids and outcomes under the test command, recorded once per run."""
     stored = record / "outcomes.json"
     if not stored.is_file():
-        outcomes, result = run_session(base, base, arguments, runner, record, timeout)
+        outcomes, result = run_session(
+            base, base, arguments, runner, record, timeout, seed_bytecode
+        )
         if outcomes is None:
             raise TestFailure(f"BASE's tests could not be run: {failure_line(result)}")
         stored.write_text(json.dumps(outcomes, indent=1))
@@ -116,7 +124,13 @@ def base_outcomes(
 
 
 def run_session(
-    base: Path, tree: Path, arguments: list[str], runner, out: Path, timeout: float
+    base: Path,
+    tree: Path,
+    arguments: list[str],
+    runner,
+    out: Path,
+    timeout: float,
+    seed_bytecode: bool = False,
 ) -> tuple[dict[str, str] | None, CommandResult]:
     """One pytest session in `tree` with BASE's configuration; (outcomes or None, result)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -128,8 +142,8 @@ def run_session(
         "-c",
         str(base_config_copy(base, out)),
     ]
-    argv = [sys.executable, "-B", str(SESSION_SCRIPT), str(out / "outcomes.json")]
-    result = runner.run([*argv, *options, *arguments], tree, writable=(out,), timeout=timeout)
+    argv = [sys.executable, str(SESSION_SCRIPT), str(out / "outcomes.json"), *options, *arguments]
+    result = runner.run(argv, tree, writable=(out,), timeout=timeout, seed_bytecode=seed_bytecode)
     recorded = out / "outcomes.json"
     if result.timed_out:
         raise TestFailure(f"the tests ran past their {timeout:.0f} s timeout")

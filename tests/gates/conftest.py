@@ -6,9 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from target_fixture import GOOD_EDITS, apply_edits, write_target
-
-from gates.registration.commands import UnfencedRunner, make_runner
+from target_fixture import GOOD_EDITS, apply_edits, seeded_runner, write_target
 
 
 @pytest.fixture(scope="session")
@@ -48,14 +46,9 @@ def commit_of(base_tree, tmp_path):
 
 
 @pytest.fixture(scope="session")
-def runner():
+def runner(tmp_path_factory):
     """The Landlock fence where this machine can enforce it (as the gates run by default)."""
-    from sandbox.errors import FenceError
-
-    try:
-        return make_runner("landlock")
-    except FenceError:
-        return UnfencedRunner()
+    return seeded_runner(tmp_path_factory.mktemp("pycache"))
 
 
 @pytest.fixture

@@ -222,3 +222,18 @@ def apply_edits(root: Path, edits: dict[str, str | None]) -> None:
             continue
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_text(content)
+
+
+def seeded_runner(cache: Path):
+    """The Landlock runner where this machine can enforce it (else unfenced), with a private
+    bytecode cache filled once, as a run's preparation fills it from BASE."""
+    from gates.registration.commands import UnfencedRunner, make_runner
+    from sandbox.errors import FenceError
+
+    try:
+        runner = make_runner("landlock", pycache_prefix=cache)
+    except FenceError:
+        runner = UnfencedRunner(pycache_prefix=cache)
+    imports = "import torch, triton, pytest, operators.catalog"
+    runner.run(["python", "-c", imports], REPO, seed_bytecode=True, timeout=300)
+    return runner

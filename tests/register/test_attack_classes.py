@@ -7,7 +7,15 @@ import sys
 
 import pytest
 from judged_attempt import JudgedTarget, gate, writes
-from target_fixture import GELU_TANH, GOOD_EDITS, MODEL_TEST, VISION, vision, write_target
+from target_fixture import (
+    GELU_TANH,
+    GOOD_EDITS,
+    MODEL_TEST,
+    VISION,
+    seeded_runner,
+    vision,
+    write_target,
+)
 
 from controller.gitrepo import git
 from gates.registration.suite import check_attempt, is_skipped
@@ -31,14 +39,8 @@ EXACT_GELU = GELU_TANH.replace('return F.gelu(x, approximate="tanh")', "return F
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory):
     """The fixture target plus a BASE test of another operator's reference (class 4)."""
-    from gates.registration.commands import UnfencedRunner, make_runner
-    from sandbox.errors import FenceError
-
-    try:
-        runner = make_runner("landlock")
-    except FenceError:
-        runner = UnfencedRunner()
     root = tmp_path_factory.mktemp("attack-classes")
+    runner = seeded_runner(root / "pycache")
     target = write_target(root / "target")
     (target / "tests" / "test_rms_norm_reference.py").write_text(RMS_NORM_TEST)
     git(target, "add", "-A")
