@@ -13,6 +13,7 @@ SUBCOMMANDS = (
     "controller.cli.register_command",
     "controller.cli.tune_command",
     "controller.cli.tune_all_command",
+    "controller.cli.install_command",
     "controller.cli.runs_command",
 )
 

@@ -41,6 +41,7 @@ def export_best(run: RunContext, operator: str, best: Incumbent) -> dict:
                 "run_id": run.manifest.run_id,
                 "attempt": best.attempt,
                 "task_digest": run.manifest.work_item["task_digest"],
+                "environment": run.manifest.environment,
                 "weighted_speedup": best.reading.weighted_speedup() if best.reading else None,
             },
         )

@@ -1,0 +1,212 @@
+"""`controller install`: an export becomes one operator of a kernel profile in `tuned/NAME/`.
+
+The export is checked first (every file against `checksums.json`, the environment it was
+verified in against this one, its task against the operator as declared now); then the
+profile folder is staged whole, with `<op>/solution/` (the exported sources), `<op>/kernel.py`
+(which imports them) and `profile.json` (environment, every file's digest, and per operator
+the run and task identities, the entry point and the argument layouts the evaluator verified),
+and renamed into place.
+"""
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from controller.errors import ControllerError
+from controller.flows.tune_export import CHECKSUMS, checksums
+from controller.runs.store import write_atomic, write_json_atomic
+
+KERNEL_FILE = "kernel.py"
+KERNEL_TEMPLATE = '''"""Tuned {operator}, written by `controller install`.
+
+From run {run_id}, attempt {attempt}.
+Its files are pinned by the digests in ../profile.json, and it runs
+only on the argument layouts the evaluator verified.
+"""
+
+from operators.tuned_solution import installed_kernel
+
+kernel, applies = installed_kernel(__file__)
+'''
+
+
+def install_export(export: Path, profile: str, tuned_root: Path, replace: bool = False) -> Path:
+    """Install `export` into `tuned_root/profile`; returns the operator's installed folder."""
+    from operators.environment import KernelEnvironment, current_kernel_environment
+    from operators.profiles import PROFILE_FILE, file_digest
+
+    export = Path(export).resolve()
+    described = read_export(export)
+    operator = described["operator"]
+    here = current_kernel_environment()
+    verified = KernelEnvironment(
+        **{f: described["environment"][f] for f in KernelEnvironment.model_fields}
+    )
+    difference = verified.first_difference(here)
+    if difference is not None:
+        raise ControllerError(
+            f"export {export} was verified in another environment ({difference}, export != "
+            "this machine); install it where it was tuned, or tune again here"
+        )
+    folder = Path(tuned_root) / profile
+    document = _existing_profile(folder, profile, here, operator, replace)
+    staging = Path(tuned_root) / f".{profile}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    if folder.is_dir():
+        shutil.copytree(folder, staging, ignore=shutil.ignore_patterns("__pycache__"))
+    else:
+        staging.mkdir(parents=True)
+    installed = staging / operator
+    shutil.rmtree(installed, ignore_errors=True)
+    shutil.copytree(export / "solution", installed / "solution")
+    write_atomic(installed / KERNEL_FILE, KERNEL_TEMPLATE.format(**described))
+    document["operators"][operator] = {
+        "source": f"{operator}/{KERNEL_FILE}",
+        "entry_point": described["entry_point"],
+        "run_id": described["run_id"],
+        "attempt": described["attempt"],
+        "task_digest": described["task_digest"],
+        "weighted_speedup": described.get("weighted_speedup"),
+        "device": described["device"],
+        "layouts": described["layouts"],
+    }
+    document["files"] = {
+        path.relative_to(staging).as_posix(): file_digest(path)
+        for path in sorted(staging.rglob("*"))
+        if path.is_file() and path.name != PROFILE_FILE and "__pycache__" not in path.parts
+    }
+    write_json_atomic(staging / PROFILE_FILE, document)
+    _swap_into_place(staging, folder)
+    return folder / operator
+
+
+def read_export(export: Path) -> dict[str, Any]:
+    """What the export says about itself, after checking every file's checksum."""
+    from controller.flows.tune import current_task_digest
+    from gates.tasks.solution import load_solution
+
+    if not (export / "export.json").is_file() or not (export / CHECKSUMS).is_file():
+        raise ControllerError(
+            f"{export} is not a tune run's export (no export.json / {CHECKSUMS}); pass the "
+            "`export/` folder of a finished tune run"
+        )
+    recorded = json.loads((export / CHECKSUMS).read_text())
+    actual = checksums(export)
+    for path in sorted(set(recorded) | set(actual)):
+        if recorded.get(path) != actual.get(path):
+            state = "is missing" if path not in actual else "does not match its checksum"
+            if path not in recorded:
+                state = "is not in checksums.json"
+            raise ControllerError(f"export {export}: {path} {state}; export the run again")
+    described = json.loads((export / "export.json").read_text())
+    operator = described["operator"]
+    if current_task_digest(operator) != described["task_digest"]:
+        raise ControllerError(
+            f"export {export} was tuned for {operator!r} as it was declared then (task digest "
+            "differs from the catalog's now); tune it again"
+        )
+    solution = load_solution(export / "solution")
+    evaluation = _promoting_evaluation(export)
+    device = evaluation.get("device", "cpu")
+    return {
+        **described,
+        "environment": described.get("environment") or _run_environment(export),
+        "entry_point": solution.spec.entry_point,
+        "device": device,
+        "layouts": verified_layouts(operator, device),
+    }
+
+
+def verified_layouts(operator: str, device: str) -> list[list]:
+    """Each workload's argument signature: inputs as contiguous tensors on `device`, then the
+    params positionally, by keyword (sorted), and left out where they are the defaults."""
+    import inspect
+
+    import torch
+
+    from operators import REGISTRY
+    from operators.layouts import layout_of
+    from operators.tuned_solution import signature_to_json
+
+    declaration = REGISTRY.declaration(operator)
+    defaults = _defaults(inspect.signature(declaration.preferred or declaration.reference))
+    signatures: list[list] = []
+    for workload in declaration.workloads:
+        tensors = []
+        for spec in declaration.inputs:
+            meta = torch.empty(
+                declaration.shape_of(spec, workload), dtype=spec.torch_dtype, device="meta"
+            )
+            tensors.append(layout_of(meta).model_copy(update={"device_type": device}))
+        params = declaration.params
+        variants = [
+            (*tensors, *params.values()),
+            (*tensors, *(params[key] for key in sorted(params))),
+        ]
+        if all(defaults.get(key, object()) == value for key, value in params.items()):
+            variants.append(tuple(tensors))
+        for variant in variants:
+            encoded = signature_to_json(variant)
+            if encoded not in signatures:
+                signatures.append(encoded)
+    return signatures
+
+
+def _defaults(signature) -> dict[str, Any]:
+    return {
+        name: parameter.default
+        for name, parameter in signature.parameters.items()
+        if parameter.default is not parameter.empty
+    }
+
+
+def _promoting_evaluation(export: Path) -> dict:
+    evaluations = sorted((export / "evaluations").glob("*.json"))
+    if not evaluations:
+        raise ControllerError(f"export {export} holds no evaluation; export the run again")
+    return json.loads(evaluations[-1].read_text())
+
+
+def _run_environment(export: Path) -> dict[str, str]:
+    """The environment frozen in the manifest of the run the export sits in."""
+    manifest = export.parent / "manifest.json"
+    if not manifest.is_file():
+        raise ControllerError(
+            f"export {export} does not say which environment verified it (no environment in "
+            "export.json and no run manifest beside it)"
+        )
+    return json.loads(manifest.read_text())["manifest"]["environment"]
+
+
+def _existing_profile(folder: Path, name: str, here, operator: str, replace: bool) -> dict:
+    """profile.json as it stands (or a new one); refuses a reinstall without `replace`."""
+    from operators.profiles import read_profile, verify_files
+
+    if not (folder / "profile.json").is_file():
+        return {"name": name, "environment": here.model_dump(), "operators": {}, "files": {}}
+    installed = read_profile(folder)
+    verify_files(folder, installed)  # what is installed must be intact before adding to it
+    difference = installed.environment.first_difference(here)
+    if difference is not None:
+        raise ControllerError(
+            f"profile {name!r} was installed for another environment ({difference}); "
+            "install into a new profile name"
+        )
+    document = json.loads((folder / "profile.json").read_text())
+    if operator in document["operators"] and not replace:
+        raise ControllerError(
+            f"profile {name!r} already has {operator!r}; pass --replace to install over it"
+        )
+    return document
+
+
+def _swap_into_place(staging: Path, folder: Path) -> None:
+    """Rename the staged profile in; an old one is moved aside first and then removed."""
+    retired = folder.with_name(f".{folder.name}.retired")
+    shutil.rmtree(retired, ignore_errors=True)
+    if folder.exists():
+        os.replace(folder, retired)
+    os.replace(staging, folder)
+    shutil.rmtree(retired, ignore_errors=True)

@@ -1,0 +1,103 @@
+"""`controller install`: an export becomes a digest-pinned profile operator that runs only on
+the layouts the evaluator verified, and refuses what it cannot vouch for."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import make_export
+
+from controller.cli import main
+from operators.catalog.rms_norm import rms_norm_triton
+from operators.errors import ProfileError
+from operators.selection import KernelSelection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def install(export: Path, root: Path, *extra: str) -> int:
+    return main(["install", str(export), "--profile", "fast", "--tuned-root", str(root), *extra])
+
+
+def rows(count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(count)
+    x = torch.randn(count, 1024, generator=generator).to(torch.bfloat16)
+    return x, torch.randn(1024, generator=generator).to(torch.bfloat16)
+
+
+def test_an_installed_export_runs_on_verified_layouts_and_falls_back_elsewhere(export, tmp_path):
+    assert install(export, tmp_path) == 0
+    resolved = KernelSelection("fast", tuned_root=tmp_path).resolve("rms_norm")
+    assert resolved.tuned is not None
+    assert resolved.tuned.kernel.__module__.startswith("_tuned_fast_rms_norm.")
+    x, weight = rows(50)  # the action_b1 workload: 50 rows of 1024
+    assert resolved.tuned.applies(x, weight, 1e-6) and resolved.tuned.applies(x, weight, eps=1e-6)
+    assert torch.equal(resolved(x, weight, eps=1e-6), rms_norm_triton(x, weight, eps=1e-6))
+    odd, odd_weight = rows(3)
+    assert not resolved.tuned.applies(odd, odd_weight, eps=1e-6)  # no workload has 3 rows
+    assert not resolved.tuned.applies(x.float(), weight.float(), eps=1e-6)
+    assert not resolved.tuned.applies(x, weight, eps=1e-5)
+    transposed = torch.empty(1024, 50, dtype=torch.bfloat16).t()
+    assert not resolved.tuned.applies(transposed, weight, eps=1e-6)
+
+    profile = json.loads((tmp_path / "fast" / "profile.json").read_text())
+    assert profile["environment"]["gpu_name"] == "cpu"
+    entry = profile["operators"]["rms_norm"]
+    assert entry["run_id"] == "tune-20261201T000000Z-abcdef" and entry["attempt"] == 3
+    assert entry["task_digest"] == json.loads((export / "export.json").read_text())["task_digest"]
+    assert entry["entry_point"] == "operators/catalog/rms_norm.py::rms_norm_triton"
+    assert len(entry["layouts"]) == 4 * 2  # 4 workloads x (with eps, without: the default)
+    assert "rms_norm/kernel.py" in profile["files"]
+    assert "rms_norm/solution/operators/catalog/rms_norm.py" in profile["files"]
+
+
+def test_reinstalling_needs_replace(export, tmp_path, capsys):
+    assert install(export, tmp_path) == 0
+    assert install(export, tmp_path) == 2
+    assert "profile 'fast' already has 'rms_norm'; pass --replace" in capsys.readouterr().err
+    assert install(export, tmp_path, "--replace") == 0
+    assert not list(tmp_path.glob(".fast*"))  # staging and the retired copy are gone
+
+
+def test_an_export_from_another_environment_is_refused_naming_the_difference(tmp_path, capsys):
+    foreign = make_export(tmp_path / "h200", gpu_name="NVIDIA H200", compute_capability="9.0")
+    assert install(foreign, tmp_path / "tuned") == 2
+    message = capsys.readouterr().err
+    assert "verified in another environment (gpu_name: 'NVIDIA H200' != 'cpu'" in message
+    assert not (tmp_path / "tuned" / "fast").exists()
+
+
+def test_a_tampered_export_is_refused_naming_the_file(tmp_path, capsys):
+    export = make_export(tmp_path / "tampered")
+    kernel = export / "solution" / "operators" / "catalog" / "rms_norm.py"
+    kernel.write_text(kernel.read_text().replace('"num_warps": 4', '"num_warps": 8'))
+    assert install(export, tmp_path / "tuned") == 2
+    assert "solution/operators/catalog/rms_norm.py does not match its checksum" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_tampered_installed_file_refuses_to_load_naming_the_file(export, tmp_path):
+    assert install(export, tmp_path) == 0
+    installed = (
+        tmp_path / "fast" / "rms_norm" / "solution" / "operators" / "catalog" / "rounding.py"
+    )
+    installed.write_text(installed.read_text() + "\nROUNDING_HACK = 1\n")
+    with pytest.raises(ProfileError, match="rms_norm/solution/operators/catalog/rounding.py does"):
+        KernelSelection("fast", tuned_root=tmp_path).resolve("rms_norm")
+
+
+def test_installed_files_are_ruff_clean(export, tmp_path):
+    """The profile is committed in `tuned/`, where the repository's ruff settings apply."""
+    assert install(export, tmp_path) == 0
+    config = str(ROOT / "pyproject.toml")
+    for command in (["check"], ["format", "--check"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "ruff", *command, "--config", config, str(tmp_path / "fast")],
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
