@@ -76,7 +76,9 @@ done
 echo "=== compare"
 timeout 300 python3 benchmarks/tune_compare.py --runs-dir "$OUT/runs" --out "$OUT" \
   --operators "${operators[@]}" 2>&1 | tee "$OUT/compare.log"
-# The run folders are large (BASE export per run); keep only the evidence and exports.
-find "$OUT/runs" -maxdepth 2 \( -name base -o -name attempts -o -name prepared \) \
-  -exec rm -rf {} + 2>/dev/null
+# Keep the records (journal, verdicts, evaluations, transcripts, incumbents, exports); drop the
+# bulky copies: BASE, the task copies, each attempt's workspace, start tree and candidate.
+find "$OUT/runs" -maxdepth 2 \( -name base -o -name prepared \) -exec rm -rf {} + 2>/dev/null
+find "$OUT/runs" -mindepth 4 -maxdepth 4 -path '*/attempts/*' \( -name workspace -o \
+  -name start -o -name 'candidate*' -o -name gates \) -exec rm -rf {} + 2>/dev/null
 exit 0
