@@ -249,6 +249,8 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         help="CPU, scaled-down workloads, host clock: checks the script, measures nothing",
     )
     arguments = parser.parse_args(argv)
+    if arguments.host and arguments.dry_run:
+        parser.error("--host measures CUDA launches; it has no dry run")
     if not arguments.dry_run and arguments.samples < MIN_SAMPLES:
         parser.error(f"--samples must be >= {MIN_SAMPLES} for a real measurement")
     return arguments
