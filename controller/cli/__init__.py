@@ -14,6 +14,7 @@ SUBCOMMANDS = (
     "controller.cli.tune_command",
     "controller.cli.tune_all_command",
     "controller.cli.install_command",
+    "controller.cli.verify_command",
     "controller.cli.runs_command",
 )
 

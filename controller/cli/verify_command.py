@@ -1,0 +1,113 @@
+"""`controller verify --profile NAME`: is the model still right under a kernel profile, and how
+fast is it end to end?
+
+The example model runs on N fixed input seeds per batch size: an FP32 reference and the BF16
+baseline (both `kernel_profile=torch`) and the profile. Each continuous output's errors against
+the FP32 reference may exceed the baseline's by at most 25% on average and 2x at worst;
+discrete outputs must equal the baseline's. On CUDA the forward is also timed (captured in one
+CUDA graph and under torch.compile) under none, torch and the profile. Exit 0 when the gate
+passes, 1 when it does not, 2 on bad input or a baseline far from the FP32 reference.
+"""
+
+import datetime
+from pathlib import Path
+
+EXIT_FAILED = 1
+EXIT_ERROR = 2
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "verify",
+        help="check a kernel profile's model-level numerics and time the model end to end",
+        description=__doc__.splitlines()[0],
+    )
+    parser.add_argument(
+        "--profile", required=True, metavar="NAME", help="an installed profile, auto or none"
+    )
+    parser.add_argument("--inputs", type=int, default=4, metavar="N", help="seeds per batch (4)")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        action="append",
+        metavar="B",
+        help="batch size; repeat for several (default: 1 and 8)",
+    )
+    parser.add_argument(
+        "--size", choices=("tiny", "pi05"), help="model size (pi05 on CUDA, tiny on a CPU)"
+    )
+    parser.add_argument("--no-timing", action="store_true", help="only the numerical gate")
+    parser.add_argument("--output", type=Path, metavar="REPORT", help="the JSON report's path")
+    parser.add_argument(
+        "--tuned-root", type=Path, metavar="DIR", help="where profiles live (default: tuned/)"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(arguments) -> int:
+    from controller.errors import ControllerError
+
+    batches = arguments.batch or [1, 8]
+    if arguments.inputs < 1 or min(batches) < 1:
+        raise ControllerError(
+            f"--inputs {arguments.inputs} --batch {batches}: give at least 1 input and batch "
+            "sizes of at least 1"
+        )
+    from controller.verification.verify import ExampleForwards, verify_profile, write_report
+    from examples.config import SIZES
+    from operators import KernelSelection, triton_runtime
+    from operators.profiles import TUNED_ROOT
+
+    device = triton_runtime.default_device()
+    size = SIZES[arguments.size or ("pi05" if device.type == "cuda" else "tiny")]
+    if size.needs_cuda and device.type != "cuda":
+        raise ControllerError(f"--size {size.name} needs a CUDA GPU; use --size tiny here")
+    selection = KernelSelection(arguments.profile, tuned_root=arguments.tuned_root or TUNED_ROOT)
+    selection.prepare()  # a missing, tampered or foreign profile is refused before any forward
+    report = verify_profile(
+        arguments.profile,
+        selection,
+        ExampleForwards(size, device),
+        batches,
+        arguments.inputs,
+        time_it=not arguments.no_timing,
+    )
+    output = arguments.output or _default_output(arguments.profile)
+    write_report(report, output)
+    _print(report, output)
+    if report.error:
+        return EXIT_ERROR
+    return 0 if report.passed else EXIT_FAILED
+
+
+def _default_output(profile: str) -> Path:
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Path("runs") / f"verify-{profile}-{stamp}.json"
+
+
+def _print(report, output: Path) -> None:
+    print(
+        f"verify profile {report.profile!r}: example model {report.size}, batches "
+        f"{report.batches}, {report.inputs} inputs each, on {report.device}"
+    )
+    if report.error:
+        print(f"  error: {report.error}")
+    for verdict in report.outputs:
+        if verdict.discrete:
+            state = "ok" if verdict.passed else "FAIL: " + "; ".join(verdict.failures)
+            print(f"  {verdict.name}: discrete, {state}")
+            continue
+        state = "ok" if verdict.passed else "FAIL: " + "; ".join(verdict.failures)
+        print(
+            f"  {verdict.name}: mean max-abs {verdict.candidate_mean_max_abs:.3g} (baseline "
+            f"{verdict.baseline_mean_max_abs:.3g}), mean RMSE {verdict.candidate_mean_rmse:.3g} "
+            f"({verdict.baseline_mean_rmse:.3g}), worst max-abs "
+            f"{verdict.candidate_worst_max_abs:.3g} ({verdict.baseline_worst_max_abs:.3g}): {state}"
+        )
+    for timing in report.timing:
+        for row in timing["rows"]:
+            figure = f"{row['median_ms']:.2f} ms" if row.get("median_ms") else row.get("error")
+            print(f"  batch {timing['batch']} {row['profile']:<8} {row['mode']:<8} {figure}")
+    for note in report.notes:
+        print(f"  note: {note}")
+    print(f"{'PASSED' if report.passed else 'FAILED'}; report in {output}")

@@ -1,0 +1,147 @@
+"""`controller verify`: run the example model over fixed seeds under an FP32 reference, the
+BF16 baseline and a kernel profile, gate the profile's numerics, and on CUDA time the forward
+end to end under `none`, `torch` and the profile, eager-captured and under torch.compile."""
+
+import datetime
+from pathlib import Path
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from controller.verification.float32_reference import (
+    Float32Everywhere,
+    float32_copy,
+    upcast_inputs,
+)
+from controller.verification.model_gate import (
+    OutputVerdict,
+    ReferenceCase,
+    VerificationError,
+    collect_references,
+    judge,
+)
+
+MODEL_SEED = 0
+TIMED_MODES = ("graph", "compile")
+
+
+class VerifyReport(BaseModel):
+    """What `controller verify` found, written to `--output` as JSON."""
+
+    model_config = ConfigDict(frozen=True)
+
+    profile: str
+    size: str
+    batches: list[int]
+    inputs: int
+    device: str
+    environment: dict[str, str]
+    date: str
+    passed: bool
+    error: str | None = None
+    outputs: list[OutputVerdict] = Field(default_factory=list)
+    timing: list[dict] = Field(
+        default_factory=list, description="per batch, the example timing report (CUDA only)"
+    )
+    notes: list[str] = Field(default_factory=list)
+
+
+class ExampleForwards:
+    """The example model at one size, run per (batch, seed) under a profile or in FP32."""
+
+    def __init__(self, size, device: torch.device) -> None:
+        from examples.model import build_model
+
+        self.size, self.device = size, device
+        self.model = build_model(size, MODEL_SEED, device)
+        self._float32 = None
+
+    def inputs(self, batch: int, seed: int):
+        from examples.model import make_inputs
+
+        return make_inputs(self.size, batch, seed, self.device)
+
+    def under(self, profile):
+        """A (batch, seed) -> outputs forward under `profile` (a name or a KernelSelection)."""
+        from operators import use_kernel_profile
+
+        def forward(batch: int, seed: int):
+            with use_kernel_profile(profile):
+                return _detached(self.model(self.inputs(batch, seed)))
+
+        return forward
+
+    def float32_reference(self, batch: int, seed: int):
+        """The references (`torch`) with every tensor in FP32."""
+        from operators import use_kernel_profile
+
+        if self._float32 is None:
+            self._float32 = float32_copy(self.model)
+        with use_kernel_profile("torch"), Float32Everywhere():
+            return _detached(self._float32(upcast_inputs(self.inputs(batch, seed))))
+
+
+def _detached(outputs: dict) -> dict:
+    return {name: tensor.detach().clone() for name, tensor in outputs.items()}
+
+
+def reference_cases(forwards: ExampleForwards, batches: list[int], inputs: int):
+    return collect_references(
+        forwards.float32_reference, forwards.under("torch"), batches, list(range(inputs))
+    )
+
+
+def verify_profile(
+    profile: str,
+    selection,
+    forwards: ExampleForwards,
+    batches: list[int],
+    inputs: int,
+    cases: list[ReferenceCase] | None = None,
+    time_it: bool = True,
+) -> VerifyReport:
+    """Gate `selection` (the profile's KernelSelection) on the model; time it on CUDA."""
+    from operators.environment import current_environment_identity
+
+    report = VerifyReport(
+        profile=profile,
+        size=forwards.size.name,
+        batches=batches,
+        inputs=inputs,
+        device=str(forwards.device),
+        environment=current_environment_identity().model_dump(),
+        date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        passed=False,
+    )
+    try:
+        cases = cases if cases is not None else reference_cases(forwards, batches, inputs)
+        verdicts = judge(cases, forwards.under(selection))
+    except VerificationError as error:
+        return report.model_copy(update={"error": str(error)})
+    report = report.model_copy(
+        update={"outputs": verdicts, "passed": all(v.passed for v in verdicts)}
+    )
+    if not time_it:
+        return report
+    if forwards.device.type != "cuda":
+        note = "end-to-end timing skipped: it needs CUDA (the Triton interpreter is not timed)"
+        return report.model_copy(update={"notes": [note]})
+    return report.model_copy(update={"timing": _timing(profile, forwards, batches)})
+
+
+def _timing(profile: str, forwards: ExampleForwards, batches: list[int]) -> list[dict]:
+    from examples.timing import time_example
+
+    profiles = sorted({"none", "torch", profile})
+    return [
+        time_example(
+            forwards.size, batch, MODEL_SEED, forwards.device, profiles, list(TIMED_MODES), 20, 3
+        ).model_dump(mode="json")
+        for batch in batches
+    ]
+
+
+def write_report(report: VerifyReport, output: Path) -> None:
+    from controller.runs.store import write_atomic
+
+    write_atomic(output, report.model_dump_json(indent=2) + "\n")

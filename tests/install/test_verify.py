@@ -1,0 +1,102 @@
+"""`controller verify`: the production kernels pass the model-level gate; a degraded kernel
+fails it, naming the output and the figure; a baseline far from FP32 is an error."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from controller.cli import main
+from controller.verification.model_gate import ReferenceCase, VerificationError, judge
+from controller.verification.verify import ExampleForwards, reference_cases, verify_profile
+from examples.config import TINY
+from operators.environment import current_kernel_environment
+from operators.profiles import file_digest
+from operators.selection import KernelSelection
+
+DEGRADED_SOURCE = '''"""rms_norm scaled by 1 + 2^-6: it drifts a little more than BF16 does."""
+
+from operators.catalog.rms_norm import rms_norm_reference
+
+
+def kernel(x, weight, eps=1e-6):
+    return (rms_norm_reference(x, weight, eps).float() * (1 + 2**-6)).to(x.dtype)
+
+
+def applies(*args, **kwargs):
+    return True
+'''
+
+
+@pytest.fixture(scope="module")
+def forwards():
+    return ExampleForwards(TINY, torch.device("cpu"))
+
+
+@pytest.fixture(scope="module")
+def cases(forwards):
+    """The FP32 reference and the BF16 baseline at batch 1, seed 0, shared by the tests."""
+    return reference_cases(forwards, [1], 1)
+
+
+def degraded_profile(root: Path) -> Path:
+    folder = root / "degraded"
+    (folder / "rms_norm").mkdir(parents=True)
+    source = folder / "rms_norm" / "kernel.py"
+    source.write_text(DEGRADED_SOURCE)
+    profile = {
+        "name": "degraded",
+        "environment": current_kernel_environment().model_dump(),
+        "operators": {"rms_norm": {"source": "rms_norm/kernel.py"}},
+        "files": {"rms_norm/kernel.py": file_digest(source)},
+    }
+    (folder / "profile.json").write_text(json.dumps(profile))
+    return root
+
+
+def test_the_fp32_reference_is_float32_and_close_to_the_baseline(cases):
+    (case,) = cases
+    for name, reference in case.reference.items():
+        assert reference.dtype == torch.float32, name
+        baseline = case.baseline[name].double()
+        error = (baseline - reference.double()).pow(2).mean().sqrt()
+        assert 0 < error < 0.05 * reference.double().pow(2).mean().sqrt(), name
+
+
+def test_the_production_kernels_pass(forwards, cases):
+    report = verify_profile("none", KernelSelection("none"), forwards, [1], 1, cases)
+    assert report.passed and report.error is None
+    assert {v.name for v in report.outputs} == set(cases[0].reference)
+    assert all(v.passed for v in report.outputs)
+    assert "timing skipped: it needs CUDA" in report.notes[0]
+
+
+def test_a_degraded_kernel_fails_naming_the_output_and_the_figure(forwards, cases, tmp_path):
+    selection = KernelSelection("degraded", tuned_root=degraded_profile(tmp_path))
+    report = verify_profile("degraded", selection, forwards, [1], 1, cases)
+    assert not report.passed
+    failed = {v.name: v.failures for v in report.outputs if not v.passed}
+    assert "prefix_keys" in failed
+    assert any(failure.startswith("mean RMSE") for failure in failed["prefix_keys"])
+    assert "vision_features" not in failed  # the vision tower has no rms_norm
+
+
+def test_a_baseline_far_from_fp32_is_an_error_and_discrete_outputs_must_match():
+    reference = {"y": torch.ones(4), "token": torch.arange(4)}
+    far = ReferenceCase(
+        batch=1, seed=0, reference=reference, baseline={**reference, "y": reference["y"] * 2}
+    )
+    with pytest.raises(VerificationError, match="output 'y': the baseline .* is far from the FP32"):
+        judge([far], lambda batch, seed: reference)
+    close = ReferenceCase(batch=1, seed=0, reference=reference, baseline=reference)
+    verdicts = judge([close], lambda batch, seed: {"y": reference["y"], "token": torch.zeros(4)})
+    token = next(v for v in verdicts if v.name == "token")
+    assert token.discrete and token.failures == ["differs from the baseline at batch 1 seed 0"]
+
+
+def test_verify_refuses_bad_input_before_running_the_model(tmp_path, capsys):
+    assert main(["verify", "--profile", "none", "--inputs", "0"]) == 2
+    assert "give at least 1 input" in capsys.readouterr().err
+    assert main(["verify", "--profile", "missing", "--tuned-root", str(tmp_path)]) == 2
+    assert "kernel profile 'missing' is not installed" in capsys.readouterr().err
