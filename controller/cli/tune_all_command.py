@@ -40,6 +40,12 @@ def add_parser(subparsers) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--gpus", metavar="LIST", help="GPU indices, one worker each (0)")
     where.add_argument("--ray", metavar="ADDRESS", help="submit each run to this Ray cluster")
+    parser.add_argument(
+        "--ray-resource",
+        default="GPU",
+        metavar="NAME",
+        help="the Ray resource each run asks one of (default: GPU)",
+    )
     parser.add_argument("--fence", choices=("landlock", "docker"), help="fence of every run")
     parser.add_argument("--unfenced", action="store_true", help="run the agents without a fence")
     parser.add_argument("--max-attempts", type=int, metavar="N", help="attempts per run")
@@ -66,6 +72,8 @@ def run(arguments: argparse.Namespace, evaluator=None) -> int:
     from controller.batch.tune_all import run_batch, start_batch
 
     gpus = parse_gpus(arguments.gpus) if arguments.gpus else ["0"]
+    if arguments.ray:
+        _check_ray()
     if arguments.resume:
         folder = _batch_folder(arguments.resume, arguments.runs_dir)
         given = {field: _given(arguments, field) for field in PASSED_THROUGH}
@@ -93,10 +101,21 @@ def _workers(arguments, folder: Path, gpus: list[str]):
     if arguments.ray:
         from controller.batch.ray_workers import RayWorkers
 
-        return RayWorkers(folder, arguments.ray)
+        return RayWorkers(folder, arguments.ray, gpu_resource=arguments.ray_resource)
     from controller.batch.workers import LocalWorkers
 
     return LocalWorkers(folder, gpus)
+
+
+def _check_ray() -> None:
+    from controller.errors import ControllerError
+
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise ControllerError(
+            "--ray needs Ray on this machine: pip install 'kernel-controller[cluster]'"
+        ) from None
 
 
 def _given(arguments, field: str):
