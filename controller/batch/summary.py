@@ -7,6 +7,11 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from controller.batch.devices import overlapping_holds, read_holds
+from controller.batch.evaluation_windows import (
+    EvaluationWindow,
+    evaluation_windows,
+    overlapping_windows,
+)
 from controller.batch.record import BatchRecord, OperatorEntry
 from controller.batch.runs import run_folder, run_state
 from controller.runs.store import write_atomic, write_json_atomic
@@ -35,7 +40,8 @@ class OperatorSummary(BaseModel):
 
 
 class BatchSummary(BaseModel):
-    """The batch's outcome: one row per operator and the device-hold check."""
+    """The batch's outcome: one row per operator, and the check that no two evaluations
+    held one GPU at once (from the device holds and the runs' journals)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -44,6 +50,9 @@ class BatchSummary(BaseModel):
     operators: list[OperatorSummary]
     device_holds: int
     overlapping_device_holds: int
+    evaluations: list[EvaluationWindow] = Field(default_factory=list)
+    overlapping_evaluations: int = 0
+    evaluations_outside_holds: int = 0
 
 
 def summarize_operator(batch: Path, operator: str, entry: OperatorEntry) -> OperatorSummary:
@@ -115,6 +124,7 @@ def _weakest_round(rows: list[dict]) -> float | None:
 
 def write_summary(batch: Path, record: BatchRecord) -> BatchSummary:
     holds = read_holds(batch)
+    windows = evaluation_windows(batch)
     summary = BatchSummary(
         batch_id=record.batch_id,
         state=record.state,
@@ -123,6 +133,9 @@ def write_summary(batch: Path, record: BatchRecord) -> BatchSummary:
         ],
         device_holds=len(holds),
         overlapping_device_holds=len(overlapping_holds(holds)),
+        evaluations=windows,
+        overlapping_evaluations=len(overlapping_windows(windows)),
+        evaluations_outside_holds=sum(1 for window in windows if window.gpu is None),
     )
     write_json_atomic(batch / SUMMARY_JSON, summary.model_dump(mode="json"))
     write_atomic(batch / SUMMARY_MD, render_markdown(summary, record))
@@ -153,15 +166,23 @@ def render_markdown(summary: BatchSummary, record: BatchRecord) -> str:
             f"| {_figure(row.weakest_round_speedup, '.3f')} | {reason} "
             f"| {row.export or '-'} |"
         )
-    overlap = summary.overlapping_device_holds
-    lines += [
-        "",
-        f"Device holds recorded in `device-holds.jsonl`: {summary.device_holds}; "
-        + (
-            "no two held one GPU at once."
-            if overlap == 0
-            else f"{overlap} pairs overlapped on one GPU: the timings are not trustworthy."
-        ),
-        "",
-    ]
+    lines += ["", device_check(summary), ""]
     return "\n".join(lines)
+
+
+def device_check(summary: BatchSummary) -> str:
+    """One sentence a reviewer can act on: did two runs or evaluations share a GPU?"""
+    counts = (
+        f"{summary.device_holds} device holds (`device-holds.jsonl`), "
+        f"{len(summary.evaluations)} evaluations (the runs' `checking` intervals)"
+    )
+    problems = []
+    if summary.overlapping_device_holds:
+        problems.append(f"{summary.overlapping_device_holds} pairs of holds overlapped on a GPU")
+    if summary.overlapping_evaluations:
+        problems.append(f"{summary.overlapping_evaluations} pairs of evaluations overlapped")
+    if summary.evaluations_outside_holds:
+        problems.append(f"{summary.evaluations_outside_holds} evaluations ran outside any hold")
+    if problems:
+        return f"{counts}: " + "; ".join(problems) + "; these timings are not trustworthy."
+    return f"{counts}: no two held one GPU at once."

@@ -18,6 +18,9 @@ from controller.batch.summary import BatchSummary, summarize_operator, write_sum
 class Workers(Protocol):
     """Where the runs execute: this host's GPUs or a Ray cluster."""
 
+    on_finished: Callable[[str, BatchRecord], None]
+    """Called with each operator whose run ended (not interrupted) and the record then."""
+
     def run(self, record: BatchRecord, operators: list[str]) -> BatchRecord: ...
 
 
@@ -64,8 +67,7 @@ def run_batch(
         row = summarize_operator(folder, operator, current.entries[operator])
         say(f"[{done}/{total}] {progress_text(row)}")
 
-    if hasattr(workers, "on_finished"):
-        workers.on_finished = finished
+    workers.on_finished = finished
     record = workers.run(record, record.unfinished())
     if record.state != "interrupted":
         record = record.model_copy(update={"state": "finished"})

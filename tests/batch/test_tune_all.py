@@ -18,7 +18,8 @@ import pytest
 from conftest import write_script
 
 from controller.batch.devices import DeviceLock, overlapping_holds, read_holds
-from controller.batch.summary import export_figures
+from controller.batch.evaluation_windows import evaluation_windows, overlapping_windows
+from controller.batch.summary import BatchSummary, device_check, export_figures
 from controller.cli import build_parser, main
 from controller.cli.tune_all_command import run as run_tune_all
 from gates.evaluator.protocol import EvaluationResult
@@ -95,6 +96,9 @@ def test_a_failed_preflight_marks_only_its_operator_and_the_summary_says_so(
     assert rows["rms_norm"]["baseline_us"] == 5.0
     assert rows["rms_norm"]["export"] is None  # nothing can be promoted without CUDA timing
     assert summary["overlapping_device_holds"] == 0 and summary["device_holds"] == 1
+    (window,) = summary["evaluations"]  # attempt 1's gates, inside rms_norm's hold of GPU 0
+    assert (window["operator"], window["attempt"], window["gpu"]) == ("rms_norm", 1, "0")
+    assert summary["overlapping_evaluations"] == 0 == summary["evaluations_outside_holds"]
     markdown = (batch / "summary.md").read_text()
     assert "| rms_norm | rejected | 5.00 | - | - | - | attempt limit reached" in markdown
 
@@ -160,7 +164,8 @@ def test_ctrl_c_stops_the_batch_resumably_and_no_gpu_is_held_twice(
     assert resumed.returncode == 1, resumed.stdout + resumed.stderr  # rejected: nothing timed
     record = json.loads((batch / "batch.json").read_text())
     assert record["state"] == "finished"
-    assert {entry["status"] for entry in record["entries"].values()} == {"rejected"}
+    entries = record["entries"].values()
+    assert {entry["status"] for entry in entries} == {"rejected"}, [e["reason"] for e in entries]
     interrupted_run = Path(record["entries"][_first_started(batch)]["run_dir"])
     state = json.loads((interrupted_run / "state.json").read_text())
     assert state["reason"] == "attempt limit reached: 1 of 1 used"  # resumed, not restarted
@@ -168,6 +173,9 @@ def test_ctrl_c_stops_the_batch_resumably_and_no_gpu_is_held_twice(
     assert len(holds) == 3 and all(hold.released is not None for hold in holds)
     assert overlapping_holds(holds) == []
     assert "no two held one GPU at once" in (batch / "summary.md").read_text()
+    summary = json.loads((batch / "summary.json").read_text())
+    assert summary["evaluations"] and all(w["gpu"] for w in summary["evaluations"])
+    assert summary["overlapping_evaluations"] == 0
 
 
 def _agent_working(runs: Path) -> Path | None:
@@ -219,3 +227,40 @@ def test_summary_figures_come_from_the_promoting_evaluation(tmp_path):
     assert figures["tuned_us"] == pytest.approx((8 + 3 * 1) / 4)
     assert figures["speedup"] == pytest.approx(16 / 11)
     assert figures["weakest_round_speedup"] == pytest.approx(16 / 15)  # round 2: 9 + 3 * 2
+
+
+def test_the_summary_flags_two_evaluations_on_one_gpu_at_once(tmp_path):
+    """Holds and journals as a broken scheduler would leave them: both runs on GPU 0."""
+    holds = [("acquired", "a", 10.0), ("acquired", "b", 11.0), ("released", "a", 20.0)]
+    holds.append(("released", "b", 21.0))
+    (tmp_path / "device-holds.jsonl").write_text(
+        "".join(
+            json.dumps({"event": event, "gpu": "0", "operator": name, "time": at}) + "\n"
+            for event, name, at in holds
+        )
+    )
+    for name, start in (("a", 12.0), ("b", 13.0)):
+        run = tmp_path / "runs" / name / "tune-1"
+        run.mkdir(parents=True)
+        transitions = [("attempting", "checking", start), ("checking", "feedback", start + 5)]
+        run.joinpath("journal.jsonl").write_text(
+            "".join(
+                json.dumps({"kind": "transition", "from": a, "to": b, "at": at, "attempt": 1})
+                + "\n"
+                for a, b, at in transitions
+            )
+        )
+    windows = evaluation_windows(tmp_path)
+    assert [(w.operator, w.gpu) for w in windows] == [("a", "0"), ("b", "0")]
+    assert len(overlapping_windows(windows)) == 1
+    summary = BatchSummary(
+        batch_id="b",
+        state="finished",
+        operators=[],
+        device_holds=2,
+        overlapping_device_holds=1,
+        evaluations=windows,
+        overlapping_evaluations=1,
+    )
+    assert "1 pairs of evaluations overlapped" in device_check(summary)
+    assert "not trustworthy" in device_check(summary)
