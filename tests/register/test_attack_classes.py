@@ -10,8 +10,6 @@ from judged_attempt import JudgedTarget, gate, writes
 from target_fixture import (
     GELU_TANH,
     GOOD_EDITS,
-    MODEL_TEST,
-    VISION,
     seeded_runner,
     vision,
     write_target,
@@ -168,31 +166,35 @@ ROUTED_AT_DRIVER_SIZES = (
 )
 
 
-def test_class5_routing_only_at_the_parity_sizes_is_seen(judged):
+def test_class5_behaviour_outside_the_parity_configurations_is_seen(judged):
     """The block is routed only at the drivers' batch sizes (1 and 2) and runs the old code
-    elsewhere: the direct calls on drawn sizes (and hidden configurations) never reach ops."""
-    _, attempt = judged.attempt(writes({**GOOD_EDITS, "model/vision.py": ROUTED_AT_DRIVER_SIZES}))
-    verdict = gate(attempt, "registry_hits")
-    assert not verdict.passed
-    assert verdict.summary.startswith(
-        "ops.gelu_tanh was never reached from model/vision.py:VisionBlock.forward in hidden "
-        "configuration 1 (and 3 more"
-    )
-
-
-def test_class5_a_reference_wrong_off_the_parity_shapes_differs(judged):
-    """The reference is exact GELU except at the drivers' row counts; the parity drivers' bits
-    match, the direct calls and hidden configurations do not."""
+    elsewhere, and the new reference is exact GELU except at those row counts: the drivers see
+    nothing, the hidden configurations and the direct calls on drawn sizes see both."""
     wrong_elsewhere = GELU_TANH.replace(
         '    return F.gelu(x, approximate="tanh")',
         '    if x.shape[0] in (1, 2):\n        return F.gelu(x, approximate="tanh")\n'
         "    return F.gelu(x)",
     )
-    edits = {**GOOD_EDITS, "operators/catalog/gelu_tanh.py": wrong_elsewhere}
+    edits = {
+        **GOOD_EDITS,
+        "model/vision.py": ROUTED_AT_DRIVER_SIZES,
+        "operators/catalog/gelu_tanh.py": wrong_elsewhere,
+    }
     _, attempt = judged.attempt(writes(edits))
-    verdict = gate(attempt, "bit_exact_parity")
-    assert not verdict.passed
-    assert verdict.summary.startswith("hidden configuration 1: output 'hidden' differs from BASE")
+    hits = gate(attempt, "registry_hits")
+    assert not hits.passed
+    assert hits.summary.startswith(
+        "ops.gelu_tanh was never reached from model/vision.py:VisionBlock.forward in hidden "
+        "configuration 1 (and 3 more"
+    )
+    assert set(hits.details["hits"]) == {
+        "model.parity:tiny_batch1",
+        "model.parity:tiny_batch2",
+        "hidden configuration 1",
+        "hidden configuration 2",
+    }
+    parity = gate(attempt, "bit_exact_parity")
+    assert parity.summary.startswith("hidden configuration 1: output 'projected' differs from BASE")
 
 
 def test_class5_the_parity_drivers_are_protected(judged):
@@ -235,19 +237,3 @@ def test_class7_a_path_that_is_not_utf8_is_rejected_not_a_crash(judged):
     assert verdict.summary.startswith(
         "model/caf\\xe9.py: the path is not valid UTF-8; use plain UTF-8 file names"
     )
-
-
-def test_the_honest_registration_passes_the_hidden_checks(judged):
-    _, attempt = judged.attempt(writes(GOOD_EDITS))
-    for name in ("scope", "ruff", "registry_hits", "bit_exact_parity"):
-        verdict = gate(attempt, name)
-        assert verdict.passed, f"{name}: {verdict.summary}"
-    hits = gate(attempt, "registry_hits")
-    assert set(hits.details["hits"]) == {
-        "model.parity:tiny_batch1",
-        "model.parity:tiny_batch2",
-        "hidden configuration 1",
-        "hidden configuration 2",
-    }
-    assert "direct call-site calls on drawn inputs" in gate(attempt, "bit_exact_parity").summary
-    assert MODEL_TEST and VISION  # the fixture's BASE files are what the attempts start from
