@@ -43,6 +43,8 @@ class LocalWorkers:
         self._guard = threading.Lock()
         self._children: dict[str, subprocess.Popen] = {}
         self._stopping = threading.Event()
+        self._all_done = threading.Event()
+        self._running = 0
 
     def run(self, record: BatchRecord, operators: list[str]) -> BatchRecord:
         """Run `operators`; returns the record (state `interrupted` after a stop)."""
@@ -54,22 +56,32 @@ class LocalWorkers:
             threading.Thread(target=self._worker, args=(gpu, work), name=f"gpu-{gpu}")
             for gpu in self.gpus
         ]
+        self._running = len(threads)
+        # Waiting on an Event, not Thread.join(timeout): a KeyboardInterrupt that lands inside
+        # join can leave a live thread looking finished, and the batch would exit under it.
         with _signals_as_interrupt():
             try:
                 for thread in threads:
                     thread.start()
-                while any(thread.is_alive() for thread in threads):
-                    for thread in threads:
-                        thread.join(timeout=0.2)
+                while not self._all_done.wait(0.2):
+                    pass
             except (KeyboardInterrupt, BatchInterrupted):
                 self._stop_children()
-                for thread in threads:
-                    thread.join()
+                while not self._all_done.wait(0.2):
+                    pass
                 self._save(state="interrupted")
-                return self.record
         return self.record
 
     def _worker(self, gpu: str, work: "queue.SimpleQueue[str]") -> None:
+        try:
+            self._work_on(gpu, work)
+        finally:
+            with self._guard:
+                self._running -= 1
+                if self._running == 0:
+                    self._all_done.set()
+
+    def _work_on(self, gpu: str, work: "queue.SimpleQueue[str]") -> None:
         """Lock the GPU, take one operator, run it, unlock; until the queue is empty."""
         lock = DeviceLock(gpu, self.locks)
         while not self._stopping.is_set() and not work.empty():

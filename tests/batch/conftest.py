@@ -1,31 +1,15 @@
-"""Shared fixtures for the batch tests: a tiny target repository and scripted sessions."""
+"""Shared fixtures for the batch tests."""
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
+from batch_fixtures import make_target
 
 
 @pytest.fixture(scope="module")
 def batch_target(tmp_path_factory) -> Path:
-    """A real one-commit git repository whose pyproject.toml carries the ruff settings."""
-    path = tmp_path_factory.mktemp("batch") / "target"
-    path.mkdir()
-    (path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
-    for command in (
-        ["init", "-q", "-b", "main"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "base"],
-    ):
-        subprocess.run(["git", "-C", str(path), *command], check=True, capture_output=True)
-    return path
-
-
-def write_script(path: Path, *attempts: list[dict]) -> Path:
-    """A `scripted:` agent file: attempt n replays attempts[n - 1]."""
-    path.write_text(json.dumps({"attempts": list(attempts)}))
-    return path
+    """One tiny target repository per test module (it is only read)."""
+    return make_target(tmp_path_factory.mktemp("batch") / "target")
 
 
 @pytest.fixture

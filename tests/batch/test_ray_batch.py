@@ -3,7 +3,7 @@ CPU with a custom resource stands in for a cluster's GPUs (skipped where Ray is 
 it is the optional `kernel-controller[cluster]` dependency)."""
 
 import pytest
-from conftest import write_script
+from batch_fixtures import write_script
 
 from controller.batch.devices import read_holds
 from controller.batch.record import RunOptions

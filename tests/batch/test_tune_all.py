@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import write_script
+from batch_fixtures import write_script
 
 from controller.batch.devices import DeviceLock, overlapping_holds, read_holds
 from controller.batch.evaluation_windows import evaluation_windows, overlapping_windows

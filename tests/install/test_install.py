@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import make_export
+from export_fixtures import make_export
 
 from controller.cli import main
 from operators.catalog.rms_norm import rms_norm_triton
