@@ -3,7 +3,9 @@
 A call goes through the active `KernelSelection`; while `record_registry_hits` is active,
 each call is also counted against the calling function, so a gate can prove a call site is
 routed through the registry; while `record_registry_calls` is active, the shapes and dtypes
-each call site passed and got back are counted too, so a gate can hold a declaration to them.
+each call site passed and got back are counted too, so a gate can hold a declaration to them
+(and an observer given to it sees each call's arguments and result, which `capture-ops` keeps);
+while `label_registry_calls` is active, each call is a `registry:<name>` profiler range.
 While `torch.compile` traces, a call goes to what the active selection resolved for compiled
 graphs (see `operators.library`) and is neither counted nor recorded.
 """
@@ -19,11 +21,22 @@ import torch
 from operators.selection import active_selection
 
 _hit_counters: list[Counter] = []
+CallObserver = Callable[[str, tuple, dict, Any], None]
+
 _call_counters: list[Counter] = []
+_call_observers: list[CallObserver] = []
+_range_labels: list[bool] = []
+
+
+def _labelled_call(name: str, args: tuple, kwargs: dict) -> Any:
+    with torch.profiler.record_function(f"registry:{name}"):
+        return active_selection().resolve(name)(*args, **kwargs)
 
 
 def _recorded_call(name: str, caller, args: tuple, kwargs: dict) -> Any:
     result = active_selection().resolve(name)(*args, **kwargs)
+    for observer in _call_observers:
+        observer(name, args, kwargs, result)
     outputs = result if isinstance(result, tuple | list) else (result,)
     key = (
         name,
@@ -63,15 +76,30 @@ def record_registry_hits() -> Iterator[Counter]:
 
 
 @contextlib.contextmanager
-def record_registry_calls() -> Iterator[Counter]:
+def record_registry_calls(observer: CallObserver | None = None) -> Iterator[Counter]:
     """Count registry calls by (operator, caller file, caller qualname, argument signatures,
-    keyword signatures, output signatures) inside the block."""
+    keyword signatures, output signatures) inside the block; `observer(name, args, kwargs,
+    result)`, when given, sees each call after it returned."""
     counter: Counter = Counter()
     _call_counters.append(counter)
+    if observer is not None:
+        _call_observers.append(observer)
     try:
         yield counter
     finally:
         _call_counters.remove(counter)
+        if observer is not None:
+            _call_observers.remove(observer)
+
+
+@contextlib.contextmanager
+def label_registry_calls() -> Iterator[None]:
+    """Wrap each registry call in a `registry:<name>` profiler range inside the block."""
+    _range_labels.append(True)
+    try:
+        yield
+    finally:
+        _range_labels.pop()
 
 
 def operator_function(name: str) -> Callable[..., Any]:
@@ -84,6 +112,8 @@ def operator_function(name: str) -> Callable[..., Any]:
             _count_hit(name, sys._getframe(1))
         if _call_counters:
             return _recorded_call(name, sys._getframe(1), args, kwargs)
+        if _range_labels:
+            return _labelled_call(name, args, kwargs)
         return active_selection().resolve(name)(*args, **kwargs)
 
     operator.__name__ = operator.__qualname__ = name
