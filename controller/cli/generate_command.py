@@ -18,6 +18,13 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="parent folder")
     parser.add_argument("--list", action="store_true", help="list the operators and exit")
     parser.add_argument(
+        "--captured",
+        type=Path,
+        metavar="DIR",
+        help="workloads from a `controller capture-ops` folder (weight = call count); "
+        "default operators: those the capture holds",
+    )
+    parser.add_argument(
         "--force", action="store_true", help="replace packages this command generated before"
     )
     parser.set_defaults(func=run)
@@ -32,8 +39,22 @@ def run(arguments) -> int:
             print(f"{declaration.name}  ({len(declaration.workloads)} workloads)")
         return 0
     names = arguments.operators or REGISTRY.names()
+    files_of = None
+    if arguments.captured is not None:
+        from gates.tasks.captured import render_captured_package
+        from operators.call_capture import load_capture
+
+        captured = load_capture(arguments.captured).counts_by_operator()
+        names = arguments.operators or [name for name in REGISTRY.names() if name in captured]
+
+        def files_of(declaration):
+            return render_captured_package(declaration, arguments.captured)
+
     declarations = [REGISTRY.declaration(name) for name in names]
     for declaration in declarations:
-        folder, digest = write_package(declaration, arguments.output, force=arguments.force)
+        files = files_of(declaration) if files_of else None
+        folder, digest = write_package(
+            declaration, arguments.output, force=arguments.force, files=files
+        )
         print(f"{declaration.name}: {folder} sha256:{digest[:16]}")
     return 0

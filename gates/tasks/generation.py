@@ -59,10 +59,14 @@ def render_package(declaration: OperatorDeclaration) -> dict[str, bytes]:
 
 
 def write_package(
-    declaration: OperatorDeclaration, output: Path, force: bool = False
+    declaration: OperatorDeclaration,
+    output: Path,
+    force: bool = False,
+    files: dict[str, bytes] | None = None,
 ) -> tuple[Path, str]:
-    """Write one package to output/<name>; returns its folder and identity digest."""
-    files = render_package(declaration)
+    """Write one package to output/<name> (`files` if rendered already, e.g. from a capture);
+    returns its folder and identity digest."""
+    files = render_package(declaration) if files is None else files
     identity = identity_document(files)
     target = Path(output) / declaration.name
     if target.exists() or target.is_symlink():

@@ -22,6 +22,16 @@ class ScalarInput(BaseModel):
     value: int | float | bool
 
 
+class SafetensorsInput(BaseModel):
+    """The input is a tensor stored in a safetensors file of the package (a captured call's)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["safetensors"] = "safetensors"
+    path: str = Field(min_length=1)
+    tensor_key: str = Field(min_length=1)
+
+
 class Workload(BaseModel):
     """One benchmarked call shape; `uuid` is stable so traces can point back at it."""
 
@@ -29,4 +39,4 @@ class Workload(BaseModel):
 
     uuid: str = Field(min_length=1)
     axes: dict[str, int]
-    inputs: dict[str, RandomInput | ScalarInput]
+    inputs: dict[str, RandomInput | ScalarInput | SafetensorsInput]
