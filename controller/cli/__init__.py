@@ -8,6 +8,8 @@ SUBCOMMANDS = (
     "controller.cli.catalog_command",
     "controller.cli.example_command",
     "controller.cli.sandbox_command",
+    "controller.cli.capture_command",
+    "controller.cli.profile_command",
     "controller.cli.generate_command",
     "controller.cli.evaluate_command",
     "controller.cli.register_command",
