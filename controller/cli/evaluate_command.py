@@ -26,6 +26,13 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per phase")
     parser.add_argument("--incumbent", type=Path, help="a solution to time alongside (CUDA)")
+    parser.add_argument(
+        "--fence",
+        choices=("none", "landlock"),
+        default="none",
+        help="run the candidate worker inside this fence (landlock: no network, writes only "
+        "to the evaluation's folders)",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(func=run)
 
@@ -55,6 +62,7 @@ def run(arguments) -> int:
             device=arguments.device,
             timeout=arguments.timeout,
             incumbent=arguments.incumbent,
+            fence=arguments.fence,
         )
     if arguments.json:
         document = result.model_dump(mode="json")

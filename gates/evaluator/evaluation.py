@@ -51,8 +51,10 @@ def evaluate(
     incumbent: Path | None = None,
     timing_samples: int = 1000,
     timing_rounds: int = 5,
+    fence: str = "none",
 ) -> EvaluationResult:
-    """Evaluate `solution_path` on the task in `task_folder`; bad input raises GateError."""
+    """Evaluate `solution_path` on the task in `task_folder`; bad input raises GateError.
+    `fence="landlock"` runs the candidate worker inside the Landlock fence."""
     started = time.monotonic()
     task = load_task(Path(task_folder))
     solution = load_solution(Path(solution_path))
@@ -83,6 +85,7 @@ def evaluate(
             sources_dir=str(sources),
             timing_samples=timing_samples,
             timing_rounds=timing_rounds,
+            fence=fence,
         )
         request_path = work / "request.json"
         write_json_atomic(request_path, request)
@@ -153,8 +156,11 @@ def _run_phases(request: EvaluationRequest, request_path: Path, timeout: float) 
 def _run_candidate(request, request_path, timeout) -> tuple[dict | None, CandidateReport | None]:
     """The candidate phase; an outcome when it already decides the evaluation."""
     try:
-        worker = start_worker("candidate", request, request_path)
-        candidate = finish_worker(worker, request, CandidateReport, timeout)
+        if request.fence == "landlock":
+            candidate = _fenced_candidate(request, request_path, timeout)
+        else:
+            worker = start_worker("candidate", request, request_path)
+            candidate = finish_worker(worker, request, CandidateReport, timeout)
     except WorkerTimeout as error:
         return {"status": "TIMEOUT", "reason": str(error)}, None
     except WorkerCrashed as error:
@@ -173,6 +179,17 @@ def _run_candidate(request, request_path, timeout) -> tuple[dict | None, Candida
         outcome["findings"] = candidate.findings
         outcome["detector"] = candidate.findings[0].detector
     return outcome, candidate
+
+
+def _fenced_candidate(request, request_path, timeout) -> CandidateReport:
+    """The candidate phase under Landlock; a fence that cannot be enforced is bad input."""
+    from gates.evaluator.fenced_candidate import run_fenced_candidate
+    from sandbox import FenceError
+
+    try:
+        return run_fenced_candidate(request, request_path, timeout)
+    except FenceError as error:
+        raise GateError(f"--fence landlock: {error}") from None
 
 
 def _rejected(detector: str, cheat: str, reason: str) -> dict:

@@ -34,6 +34,7 @@ class EvaluationRequest(BaseModel):
     sources_dir: str
     timing_samples: int = 1000
     timing_rounds: int = 5
+    fence: Literal["none", "landlock"] = "none"
 
 
 class Finding(BaseModel):
