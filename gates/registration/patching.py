@@ -31,9 +31,27 @@ DUNDER_HANDLES = {
     "__class__",
     "__subclasses__",
 }
-FORBIDDEN_MODULES = {"builtins", "gc", "importlib", "ctypes", "inspect", "mock"}
+FORBIDDEN_MODULES = {"builtins", "gc", "importlib", "ctypes", "inspect", "mock", "operator"}
 FORBIDDEN_SUBMODULES = {"unittest.mock"}
 MONKEYPATCH_CALLS = {"setattr", "delattr", "setitem", "delitem", "syspath_prepend", "context"}
+# Methods that change a container in place: called on another module's data, they patch it as
+# surely as an assignment does (a launch-settings dict, a table of kernels, a list of hooks).
+MUTATING_METHODS = {
+    "update",
+    "setdefault",
+    "pop",
+    "popitem",
+    "clear",
+    "append",
+    "extend",
+    "insert",
+    "remove",
+    "discard",
+    "__setitem__",
+    "__delitem__",
+    "__iadd__",
+    "__ior__",
+}
 
 
 def patching_violations(path: str, source: str, own_module: str | None = None) -> list[str]:
@@ -44,6 +62,8 @@ def patching_violations(path: str, source: str, own_module: str | None = None) -
     except SyntaxError as error:
         return [f"{path}: does not parse ({error.msg}, line {error.lineno})"]
     modules = _imported_module_names(tree)
+    from_imported = _from_imported_names(tree)
+    aliases = _imported_aliases(tree, modules)
     found = []
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
@@ -75,7 +95,68 @@ def patching_violations(path: str, source: str, own_module: str | None = None) -
                 root = _attribute_root(target)
                 if root in modules:
                     found.append(f"{path}:{line}: assigns to an attribute of module {root}")
+                elif (held := _item_root(target, modules, aliases)) is not None:
+                    found.append(f"{path}:{line}: changes an item of {held}, imported data")
+        elif _mutates_imported(node, modules, from_imported, aliases):
+            found.append(f"{path}:{line}: calls .{node.func.attr}() on imported data")
     return found
+
+
+def _imported_aliases(tree: ast.Module, modules: set[str]) -> set[str]:
+    """Local names bound to imported objects (`table = other.TABLE`): mutating them mutates
+    the original, so they count as imported. Followed to a fixed point over the whole file."""
+    aliases: set[str] = set()
+    while True:
+        found = set(aliases)
+        for node in ast.walk(tree):
+            value = getattr(node, "value", None) if isinstance(node, ast.Assign) else None
+            if value is not None and _chain_root(value) in modules | aliases:
+                found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        if found == aliases:
+            return aliases
+        aliases = found
+
+
+def _chain_root(node: ast.expr) -> str | None:
+    """The name under a chain of attributes and subscripts (`a.b[1].c` -> "a"), or None when
+    a call or anything else makes the result a new object."""
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _item_root(target: ast.expr, modules: set[str], aliases: set[str]) -> str | None:
+    """For `x[k] = v` or `del x[k]` where x reaches imported data: the root's name. A
+    subscript of `getattr(...)` counts too (the object was fetched by name)."""
+    if not isinstance(target, ast.Subscript):
+        return None
+    inner = target.value
+    while isinstance(inner, ast.Attribute | ast.Subscript):
+        inner = inner.value
+    if isinstance(inner, ast.Call) and getattr(inner.func, "id", None) == "getattr":
+        return "getattr(...)"
+    root = _chain_root(target.value)
+    return root if root in modules | aliases else None
+
+
+def _mutates_imported(
+    node: ast.AST, modules: set[str], from_imported: set[str], aliases: set[str]
+) -> bool:
+    """`other.TABLE.update(...)`, `TABLE.append(...)` with TABLE imported or aliased. A method
+    called on a module itself (`numpy.append`) is a function, not a mutation."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in MUTATING_METHODS
+    ):
+        return False
+    receiver = node.func.value
+    root = _chain_root(receiver)
+    if root in aliases:
+        return True
+    if isinstance(receiver, ast.Attribute | ast.Subscript):
+        return root in modules
+    return root in from_imported
 
 
 def _imported_module_names(tree: ast.Module) -> set[str]:
@@ -89,6 +170,16 @@ def _imported_module_names(tree: ast.Module) -> set[str]:
             # name as a possible module: assigning attributes of imported objects is patching too.
             names.update(alias.asname or alias.name for alias in node.names)
     return names
+
+
+def _from_imported_names(tree: ast.Module) -> set[str]:
+    """Local names bound by `from module import name`: objects, not only modules."""
+    return {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
 
 
 def _is_monkeypatch(node: ast.AST) -> bool:

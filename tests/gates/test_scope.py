@@ -103,8 +103,41 @@ def test_rejects_setattr_and_sys_modules_in_source(judge, make_candidate):
     assert "touches sys.modules" in str(verdict.details["violations"])
 
 
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (
+            "from operators.catalog import rms_norm\n\nrms_norm.TUNING['block'] = 1\n",
+            "model/sneaky.py:3: changes an item of rms_norm, imported data",
+        ),
+        (
+            "from operators.catalog.rms_norm import TUNING\n\nTUNING.update(block=1)\n",
+            "model/sneaky.py:3: calls .update() on imported data",
+        ),
+        (
+            "from operators import ops\n\ntable = ops.REGISTRY\nalias = table\n"
+            "del alias['rms_norm']\n",
+            "model/sneaky.py:5: changes an item of alias, imported data",
+        ),
+    ],
+)
+def test_rejects_changing_another_modules_data(judge, make_candidate, source, expected):
+    verdict = judge(make_candidate({"model/sneaky.py": source}))
+    assert not verdict.passed
+    assert expected in verdict.summary
+
+
+def test_accepts_changing_its_own_data_and_calling_module_functions(judge, make_candidate):
+    honest = (
+        "import torch\n\nfrom model import run\n\nseen = {}\nseen['a'] = run(1)\n"
+        "rows = []\nrows.append(torch.add(torch.ones(2), 1))\nout = torch.zeros(3)\nout[0] = 1\n"
+    )
+    verdict = judge(make_candidate({"model/honest_helpers.py": honest}))
+    assert verdict.passed, verdict.summary
+
+
 def test_rejects_patching_through_dunder_handles(judge, make_candidate):
     sneaky = 'import torch\n\ntorch.__dict__["add"] = None\n'
     verdict = judge(make_candidate({"model/sneaky.py": sneaky}))
     assert not verdict.passed
-    assert "model/sneaky.py:3: uses __dict__ (runtime patching)" in verdict.summary
+    assert "model/sneaky.py:3: uses __dict__ (runtime patching)" in str(verdict.details)
