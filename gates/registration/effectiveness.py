@@ -8,6 +8,7 @@ reference checks nothing.
 
 import shutil
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from gates.registration.commands import CommandResult, CommandRunner
 from gates.registration.judged_commit import make_writable
 from gates.registration.mutations import MutationError, mutate
 from gates.registration.probes import ProbeResult
-from gates.registration.target_tests import base_config_copy, failure_line
+from gates.registration.target_tests import TestFailure, base_config_copy, failure_line
 from gates.registration.tree_changes import SKIPPED_NAMES, new_test_files, tree_changes
 from gates.verdict import Verdict
 
@@ -32,10 +33,12 @@ def check(
     workdir: Path,
     timeout: float = 300,
     reference: tuple[str, str] | None = None,
+    candidate_run: Callable[[], CommandResult] | None = None,
 ) -> Verdict:
     """Run the new tests on the candidate and on each mutant of the new reference.
 
     `reference` is (file, qualname) when known from the source; otherwise the probe says.
+    `candidate_run` gives the new tests' run on the candidate when the tests gate shares it.
     """
     started = time.monotonic()
     tests = new_test_files(tree_changes(base, candidate))
@@ -53,7 +56,7 @@ def check(
     if not (candidate / reference_file).is_file():
         summary = f"the reference {qualname} must be a function defined in the target's files"
         return Verdict(gate=GATE, passed=False, summary=summary)
-    trees = {"candidate": candidate}
+    trees = {} if candidate_run else {"candidate": candidate}
     try:
         for mutation in MUTATIONS:
             trees[mutation] = _mutant(
@@ -70,8 +73,10 @@ def check(
         folder = (config_file.parent,)  # the fence reads BASE's config copy there
         return runner.run([*argv, *where, *tests], tree, writable=folder, timeout=timeout)
 
-    with ThreadPoolExecutor(max_workers=len(trees)) as pool:
+    with ThreadPoolExecutor(max_workers=len(trees) + 1) as pool:
         futures = {name: pool.submit(run, tree) for name, tree in trees.items()}
+        if candidate_run:
+            futures["candidate"] = pool.submit(_shared_run, candidate_run, timeout)
         results: dict[str, CommandResult] = {name: f.result() for name, f in futures.items()}
     details = {
         "tests": tests,
@@ -87,6 +92,13 @@ def check(
         "(1 + 1e-3) and when its last operation is dropped"
     )
     return Verdict(gate=GATE, passed=passed, summary=summary, details=details, seconds=seconds)
+
+
+def _shared_run(candidate_run: Callable[[], CommandResult], timeout: float) -> CommandResult:
+    try:
+        return candidate_run()
+    except TestFailure:
+        return CommandResult(returncode=124, output="", seconds=timeout, timed_out=True)
 
 
 def _judge(results: dict[str, CommandResult], tests: list[str], qualname: str) -> str | None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,6 +37,7 @@ from gates.registration.declared import reference_location
 from gates.registration.hidden import HiddenDraw
 from gates.registration.judged_commit import JudgedCommit, make_writable
 from gates.registration.probes import ProbeResult, cached_probe, run_probe
+from gates.registration.tree_changes import new_test_files, tree_changes
 from gates.target import TargetConfig
 from gates.verdict import Verdict
 
@@ -80,7 +82,7 @@ class Attempt:
     settings: GateSettings
     hidden: HiddenDraw
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _probe: Future | None = None
+    _shared: dict[str, Future] = field(default_factory=dict)
 
     def export(self, gate: str) -> Path:
         """A fresh read-only export of the judged commit for `gate` alone."""
@@ -99,30 +101,46 @@ class Attempt:
 
     def candidate_probe(self) -> ProbeResult:
         """The candidate's probe, started by the first gate that asks and shared with the rest."""
+
+        def probe() -> ProbeResult:
+            return run_probe(
+                self.export("probe"),
+                self.workdir / "probe" / "out",
+                self.config,
+                self.operator,
+                self.runner,
+                self.hidden,
+                self.sites,
+                self.settings.probe_timeout_s,
+            )
+
+        return self.shared("probe", probe)
+
+    def new_tests_session(self):
+        """The new test files run once on the candidate, for the tests and effectiveness gates."""
+
+        def session():
+            tree = self.export("new_tests")
+            tests = new_test_files(tree_changes(self.base, tree))
+            arguments = [*target_tests.NEW_TEST_OPTIONS, *tests]
+            out, timeout = self.workdir / "new_tests" / "out", self.settings.test_timeout_s
+            return target_tests.run_session(self.base, tree, arguments, self.runner, out, timeout)
+
+        return self.shared("new_tests", session)
+
+    def shared(self, key: str, compute: Callable[[], Any]) -> Any:
+        """`compute()` run once per attempt by the first gate that asks; the others wait for it."""
         with self._lock:
-            if self._probe is None:
-                self._probe = Future()
-                owner = True
-            else:
-                owner = False
+            job = self._shared.get(key)
+            owner = job is None
+            if owner:
+                job = self._shared[key] = Future()
         if owner:
             try:
-                tree = self.export("probe")
-                out = self.workdir / "probe" / "out"
-                result = run_probe(
-                    tree,
-                    out,
-                    self.config,
-                    self.operator,
-                    self.runner,
-                    self.hidden,
-                    self.sites,
-                    self.settings.probe_timeout_s,
-                )
-                self._probe.set_result(result)
+                job.set_result(compute())
             except BaseException as error:
-                self._probe.set_exception(error)
-        return self._probe.result()
+                job.set_exception(error)
+        return job.result()
 
     @property
     def operator(self) -> str:
@@ -167,6 +185,7 @@ def _tests(attempt: Attempt) -> Verdict:
         attempt.workdir / "tests",
         attempt.base_probe_dir / BASE_TESTS,
         attempt.settings.test_timeout_s,
+        attempt.new_tests_session,
     )
 
 
@@ -182,6 +201,7 @@ def _effectiveness(attempt: Attempt) -> Verdict:
         attempt.workdir / "test_effectiveness",
         attempt.settings.test_timeout_s,
         reference,
+        lambda: attempt.new_tests_session()[1],
     )
 
 

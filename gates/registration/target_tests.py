@@ -13,6 +13,7 @@ import shutil
 import sys
 import time
 import tomllib
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -45,8 +46,10 @@ def check(
     workdir: Path,
     base_record: Path,
     timeout: float = 300,
+    new_tests_session: Callable[[], tuple[dict[str, str] | None, CommandResult]] | None = None,
 ) -> Verdict:
-    """Run BASE's tests and the new tests on `candidate`, compared with BASE's outcomes."""
+    """Run BASE's tests and the new tests on `candidate`, compared with BASE's outcomes;
+    `new_tests_session` gives the new tests' session when another gate shares it."""
     started = time.monotonic()
     arguments = pytest_arguments(config.test_command)
     details: dict = {"command": list(config.test_command), "fence": runner.description}
@@ -56,16 +59,17 @@ def check(
     new_tests = new_test_files(tree_changes(base, candidate))
     try:
         before = base_outcomes(base, arguments, runner, base_record, timeout)
-        sessions = {"base_tests": arguments + [f"--ignore={path}" for path in new_tests]}
+        ignored = arguments + [f"--ignore={path}" for path in new_tests]
+        own_new = [*NEW_TEST_OPTIONS, *new_tests]
+
+        def session(name: str, args: list[str]):
+            return lambda: run_session(base, candidate, args, runner, workdir / name, timeout)
+
+        sessions = {"base_tests": session("base_tests", ignored)}
         if new_tests:
-            sessions["new_tests"] = [*NEW_TEST_OPTIONS, *new_tests]
+            sessions["new_tests"] = new_tests_session or session("new_tests", own_new)
         with ThreadPoolExecutor(max_workers=len(sessions)) as pool:
-            jobs = {
-                name: pool.submit(
-                    run_session, base, candidate, args, runner, workdir / name, timeout
-                )
-                for name, args in sessions.items()
-            }
+            jobs = {name: pool.submit(run) for name, run in sessions.items()}
             results = {name: job.result() for name, job in jobs.items()}
         details["new_test_files"] = new_tests
         details["outputs"] = {name: result[1].output[-4000:] for name, result in results.items()}
