@@ -53,3 +53,24 @@ def test_host_event_child_and_allocation_nodes_are_rejected(kind):
 def test_a_graph_without_any_kernel_is_rejected():
     verdict = judge_graph([GraphNode(kind="memset")], SOLUTION)
     assert not verdict.accepted and "no kernel" in verdict.reason
+
+
+def test_a_graph_timing_row_pairs_replays_on_the_promotion_figure():
+    from gates.evaluator.graph_timing import CALLS_PER_GRAPH, cold_calls, graph_row
+    from operators.declaration import Workload
+
+    times = {  # per replay, per call, milliseconds
+        "baseline": {"warm": [0.0020] * 4, "cold": [0.0040] * 4},
+        "candidate": {"warm": [0.0019, 0.0019, 0.0018, 0.0019], "cold": [0.0036] * 4},
+    }
+    workload = Workload(name="w", axes={"tokens": 4}, weight=2.0)
+    row = graph_row(workload, times, "cold", 2, 4096, 0.5)
+    assert row["method"] == "graph" and row["promotion_figure"] == "cold"
+    close = pytest.approx
+    assert row["candidate_median_us"] == close(1.9) and row["candidate_cold_us"] == close(3.6)
+    assert row["paired_ratios"]["baseline"] == close([0.9] * 4)  # cold over cold, by pair
+    assert row["candidate_round_medians_us"] == close([3.6, 3.6])
+    assert abs(row["speedup"] - 2.0 / 1.9) < 1e-12
+    l2 = 60 << 20
+    assert cold_calls(1 << 30, l2) == CALLS_PER_GRAPH  # a big set is cold by itself
+    assert cold_calls(200_000, l2) * 200_000 >= 8 * l2  # small sets: 8 x L2 between uses
