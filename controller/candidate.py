@@ -11,7 +11,6 @@ is an export of it for reading.
 import difflib
 import os
 import shutil
-import stat
 from pathlib import Path
 from typing import Literal
 
@@ -25,7 +24,6 @@ from gates.registration.judged_commit import (
 )
 
 ChangeKind = Literal["added", "modified", "deleted", "symlink", "binary", "mode"]
-EXCLUDED_TOP_LEVEL = frozenset({".git"})
 BINARY_PROBE_BYTES = 8192
 SYMLINK_MODE = "120000"
 DIFF_FILE_LIMIT = 256_000
@@ -180,38 +178,6 @@ def _lines(content: bytes | None, mode: str) -> list[str] | None:
     if mode == SYMLINK_MODE:
         return [f"symlink -> {text}\n"]
     return text.splitlines(keepends=True)
-
-
-def copy_tree(source: Path, destination: Path) -> None:
-    """Copy regular files and symlinks (as links) below `source`, skipping a top-level `.git`.
-
-    Other file types (fifos, sockets, devices) are not copied: a candidate is source code.
-    """
-    destination.mkdir(parents=True)
-    for relative, entry_stat in _walk(source):
-        origin, target = source / relative, destination / relative
-        if stat.S_ISDIR(entry_stat.st_mode):
-            target.mkdir()
-        elif stat.S_ISLNK(entry_stat.st_mode):
-            os.symlink(os.readlink(origin), target)
-        elif stat.S_ISREG(entry_stat.st_mode):
-            shutil.copyfile(origin, target, follow_symlinks=False)
-            os.chmod(target, stat.S_IMODE(entry_stat.st_mode) & 0o755 | 0o600)
-
-
-def _walk(root: Path):
-    """(relative path, lstat) for everything below root, parents first, never following links."""
-    pending = [Path()]
-    while pending:
-        relative = pending.pop()
-        with os.scandir(root / relative) as entries:
-            for entry in sorted(entries, key=lambda item: item.name):
-                if relative == Path() and entry.name in EXCLUDED_TOP_LEVEL:
-                    continue
-                entry_stat = entry.stat(follow_symlinks=False)
-                yield relative / entry.name, entry_stat
-                if stat.S_ISDIR(entry_stat.st_mode):
-                    pending.append(relative / entry.name)
 
 
 def _is_binary(content: bytes) -> bool:
