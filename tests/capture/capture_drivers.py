@@ -1,0 +1,56 @@
+"""Small drivers for the capture and profile tests: real registry calls, tiny sizes."""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from operators import ops
+
+HIDDEN = 32
+
+
+def strided_rms_norm() -> None:
+    """rms_norm on a column-sliced input (row stride 2*HIDDEN), twice, plus a size-one batch
+    whose first-dimension stride differs between calls (one layout: size-one strides are 0)."""
+    weight = torch.ones(HIDDEN, dtype=torch.bfloat16)
+    wide = torch.randn(4, 2 * HIDDEN, dtype=torch.bfloat16)
+    for _ in range(2):
+        ops.rms_norm(wide[:, :HIDDEN], weight)
+    ops.rms_norm(torch.randn(1, HIDDEN, dtype=torch.bfloat16), weight)
+    ops.rms_norm(wide[:1, :HIDDEN].contiguous(), weight)
+
+
+class Attention(nn.Module):
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        heads = hidden.view(1, 2, hidden.shape[0], HIDDEN // 2)
+        return F.scaled_dot_product_attention(heads, heads, heads).reshape(hidden.shape)
+
+
+class Layer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(HIDDEN, dtype=torch.bfloat16), requires_grad=False)
+        self.attention = Attention()
+        self.projection = nn.Linear(HIDDEN, HIDDEN, dtype=torch.bfloat16)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        hidden = hidden + self.attention(ops.rms_norm(hidden, self.weight))
+        return hidden + self.projection(hidden)
+
+
+class TwoLayers(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([Layer(), Layer()])
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            hidden = layer(hidden)
+        return hidden
+
+
+def two_layers() -> torch.Tensor:
+    """One step of a two-layer model: registry, attention and module ranges to attribute."""
+    torch.manual_seed(0)
+    with torch.no_grad():
+        return TwoLayers()(torch.randn(4, HIDDEN, dtype=torch.bfloat16))
