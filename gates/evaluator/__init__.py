@@ -16,5 +16,6 @@ Design (why the reference outputs are out of the solution's reach):
 
 So no reference output ever exists in a process the solution ran in; walking `gc` or frames
 there finds none (and is itself reported by the audit hook). What an in-process solution can
-still do is listed in docs/benchmarks-evaluator.md under "limits".
+still do is listed in docs/evaluator.md under "Limits"; on CUDA the verdicts come from
+inspected CUDA-graph replays, where no Python of the solution runs.
 """
