@@ -80,9 +80,11 @@ class DeviceHold(BaseModel):
     released: float | None = None
 
 
-def record_hold(batch: Path, event: str, gpu: str, operator: str) -> None:
-    """Append `acquired` or `released` for one GPU and operator, synced before going on."""
-    line = json.dumps({"event": event, "gpu": gpu, "operator": operator, "time": time.time()})
+def record_hold(batch: Path, event: str, gpu: str, operator: str, pid: int | None = None) -> None:
+    """Append `acquired` or `released` for one GPU and operator (and the process holding it),
+    synced before going on."""
+    fields = {"event": event, "gpu": gpu, "operator": operator, "time": time.time()}
+    line = json.dumps(fields | ({"pid": pid} if pid is not None else {}))
     with open(batch / HOLDS_FILE, "a", encoding="utf-8") as handle:
         handle.write(line + "\n")
         handle.flush()

@@ -7,12 +7,14 @@ device lock on its node and records the hold as `<node>:<gpu>`. Ctrl-C cancels t
 task passes SIGINT to its run, which records itself `interrupted`, ready for `--resume`.
 """
 
+import os
 import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 from controller.batch import record as records
+from controller.batch.child import PARENT_VARIABLE
 from controller.batch.devices import DeviceLock, record_hold
 from controller.batch.record import BatchRecord, RunOptions
 from controller.batch.runs import LOGS, outcome, run_folder, tune_command
@@ -33,7 +35,7 @@ def run_operator_task(batch: str, operator: str, options: dict) -> tuple[int, st
     lock = DeviceLock(gpus[0]) if len(gpus) == 1 else None
     if lock is not None:
         lock.acquire()
-    record_hold(folder, "acquired", device, operator)
+    record_hold(folder, "acquired", device, operator, pid=os.getpid())
     command = tune_command(folder, operator, RunOptions(**options))
     (folder / LOGS).mkdir(exist_ok=True)
     try:
@@ -41,7 +43,11 @@ def run_operator_task(batch: str, operator: str, options: dict) -> tuple[int, st
             log.write(f"$ {' '.join(command)}  (Ray, {device})\n".encode())
             log.flush()
             child = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, PARENT_VARIABLE: str(os.getpid())},
+                start_new_session=True,
             )
             try:
                 return child.wait(), device

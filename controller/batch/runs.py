@@ -46,7 +46,7 @@ def refusal(log: Path) -> str:
 
 def tune_command(batch: Path, operator: str, options: RunOptions) -> list[str]:
     """`python -m controller tune run ...` that starts the operator's run, or resumes it."""
-    base = [sys.executable, "-m", "controller", "tune", "run"]
+    base = [sys.executable, "-m", "controller.batch.child", "tune", "run"]
     base += ["--runs-dir", str(runs_folder(batch, operator))]
     existing = run_folder(batch, operator)
     if existing is not None:

@@ -69,8 +69,9 @@ def run_batch(
 
     workers.on_finished = finished
     record = workers.run(record, record.unfinished())
-    if record.state != "interrupted":
-        record = record.model_copy(update={"state": "finished"})
+    if record.state != "interrupted":  # a run lost with its worker also leaves work to resume
+        state = "interrupted" if record.unfinished() else "finished"
+        record = record.model_copy(update={"state": state})
     records.save(folder, record)
     return record, write_summary(folder, record)
 

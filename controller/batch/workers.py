@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from controller.batch import record as records
+from controller.batch.child import PARENT_VARIABLE
 from controller.batch.devices import DeviceLock, record_hold
 from controller.batch.record import BatchRecord
 from controller.batch.runs import LOGS, outcome, run_folder, tune_command
@@ -119,7 +120,7 @@ class LocalWorkers:
 
     def _child(self, gpu: str, operator: str, lock: DeviceLock) -> int:
         command = tune_command(self.batch, operator, self.record.options)
-        environment = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
+        environment = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu, PARENT_VARIABLE: str(os.getpid())}
         (self.batch / LOGS).mkdir(exist_ok=True)
         with open(self.batch / LOGS / f"{operator}.log", "ab") as log:
             log.write(f"$ {' '.join(command)}  (CUDA_VISIBLE_DEVICES={gpu})\n".encode())

@@ -2,6 +2,13 @@
 CPU with a custom resource stands in for a cluster's GPUs (skipped where Ray is not installed:
 it is the optional `kernel-controller[cluster]` dependency)."""
 
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
 import pytest
 from batch_fixtures import write_script
 
@@ -41,3 +48,65 @@ def test_ray_runs_every_operator_as_a_task_one_fake_gpu_at_a_time(
     holds = sorted(read_holds(batch), key=lambda hold: hold.acquired)
     assert len(holds) == 2 and all(hold.released for hold in holds)
     assert holds[0].released <= holds[1].acquired  # one fake GPU: Ray ran one task at a time
+
+
+def test_a_killed_ray_worker_leaves_its_run_interrupted_and_resume_finishes_it(
+    tmp_path, batch_target, device_locks
+):
+    go = tmp_path / "go"
+    wait_for_go = f"for i in $(seq 1200); do test -e {go} && exit 0; sleep 0.1; done"
+    script = write_script(tmp_path / "session.json", [{"tool": "bash", "command": wait_for_go}])
+    options = RunOptions(
+        agent=f"scripted:{script}",
+        device="cpu",
+        target=str(batch_target),
+        unfenced=True,
+        max_attempts=1,
+    )
+    batch = start_batch(tmp_path / "runs", ["rms_norm"], options, False)
+    from controller.batch.ray_workers import RayWorkers
+
+    def workers():
+        return RayWorkers(
+            batch,
+            "local",
+            gpu_resource="fake_gpu",
+            init_options={"num_cpus": 2, "resources": {"fake_gpu": 1}, "include_dashboard": False},
+        )
+
+    killer = threading.Thread(target=_kill_worker_once_the_agent_works, args=(batch,))
+    killer.start()
+    record, _ = run_batch(batch, workers())
+    killer.join()
+    assert record.state == "interrupted"
+    entry = record.entries["rms_norm"]
+    assert entry.status == "interrupted" and "WorkerCrashedError" in entry.reason
+    run_dir = Path(entry.run_dir)
+    _wait(lambda: json.loads((run_dir / "state.json").read_text())["state"] == "interrupted")
+
+    go.touch()
+    record, summary = run_batch(batch, workers())
+    assert record.state == "finished" and summary.operators[0].status == "rejected"
+    state = json.loads((run_dir / "state.json").read_text())
+    assert state["reason"] == "attempt limit reached: 1 of 1 used"  # resumed, not restarted
+
+
+def _kill_worker_once_the_agent_works(batch: Path) -> None:
+    def worker_pid():
+        holds = batch / "device-holds.jsonl"
+        journals = list(batch.glob("runs/rms_norm/tune-*/journal.jsonl"))
+        if not holds.is_file() or not journals or "attempting" not in journals[0].read_text():
+            return None
+        return json.loads(holds.read_text().splitlines()[0])["pid"]
+
+    os.kill(_wait(worker_pid), signal.SIGKILL)
+
+
+def _wait(probe, timeout: float = 120.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = probe()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError("timed out")
