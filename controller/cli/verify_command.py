@@ -62,6 +62,11 @@ def run(arguments) -> int:
     size = SIZES[arguments.size or ("pi05" if device.type == "cuda" else "tiny")]
     if size.needs_cuda and device.type != "cuda":
         raise ControllerError(f"--size {size.name} needs a CUDA GPU; use --size tiny here")
+    if arguments.tuned_root and device.type == "cuda" and not arguments.no_timing:
+        raise ControllerError(
+            "--tuned-root: the end-to-end timing loads profiles from tuned/ only; install the "
+            "profile there or pass --no-timing"
+        )
     selection = KernelSelection(arguments.profile, tuned_root=arguments.tuned_root or TUNED_ROOT)
     selection.prepare()  # a missing, tampered or foreign profile is refused before any forward
     report = verify_profile(
