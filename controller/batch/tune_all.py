@@ -1,8 +1,9 @@
 """A batch from start to summary: tasks, preflights, the runs, then summary.md/json.
 
 `start_batch` creates `runs/batch-<UTC>-<hex>/` and freezes the selection and options in
-`batch.json`; `resume_batch` re-reads it, refuses a changed selection or option, and carries
-on with every operator that has not finished (an interrupted run is resumed, not restarted).
+`batch.json`; `run_batch` runs a batch folder, new or resumed: it carries on with every
+operator that has not finished (an interrupted run is resumed, not restarted). The CLI
+refuses a resume that names another selection or option before calling it.
 """
 
 from collections.abc import Callable
@@ -49,17 +50,12 @@ def run_batch(
     record = records.load(folder).model_copy(update={"state": "running"})
     records.save(folder, record)
     tasks = write_tasks(folder, list(record.operators))
-    for name in record.operators:
-        entry = record.entries[name]
-        if not record.preflight or entry.status != "pending" or entry.preflight is not None:
-            continue
-        result = preflight(tasks[name], record.options.device, evaluator)
-        changes: dict = {"preflight": result}
-        if not result.passed:
-            changes.update(status="preflight_failed", reason=f"{result.status}: {result.reason}")
-        record = record.with_entry(name, **changes)
-        records.save(folder, record)
-        say(_preflight_line(name, result))
+    try:
+        record = _preflights(folder, record, tasks, evaluator, say)
+    except KeyboardInterrupt:  # Ctrl-C while a baseline is evaluated: resumable like a run
+        record = records.load(folder).model_copy(update={"state": "interrupted"})
+        records.save(folder, record)  # the preflights done so far were saved one by one
+        return record, write_summary(folder, record)
     total = len(record.operators)
 
     def finished(operator: str, current: BatchRecord) -> None:
@@ -74,6 +70,22 @@ def run_batch(
         record = record.model_copy(update={"state": state})
     records.save(folder, record)
     return record, write_summary(folder, record)
+
+
+def _preflights(folder: Path, record: BatchRecord, tasks, evaluator, say) -> BatchRecord:
+    """Evaluate each pending operator's baseline once; a failure marks only that operator."""
+    for name in record.operators:
+        entry = record.entries[name]
+        if not record.preflight or entry.status != "pending" or entry.preflight is not None:
+            continue
+        result = preflight(tasks[name], record.options.device, evaluator)
+        changes: dict = {"preflight": result}
+        if not result.passed:
+            changes.update(status="preflight_failed", reason=f"{result.status}: {result.reason}")
+        record = record.with_entry(name, **changes)
+        records.save(folder, record)
+        say(_preflight_line(name, result))
+    return record
 
 
 def _preflight_line(name: str, result) -> str:
