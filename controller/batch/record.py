@@ -34,12 +34,12 @@ class RunOptions(BaseModel):
     fence: str = "landlock"
     unfenced: bool = False
     base_url: str | None = None
-    max_attempts: int | None = None
-    max_minutes: float | None = None
-    max_tokens: int | None = None
-    max_dollars: float | None = None
-    patience: int | None = None
-    target_speedup: float | None = None
+    max_attempts: int | None = Field(None, ge=1)
+    max_minutes: float | None = Field(None, gt=0)
+    max_tokens: int | None = Field(None, ge=1)
+    max_dollars: float | None = Field(None, gt=0)
+    patience: int | None = Field(None, ge=1)
+    target_speedup: float | None = Field(None, gt=1)
 
 
 class Preflight(BaseModel):

@@ -115,6 +115,11 @@ def test_resume_refuses_another_selection_or_agent(tmp_path, batch_target, capsy
     assert "batch field 'operators' is ['rms_norm', 'rotate_qk']" in capsys.readouterr().err
     assert main(["tune-all", "nonexistent_op", "--runs-dir", str(tmp_path)]) == 2
     assert "unknown operator 'nonexistent_op'" in capsys.readouterr().err
+    fresh = tmp_path / "fresh"
+    argv = ["tune-all", "rms_norm", "--max-attempts", "0", "--target", str(batch_target)]
+    assert main([*argv, "--runs-dir", str(fresh)]) == 2
+    assert "max_attempts: input should be greater than or equal to 1" in capsys.readouterr().err
+    assert not fresh.exists()
 
 
 @pytest.mark.slow
