@@ -101,3 +101,14 @@ def test_installed_files_are_ruff_clean(export, tmp_path):
             text=True,
         )
         assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_second_operator_joins_the_profile_and_both_load(export, tmp_path):
+    other = make_export(tmp_path / "other", "gated_residual")
+    assert install(export, tmp_path / "tuned") == 0
+    assert install(other, tmp_path / "tuned") == 0
+    selection = KernelSelection("fast", tuned_root=tmp_path / "tuned")
+    assert selection.resolve("rms_norm").tuned is not None
+    assert selection.resolve("gated_residual").tuned is not None
+    profile = json.loads((tmp_path / "tuned" / "fast" / "profile.json").read_text())
+    assert sorted(profile["operators"]) == ["gated_residual", "rms_norm"]
