@@ -35,7 +35,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("operators", nargs="*", metavar="OP", help="operators (default: all)")
     parser.add_argument("--agent", metavar="SPEC", help="agent for every run (default: autotune)")
     parser.add_argument("--base-url", metavar="URL", help="API server for the agent")
-    parser.add_argument("--device", choices=("cuda", "cpu"), help="where candidates run (cuda)")
+    parser.add_argument(
+        "--device", choices=("cuda", "cpu"), help="where candidates run (cuda where there is one)"
+    )
     parser.add_argument("--target", type=Path, metavar="REPO", help="target git repository (.)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--gpus", metavar="LIST", help="GPU indices, one worker each (0)")
@@ -146,7 +148,10 @@ def _options(arguments):
     values = {field: _given(arguments, field) for field in PASSED_THROUGH}
     values.update(target=str(target), unfenced=arguments.unfenced)
     values["agent"] = values["agent"] or "autotune"
-    values["device"] = values["device"] or "cuda"
+    if values["device"] is None:
+        from operators import triton_runtime
+
+        values["device"] = "cuda" if triton_runtime.cuda_available() else "cpu"
     values["fence"] = values["fence"] or "landlock"
     return RunOptions(**values)
 
