@@ -36,6 +36,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--size", choices=("tiny", "pi05"), help="model size (pi05 on CUDA, tiny on a CPU)"
     )
+    parser.add_argument(
+        "--driver",
+        metavar="MODULE:FUNCTION",
+        help="a target's parity driver taking (batch, seed) instead of the example model "
+        "(numerics only, not timed)",
+    )
     parser.add_argument("--no-timing", action="store_true", help="only the numerical gate")
     parser.add_argument("--output", type=Path, metavar="REPORT", help="the JSON report's path")
     parser.add_argument(
@@ -53,7 +59,12 @@ def run(arguments) -> int:
             f"--inputs {arguments.inputs} --batch {batches}: give at least 1 input and batch "
             "sizes of at least 1"
         )
-    from controller.verification.verify import ExampleForwards, verify_profile, write_report
+    from controller.verification.verify import (
+        DriverForwards,
+        ExampleForwards,
+        verify_profile,
+        write_report,
+    )
     from examples.config import SIZES
     from operators import KernelSelection, triton_runtime
     from operators.profiles import TUNED_ROOT
@@ -72,7 +83,9 @@ def run(arguments) -> int:
     report = verify_profile(
         arguments.profile,
         selection,
-        ExampleForwards(size, device),
+        DriverForwards(arguments.driver, device)
+        if arguments.driver
+        else ExampleForwards(size, device),
         batches,
         arguments.inputs,
         time_it=not arguments.no_timing,
@@ -92,7 +105,7 @@ def _default_output(profile: str) -> Path:
 
 def _print(report, output: Path) -> None:
     print(
-        f"verify profile {report.profile!r}: example model {report.size}, batches "
+        f"verify profile {report.profile!r}: {report.model}, batches "
         f"{report.batches}, {report.inputs} inputs each, on {report.device}"
     )
     if report.error:

@@ -31,7 +31,7 @@ class VerifyReport(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     profile: str
-    size: str
+    model: str = Field(description="the example model and its size, or the parity driver")
     batches: list[int]
     inputs: int
     device: str
@@ -53,6 +53,7 @@ class ExampleForwards:
         from examples.model import build_model
 
         self.size, self.device = size, device
+        self.name = f"example model {size.name}"
         self.model = build_model(size, MODEL_SEED, device)
         self._float32 = None
 
@@ -81,11 +82,47 @@ class ExampleForwards:
             return _detached(self._float32(upcast_inputs(self.inputs(batch, seed))))
 
 
+class DriverForwards:
+    """A target's parity driver, `module:function(batch, seed) -> {name: tensor}`, which builds
+    its model from the seed and runs under whatever profile is active. Its FP32 reference is
+    the same call under `torch` inside `Float32Everywhere`, so the model is built in FP32 too."""
+
+    def __init__(self, spec: str, device: torch.device) -> None:
+        import importlib
+
+        from controller.errors import ControllerError
+
+        module_name, _, function_name = spec.partition(":")
+        try:
+            self.driver = getattr(importlib.import_module(module_name), function_name)
+        except (ImportError, AttributeError, ValueError) as error:
+            raise ControllerError(
+                f"--driver {spec!r}: cannot import it ({type(error).__name__}); give "
+                "module:function taking (batch, seed), e.g. examples.parity:tiny"
+            ) from None
+        self.name, self.device = f"driver {spec}", device
+
+    def under(self, profile):
+        from operators import use_kernel_profile
+
+        def forward(batch: int, seed: int):
+            with use_kernel_profile(profile):
+                return _detached(self.driver(batch, seed))
+
+        return forward
+
+    def float32_reference(self, batch: int, seed: int):
+        from operators import use_kernel_profile
+
+        with use_kernel_profile("torch"), Float32Everywhere():
+            return _detached(self.driver(batch, seed))
+
+
 def _detached(outputs: dict) -> dict:
     return {name: tensor.detach().clone() for name, tensor in outputs.items()}
 
 
-def reference_cases(forwards: ExampleForwards, batches: list[int], inputs: int):
+def reference_cases(forwards: "ExampleForwards | DriverForwards", batches: list[int], inputs: int):
     return collect_references(
         forwards.float32_reference, forwards.under("torch"), batches, list(range(inputs))
     )
@@ -94,7 +131,7 @@ def reference_cases(forwards: ExampleForwards, batches: list[int], inputs: int):
 def verify_profile(
     profile: str,
     selection,
-    forwards: ExampleForwards,
+    forwards: "ExampleForwards | DriverForwards",
     batches: list[int],
     inputs: int,
     cases: list[ReferenceCase] | None = None,
@@ -105,7 +142,7 @@ def verify_profile(
 
     report = VerifyReport(
         profile=profile,
-        size=forwards.size.name,
+        model=forwards.name,
         batches=batches,
         inputs=inputs,
         device=str(forwards.device),
@@ -121,7 +158,7 @@ def verify_profile(
     report = report.model_copy(
         update={"outputs": verdicts, "passed": all(v.passed for v in verdicts)}
     )
-    if not time_it:
+    if not time_it or not isinstance(forwards, ExampleForwards):
         return report
     if forwards.device.type != "cuda":
         note = "end-to-end timing skipped: it needs CUDA (the Triton interpreter is not timed)"

@@ -100,3 +100,15 @@ def test_verify_refuses_bad_input_before_running_the_model(tmp_path, capsys):
     assert "give at least 1 input" in capsys.readouterr().err
     assert main(["verify", "--profile", "missing", "--tuned-root", str(tmp_path)]) == 2
     assert "kernel profile 'missing' is not installed" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_parity_driver_is_verified_against_its_own_fp32_build(tmp_path, capsys):
+    report = tmp_path / "report.json"
+    argv = ["verify", "--profile", "none", "--driver", "examples.parity:tiny", "--inputs", "1"]
+    assert main([*argv, "--batch", "1", "--output", str(report)]) == 0
+    written = json.loads(report.read_text())
+    assert written["model"] == "driver examples.parity:tiny" and written["passed"]
+    assert "prefix_keys" in {output["name"] for output in written["outputs"]}
+    assert main(["verify", "--profile", "none", "--driver", "examples.parity:absent"]) == 2
+    assert "--driver 'examples.parity:absent': cannot import it" in capsys.readouterr().err
