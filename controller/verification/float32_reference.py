@@ -15,14 +15,16 @@ LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 
 class Float32Everywhere(TorchDispatchMode):
-    """Every ATen call's `dtype` of BF16/FP16 becomes FP32; low-precision inputs are upcast."""
+    """Every ATen call's `dtype` of BF16/FP16 becomes FP32; low-precision inputs of ops that
+    write into none of their arguments are upcast (tensors made outside the scope)."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         if kwargs.get("dtype") in LOW_PRECISION:
             kwargs["dtype"] = torch.float32
-        args = torch.utils._pytree.tree_map(_upcast, args)
-        kwargs = torch.utils._pytree.tree_map(_upcast, kwargs)
+        if not func._schema.is_mutable:  # an in-place op must keep writing into its own tensor
+            args = torch.utils._pytree.tree_map(_upcast, args)
+            kwargs = torch.utils._pytree.tree_map(_upcast, kwargs)
         return func(*args, **kwargs)
 
 
