@@ -48,6 +48,7 @@ def run_operator_task(batch: str, operator: str, options: dict) -> tuple[int, st
                 stderr=subprocess.STDOUT,
                 env={**os.environ, PARENT_VARIABLE: str(os.getpid())},
                 start_new_session=True,
+                pass_fds=(lock.descriptor,) if lock and lock.descriptor is not None else (),
             )
             try:
                 return child.wait(), device
