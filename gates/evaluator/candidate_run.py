@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from gates.evaluator import loading
+from gates.evaluator.captured_cases import case_inputs, load_captured
 from gates.evaluator.cases import plan_cases
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.guard import CandidateCallError, CandidateGuard
@@ -27,10 +28,10 @@ def run_candidate(
     """Run every case; the first detector or error ends the run with its status."""
     clock = PhaseClock()
     device = torch.device(request.device)
-    cases = plan_cases(declaration, request.nonce, request.device)
+    captured = load_captured(Path(request.task))
+    cases = plan_cases(declaration, request.nonce, request.device, tuple(captured))
     pristine = {
-        case.key: declaration.make_inputs(case.as_workload(), case.seed, case.distribution, device)
-        for case in cases
+        case.key: case_inputs(declaration, case, device, request, captured) for case in cases
     }
     clock.lap("inputs")
     work = Path(request.work_dir)

@@ -32,13 +32,18 @@ class Case(BaseModel):
     distribution: str
     hidden: bool = False
     repeat: bool = False
+    captured: str | None = None  # the captured workload whose layouts the inputs take
+    fixture: bool = False  # the captured call's own inputs instead of drawn ones
 
     def as_workload(self) -> Workload:
         return Workload(name=self.workload, axes=self.axes)
 
 
-def plan_cases(declaration: OperatorDeclaration, nonce: str, device: str) -> list[Case]:
-    """Every case of one evaluation, in the order the candidate is called."""
+def plan_cases(
+    declaration: OperatorDeclaration, nonce: str, device: str, captured: tuple = ()
+) -> list[Case]:
+    """Every case of one evaluation, in the order the candidate is called; a captured task's
+    workloads (`captured_cases.load_captured`) add their fixture and drawn cases."""
     declared = [(w.name, dict(w.axes)) for w in declaration.workloads]
     if device == "cpu":
         declared = _scaled_for_interpreter(declared)
@@ -55,6 +60,10 @@ def plan_cases(declaration: OperatorDeclaration, nonce: str, device: str) -> lis
     if device == "cpu":
         for name, axes in _real_sizes(declaration, nonce):
             cases.append(_case(nonce, name, axes, 0, "normal", True, False))
+    if captured:
+        from gates.evaluator.captured_cases import captured_case_specs
+
+        cases.extend(Case(**spec) for spec in captured_case_specs(list(captured), nonce))
     return cases
 
 

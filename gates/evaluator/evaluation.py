@@ -33,6 +33,7 @@ from gates.evaluator.protocol import (
     JudgeReport,
     write_json_atomic,
 )
+from gates.tasks.captured import LAYOUTS_FILE, captured_package_is_current
 from gates.tasks.generation import render_package
 from gates.tasks.package import digest_files, load_task
 from gates.tasks.solution import load_solution
@@ -208,8 +209,12 @@ def _check_task_is_current(task) -> None:
 
     if task.definition.name not in REGISTRY:
         raise GateError(f"task {task.definition.name!r} names no registered operator")
-    current = digest_files(render_package(REGISTRY.declaration(task.definition.name)))
-    if current != task.digest:
+    declaration = REGISTRY.declaration(task.definition.name)
+    if (task.folder / LAYOUTS_FILE).is_file():
+        stale = not captured_package_is_current(task, declaration)
+    else:
+        stale = digest_files(render_package(declaration)) != task.digest
+    if stale:
         raise GateError(
             f"task package {task.folder} is stale (the operator changed); regenerate it with "
             "`controller generate --force`"

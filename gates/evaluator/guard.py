@@ -185,7 +185,7 @@ class CandidateGuard:
         Returns CPU copies of the outputs, made while the inputs are still alive, and the
         inputs' digests after the call.
         """
-        inputs = [t.clone() for t in pristine]
+        inputs = [_same_layout_copy(t) for t in pristine]
         stream_before = self.streams.current()
         tracer = CandidateTracer(poison_outputs=True, expected_stream=stream_before)
         reads = HostReadRecorder(HOST_READ_FUNCTIONS)
@@ -288,6 +288,19 @@ class CandidateGuard:
 
     def disarm(self) -> None:
         self.audit.armed = False
+
+
+def _same_layout_copy(tensor: torch.Tensor) -> torch.Tensor:
+    """A fresh copy with the original's strides (a captured non-row-major layout stays one);
+    a broadcast (stride-0) tensor is copied row-major, as `clone` does."""
+    if any(
+        stride == 0 and size > 1 for size, stride in zip(tensor.shape, tensor.stride(), strict=True)
+    ):
+        return tensor.clone()
+    copy = torch.empty_strided(
+        tensor.shape, tensor.stride(), dtype=tensor.dtype, device=tensor.device
+    )
+    return copy.copy_(tensor)
 
 
 def tensor_digest(tensor: torch.Tensor) -> str:

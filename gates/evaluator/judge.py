@@ -4,8 +4,11 @@ It never imports the solution; it reads the candidate's outputs as plain tensors
 (`weights_only` loading), so nothing the solution wrote can run here.
 """
 
+from pathlib import Path
+
 import torch
 
+from gates.evaluator.captured_cases import case_inputs, load_captured
 from gates.evaluator.cases import plan_cases
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.detectors.hardcoding import ShapeSpecificHardcoding
@@ -38,7 +41,8 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
         "solution_digest": request.solution_digest,
     }
     device = torch.device(request.device)
-    cases = plan_cases(declaration, request.nonce, request.device)
+    captured = load_captured(Path(request.task))
+    cases = plan_cases(declaration, request.nonce, request.device, tuple(captured))
     outputs = torch.load(candidate.outputs_file, weights_only=True, map_location="cpu")
     records = {record.key: record for record in candidate.cases}
     errors = Errors()
@@ -54,7 +58,8 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
             others = {k: v for k, v in outputs.items() if k.split(REPEAT_SUFFIX)[0] != case.key}
             try:
                 repeat = outputs.get(case.key + REPEAT_SUFFIX)
-                _check_case(declaration, case, device, record, produced, repeat, others, errors)
+                inputs = case_inputs(declaration, case, device, request, captured)
+                _check_case(declaration, case, inputs, record, produced, repeat, others, errors)
             except (CaseFailure, CheatDetected) as failure:
                 near_miss = isinstance(failure, CaseFailure) and not failure.gross
                 if not case.hidden or near_miss:
@@ -112,8 +117,7 @@ class Errors:
         self.relative = max(self.relative, float((error / scale).max()))
 
 
-def _check_case(declaration, case, device, record, produced, repeat, others, errors) -> None:
-    inputs = declaration.make_inputs(case.as_workload(), case.seed, case.distribution, device)
+def _check_case(declaration, case, inputs, record, produced, repeat, others, errors) -> None:
     before = [tensor_digest(t) for t in inputs]
     if record.input_digests_after != before:
         changed = [

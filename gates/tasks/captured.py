@@ -53,6 +53,19 @@ def render_captured_package(
     return files
 
 
+def captured_package_is_current(task, declaration: OperatorDeclaration) -> bool:
+    """Whether what the declaration decides (contract, settings, baseline, reference) still
+    matches a captured package; its workloads and layouts come from the capture."""
+    fresh = render_package(declaration)
+    for path, content in fresh.items():
+        if path in ("definition.json", "workloads.jsonl"):
+            continue
+        if not (task.folder / path).is_file() or (task.folder / path).read_bytes() != content:
+            return False
+    reference = Definition.model_validate_json(fresh["definition.json"]).reference
+    return task.definition.reference == reference
+
+
 def _workload_trace(
     declaration, layout: CapturedLayout, uuid: str, fixture: str, var_axes: list[str]
 ) -> Trace:

@@ -1,0 +1,127 @@
+"""Cases from a captured task: each captured layout is called on its fixture (the model's
+first real inputs) and on inputs drawn from the nonce, both laid out with the captured strides.
+
+Both evaluator processes build the same inputs from the package and the nonce. A captured
+tensor of higher rank than the declaration (a (batch, tokens, hidden) row-wise input) is
+viewed in the declared rank, keeping its strides where a view can.
+"""
+
+import hashlib
+import json
+from pathlib import Path
+
+import torch
+from pydantic import BaseModel, ConfigDict
+
+from gates.tasks.captured import LAYOUTS_FILE
+from operators.call_capture import with_layout
+from operators.declaration import OperatorDeclaration, Workload
+from operators.layouts import TensorLayout
+from operators.safetensors_file import load_tensors
+
+
+class CapturedWorkload(BaseModel):
+    """One captured layout as the evaluator calls it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    uuid: str
+    axes: dict[str, int]
+    inputs: dict[str, TensorLayout]
+    fixture: str
+
+
+def load_captured(task_folder: Path) -> list[CapturedWorkload]:
+    """The captured workloads of a package; none for a package made from the catalog."""
+    folder = Path(task_folder)
+    path = folder / LAYOUTS_FILE
+    if not path.is_file():
+        return []
+    definition = json.loads((folder / "definition.json").read_text())
+    const = {
+        name: axis["value"]
+        for name, axis in definition["axes"].items()
+        if axis.get("type") == "const"
+    }
+    var_axes = {}
+    for line in (folder / "workloads.jsonl").read_text().splitlines():
+        if line.strip():
+            workload = json.loads(line)["workload"]
+            var_axes[workload["uuid"]] = workload["axes"]
+    return [
+        CapturedWorkload(
+            uuid=item["workload"],
+            axes={**const, **var_axes[item["workload"]]},
+            inputs=item["inputs"],
+            fixture=item["fixture"],
+        )
+        for item in json.loads(path.read_text())["workloads"]
+    ]
+
+
+def captured_case_specs(captured: list[CapturedWorkload], nonce: str) -> list[dict]:
+    """Per captured workload: its fixture, and one input set drawn from the nonce."""
+    specs = []
+    for workload in captured:
+        for source in ("fixture", "normal"):
+            key = f"{workload.uuid}/{source}"
+            digest = hashlib.sha256(f"{nonce}:{key}".encode()).digest()
+            specs.append(
+                {
+                    "key": key,
+                    "workload": workload.uuid,
+                    "axes": workload.axes,
+                    "seed": int.from_bytes(digest[:4], "little") & 0x7FFFFFFF,
+                    "distribution": "normal",
+                    "captured": workload.uuid,
+                    "fixture": source == "fixture",
+                }
+            )
+    return specs
+
+
+def captured_inputs(
+    declaration: OperatorDeclaration,
+    workload: CapturedWorkload,
+    task_folder: Path,
+    fixture: bool,
+    seed: int,
+    device: torch.device,
+) -> list[torch.Tensor]:
+    """One case's inputs in the captured layouts, viewed in the declared rank."""
+    plain = Workload(name=workload.uuid, axes=workload.axes)
+    if fixture:
+        stored = load_tensors(Path(task_folder) / workload.fixture)
+        values = [stored[spec.name] for spec in declaration.inputs]
+    else:
+        values = [t.cpu() for t in declaration.make_inputs(plain, seed, "normal", "cpu")]
+    inputs = []
+    for spec, value in zip(declaration.inputs, values, strict=True):
+        layout = workload.inputs[spec.name]
+        laid_out = with_layout(value.reshape(layout.shape), layout)
+        declared = declaration.shape_of(spec, plain)
+        try:
+            shaped = laid_out.view(declared)
+        except RuntimeError:  # leading dimensions that no view can merge
+            shaped = laid_out.reshape(declared)
+        inputs.append(_on_device(shaped, device))
+    return inputs
+
+
+def _on_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A copy on `device` with the same strides (over a storage of the same extent)."""
+    if tensor.device == device:
+        return tensor
+    storage_size = tensor.untyped_storage().nbytes() // tensor.element_size()
+    base = torch.as_strided(tensor, (storage_size,), (1,), 0).to(device)
+    return base.as_strided(tensor.shape, tensor.stride(), tensor.storage_offset())
+
+
+def case_inputs(declaration, case, device, request, captured: list[CapturedWorkload]):
+    """A case's inputs: drawn from its seed, or for a captured case in its captured layouts."""
+    if case.captured is None:
+        return declaration.make_inputs(case.as_workload(), case.seed, case.distribution, device)
+    workload = next(item for item in captured if item.uuid == case.captured)
+    return captured_inputs(
+        declaration, workload, Path(request.task), case.fixture, case.seed, device
+    )

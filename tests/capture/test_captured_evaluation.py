@@ -1,0 +1,70 @@
+"""The evaluator on a captured task: the captured layouts (strides included) and fixtures are
+cases, so a kernel right only on row-major inputs is rejected there."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from gates.evaluator.captured_cases import case_inputs, load_captured
+from gates.evaluator.cases import plan_cases
+from gates.tasks.captured import render_captured_package
+from gates.tasks.generation import write_package
+from gates.tasks.solution import load_solution
+from operators import REGISTRY, record_registry_calls
+from operators.call_capture import CallCapture
+
+sys.path.insert(0, str(Path(__file__).parent))
+from capture_drivers import strided_rms_norm  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def strided_task(tmp_path_factory) -> Path:
+    """rms_norm's package from a capture whose main layout has rows twice as far apart."""
+    root = tmp_path_factory.mktemp("strided")
+    capture = CallCapture()
+    with record_registry_calls(observer=capture):
+        torch.manual_seed(3)
+        strided_rms_norm()
+    capture.write(root / "capture", "capture_drivers:strided_rms_norm", [], 1)
+    declaration = REGISTRY.declaration("rms_norm")
+    files = render_captured_package(declaration, root / "capture")
+    folder, _ = write_package(declaration, root / "tasks", files=files)
+    return folder
+
+
+def test_captured_cases_take_the_captured_strides_and_fixtures(strided_task):
+    declaration = REGISTRY.declaration("rms_norm")
+    captured = load_captured(strided_task)
+    cases = plan_cases(declaration, "nonce", "cpu", tuple(captured))
+    chosen = [case for case in cases if case.captured]
+    assert len(chosen) == 2 * len(captured) and any(case.fixture for case in chosen)
+    request = type("Request", (), {"task": str(strided_task)})()
+    strided = [case for case in chosen if case.axes["tokens"] == 4]
+    for case in strided:
+        x, weight = case_inputs(declaration, case, torch.device("cpu"), request, captured)
+        assert x.shape == (4, 32) and x.stride() == (64, 1)
+        assert weight.shape == (32,)
+    assert plan_cases(declaration, "nonce", "cpu") == [c for c in cases if not c.captured]
+
+
+@pytest.mark.slow
+def test_a_kernel_right_only_on_row_major_rows_is_rejected_on_the_captured_layout(
+    strided_task, tmp_path
+):
+    from gates.evaluator.evaluation import evaluate
+
+    baseline = load_solution(strided_task / "solution")
+    document = json.loads(baseline.model_dump_json())
+    for source in document["sources"]:
+        if source["path"].endswith("rms_norm.py"):
+            assert "rows.stride(0)," in source["content"]
+            source["content"] = source["content"].replace("rows.stride(0),", "hidden,")
+    document["name"] = "rms_norm_dense_rows_only"
+    bad = tmp_path / "dense_rows_only.json"
+    bad.write_text(json.dumps(document))
+    result = evaluate(strided_task, bad, device="cpu", timeout=240)
+    assert result.status in ("INCORRECT_NUMERICAL", "REJECTED"), result.reason
+    assert "-captured-" in result.reason  # a captured case, not a drawn row-major one
