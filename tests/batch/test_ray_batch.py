@@ -1,6 +1,6 @@
 """`tune-all --ray`: each operator's run is a Ray task asking for one GPU. A local Ray on the
-CPU with a custom resource stands in for a cluster's GPUs (skipped where Ray is not installed:
-it is the optional `kernel-controller[cluster]` dependency)."""
+CPU with a custom resource stands in for a cluster's GPUs (Ray is the optional
+`kernel-controller[cluster]` dependency, which scripts/setup installs, so this never skips)."""
 
 import json
 import os
@@ -9,14 +9,11 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
 from batch_fixtures import write_script
 
 from controller.batch.devices import read_holds
 from controller.batch.record import RunOptions
 from controller.batch.tune_all import run_batch, start_batch
-
-ray = pytest.importorskip("ray")
 
 
 def test_ray_runs_every_operator_as_a_task_one_fake_gpu_at_a_time(
