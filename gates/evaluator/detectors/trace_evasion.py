@@ -45,9 +45,16 @@ UNSEEN_ALLOWED = (
     }
 )
 
-METADATA_ONLY = frozenset(
-    {"size", "stride", "dim", "numel", "is_contiguous", "sym_size", "sym_stride", "sym_numel"}
-)
+# Ops torch runs below the Python dispatch key on its own (conjugate/negative-bit resolution
+# for `.numpy()`, the detaches and aliases of serialisation and subclasses): no record of
+# them is expected; every other top-level op must have left one.
+UNRECORDED_EXEMPT = frozenset(
+    {
+        "size", "stride", "dim", "numel", "is_contiguous", "sym_size", "sym_stride",
+        "sym_numel", "resolve_conj", "resolve_neg", "detach", "detach_", "to", "alias",
+        "lift_fresh", "lift_fresh_copy", "_local_scalar_dense", "item",
+    }
+)  # fmt: skip
 
 WRAPPED = (
     (torch._C, "_DisableTorchDispatch"),
@@ -153,7 +160,7 @@ class AtenRecorder:
         """Top-level ops that touch data of which the trace recorded nothing at all: its
         records were erased or bypassed (the profiler's view is out of the solution's reach)."""
         return sorted(
-            top for top, names in self.trees if not names & seen and names - METADATA_ONLY
+            top for top, names in self.trees if not names & seen and names - UNRECORDED_EXEMPT
         )
 
 
