@@ -23,7 +23,7 @@ def write_report(report: HotspotReport, folder: Path) -> list[Path]:
 
 
 def markdown(report: HotspotReport) -> str:
-    unit = "kernel" if report.device_attribution else "top-level ATen call"
+    unit = "kernel" if report.device_attribution else "call"
     lines = [
         f"# Hotspots of `{' '.join(report.driver)}`",
         "",

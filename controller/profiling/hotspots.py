@@ -3,7 +3,8 @@ that enclosed it (registry operator calls, attention calls, module calls with la
 folded), ranked by time per step.
 
 On CUDA the time is each kernel's device time. Without CUDA there are no device kernels, so
-the CPU time of each top-level ATen call stands in and the report says so.
+the CPU time of each registry call and of each top-level ATen call outside one stands in, and
+the report says so.
 """
 
 import re
@@ -128,8 +129,8 @@ def attribute(profiler, driver: list[str], warmup: int, steps: int) -> HotspotRe
     note = (
         "device time of each kernel, attributed through its host launch"
         if device
-        else "no CUDA here: device attribution needs CUDA; the CPU time of top-level ATen "
-        "calls stands in for kernels"
+        else "no CUDA here: device attribution needs CUDA; the CPU time of registry calls and "
+        "of top-level ATen calls outside them stands in for kernels"
     )
     return HotspotReport(
         driver=driver,
@@ -144,15 +145,19 @@ def attribute(profiler, driver: list[str], warmup: int, steps: int) -> HotspotRe
 
 
 def _durations(event, device: bool) -> list[float]:
-    """The kernels this host event launched (CUDA), or its own time if it is a top-level
-    ATen call (CPU)."""
+    """The kernels this host event launched (CUDA); without CUDA, its own CPU time if it is a
+    registry call or a top-level ATen call outside one (an interpreted Triton kernel runs no
+    ATen op, so its registry range is the only place its time shows)."""
     if device:
         return [kernel.duration for kernel in getattr(event, "kernels", ())]
-    if not event.name.startswith("aten::"):
+    is_registry = event.name.startswith("registry:")
+    if not (is_registry or event.name.startswith("aten::")):
         return []
     parent = event.cpu_parent
     while parent is not None:
-        if parent.name.startswith("aten::"):
+        if parent.name.startswith("registry:") or (
+            not is_registry and parent.name.startswith("aten::")
+        ):
             return []
         parent = parent.cpu_parent
     return [float(event.cpu_time_total)]

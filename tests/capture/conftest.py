@@ -1,30 +1,19 @@
-"""One capture of the tiny example model (one driver step), shared by the capture tests."""
+"""One capture of the tiny example model, shared by the capture tests."""
 
 from pathlib import Path
 
 import pytest
 
+STEPS = 2
+DRIVER = ["controller.profiling.example_driver:forward", "tiny", "1"]
+
 
 @pytest.fixture(scope="session")
 def tiny_capture(tmp_path_factory) -> Path:
-    """The tiny example at batch 1 captured over two driver steps."""
+    """The tiny example at batch 1 captured over STEPS forward passes (built once)."""
     from controller.cli import main
 
     folder = tmp_path_factory.mktemp("capture") / "tiny"
-    assert (
-        main(
-            [
-                "capture-ops",
-                "--output",
-                str(folder),
-                "--steps",
-                "2",
-                "--",
-                "examples.parity:tiny",
-                "1",
-                "0",
-            ]
-        )
-        == 0
-    )
+    argv = ["capture-ops", "--output", str(folder), "--steps", str(STEPS), "--", *DRIVER]
+    assert main(argv) == 0
     return folder

@@ -2,8 +2,6 @@
 structure, fixtures bit for bit, packages that load with weights equal to the counts."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,11 +16,8 @@ from operators.call_capture import CallCapture, load_capture, load_fixture
 from operators.layouts import layout_of
 from operators.safetensors_file import load_tensors
 
-ROOT = Path(__file__).resolve().parents[2]
-STEPS = 2
 
-
-def expected_counts() -> dict[str, int]:
+def expected_counts(steps: int) -> dict[str, int]:
     """Calls per forward pass of the example, read off its structure, times the steps."""
     layers, denoise = TINY.expert_layers, TINY.denoise_steps
     per_forward = {
@@ -33,13 +28,13 @@ def expected_counts() -> dict[str, int]:
         "rotate_qk": TINY.prefix_layers + denoise * layers,
         "split_kv_attention": TINY.prefix_layers + denoise * layers,
     }
-    return {name: count * STEPS for name, count in per_forward.items()}
+    return {name: count * steps for name, count in per_forward.items()}
 
 
 def test_counts_follow_the_model_structure(tiny_capture):
     capture = load_capture(tiny_capture)
-    assert capture.steps == STEPS
-    assert capture.counts_by_operator() == expected_counts()
+    assert capture.steps == 2
+    assert capture.counts_by_operator() == expected_counts(capture.steps)
 
 
 def test_aliasing_and_output_layouts_are_recorded(tiny_capture):
@@ -126,25 +121,14 @@ def test_a_non_contiguous_layout_is_carried_into_the_definition(tmp_path):
     assert [64, 1] in strides
 
 
-def test_bad_driver_is_one_line_and_exit_2(tmp_path):
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "controller",
-            "capture-ops",
-            "--output",
-            str(tmp_path / "c"),
-            "--",
-            "no_such_module:run",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 2
-    assert len(result.stderr.strip().splitlines()) == 1 and "no_such_module" in result.stderr
+def test_bad_driver_is_one_line_and_exit_2(tmp_path, capsys):
+    from controller.cli import main
+
+    argv = ["capture-ops", "--output", str(tmp_path / "c"), "--", "no_such_module:run"]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert len(error.strip().splitlines()) == 1 and "no_such_module" in error
+    assert main(["capture-ops", "--output", str(tmp_path), "--steps", "0", "--", "x:y"]) == 2
 
 
 def _flashinfer_bench():
