@@ -8,6 +8,7 @@ from pathlib import Path
 from controller.profiling.hotspots import HotspotReport
 
 CHART_ROWS = 15
+OUTSIDE_ROWS = 5
 
 
 def write_report(report: HotspotReport, folder: Path) -> list[Path]:
@@ -40,6 +41,10 @@ def markdown(report: HotspotReport) -> str:
             f"| `{row.region}` | {row.kind} | {row.time_us_per_step:.1f} | "
             f"{row.kernels_per_step:.1f} | {row.mean_kernel_us:.1f} | {row.share_under_5us:.0%} |"
         )
+    outside = [row for row in report.hotspots if row.kind != "registry"][:OUTSIDE_ROWS]
+    if outside:
+        lines += ["", "Largest regions outside registry calls (candidates to register next):", ""]
+        lines += [f"- `{row.region}`: {row.time_us_per_step:.1f} us/step" for row in outside]
     return "\n".join(lines) + "\n"
 
 

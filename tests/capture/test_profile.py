@@ -22,7 +22,9 @@ def test_profile_attributes_ranges_by_operator_and_module(tmp_path, monkeypatch,
     assert not any(".0." in region or ".1." in region for region in regions)  # folded
     assert report["outside_registry_us_per_step"] > 0
     assert report["outside_registry_us_per_step"] < report["total_us_per_step"]
-    assert "| `registry:rms_norm` | registry |" in (output / "hotspots.md").read_text()
+    markdown = (output / "hotspots.md").read_text()
+    assert "| `registry:rms_norm` | registry |" in markdown
+    assert "- `module:TwoLayers.layers.*.projection`" in markdown.split("outside registry")[-1]
     chart = output / "hotspots.png"
     assert chart.is_file() or (output / "hotspots.svg").read_text().startswith("<svg")
 
