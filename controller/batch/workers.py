@@ -1,10 +1,12 @@
 """One host: a worker thread per listed GPU takes operators from a shared queue and runs each
 as a `tune run` child pinned to its GPU (`CUDA_VISIBLE_DEVICES`) while holding its device lock.
 
-Ctrl-C (SIGINT) or SIGTERM stops the batch resumably: each child gets SIGINT once, records its
-run `interrupted` and exits; the batch is saved `interrupted` and `--resume` goes on from there.
+Ctrl-C (SIGINT) or SIGTERM stops the batch resumably: each child gets SIGINT, records its run
+`interrupted` and exits (one still running after a grace period gets SIGTERM, then SIGKILL, and
+its run resumes from its journal); the batch is saved `interrupted` and `--resume` goes on.
 """
 
+import contextlib
 import os
 import queue
 import signal
@@ -21,6 +23,7 @@ from controller.batch.record import BatchRecord
 from controller.batch.runs import LOGS, outcome, run_folder, tune_command
 
 EXIT_INTERRUPTED = 130
+STOP_GRACE_S = 20.0  # seconds a run has to stop after each signal of a batch's stop
 
 
 class BatchInterrupted(Exception):
@@ -67,9 +70,15 @@ class LocalWorkers:
                 while not self._all_done.wait(0.2):
                     pass
             except (KeyboardInterrupt, BatchInterrupted):
-                self._stop_children()
+                self._stop_children(signal.SIGINT)
+                # A run that has not stopped after a grace period is asked again more
+                # firmly; a killed run is resumed from its journal like any crashed run.
+                firmer = iter((signal.SIGTERM, signal.SIGKILL))
+                deadline = time.monotonic() + STOP_GRACE_S
                 while not self._all_done.wait(0.2):
-                    pass
+                    if time.monotonic() >= deadline:
+                        self._stop_children(next(firmer, signal.SIGKILL))
+                        deadline = time.monotonic() + STOP_GRACE_S
                 self._save(state="interrupted")
         return self.record
 
@@ -108,6 +117,8 @@ class LocalWorkers:
             record_hold(self.batch, "released", gpu, operator)
         run_dir = run_folder(self.batch, operator)
         status, reason = outcome(self.batch, operator, code)
+        if status == "failed" and code < 0 and self._stopping.is_set():
+            status, reason = "interrupted", "stopped with the batch; resume the batch"
         self._save_entry(
             operator,
             status=status,
@@ -142,12 +153,18 @@ class LocalWorkers:
             self._children.pop(operator, None)
         return code
 
-    def _stop_children(self) -> None:
+    def _stop_children(self, number: signal.Signals) -> None:
+        """Send `number` to every live run (SIGKILL to its whole session, agent included)."""
         with self._guard:
             self._stopping.set()
             for child in self._children.values():
-                if child.poll() is None:
-                    child.send_signal(signal.SIGINT)
+                if child.poll() is not None:
+                    continue
+                if number == signal.SIGKILL:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(child.pid, signal.SIGKILL)
+                else:
+                    child.send_signal(number)
 
     def _save_entry(self, operator: str, **changes) -> None:
         with self._guard:
