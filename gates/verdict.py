@@ -16,3 +16,9 @@ class Verdict(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
     evidence: tuple[str, ...] = Field(default=(), description="files written beside the verdict")
     seconds: float = 0.0
+
+
+def first_of(problems: list[str]) -> str:
+    """A failed gate's one-line summary: its first problem, and how many more the details hold."""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return problems[0] + more

@@ -16,7 +16,7 @@ from gates.registration.call_sites import CallSite
 from gates.registration.probes import ProbeResult
 from gates.registration.snapshots import RegistrySnapshot
 from gates.target import TargetConfig
-from gates.verdict import Verdict
+from gates.verdict import Verdict, first_of
 from operators.contract import Contract
 from operators.declaration import OperatorDeclaration, Workload
 
@@ -76,8 +76,7 @@ def check(
         "problems": problems,
     }
     if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        summary = f"the {operator} declaration is untruthful: {problems[0]}{more}"
+        summary = f"the {operator} declaration is untruthful: {first_of(problems)}"
         return Verdict(gate=GATE, passed=False, summary=summary, details=details)
     summary = (
         f"{operator}'s contract ({declaration.contract.mode}) and workloads fit the "

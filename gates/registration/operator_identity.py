@@ -11,7 +11,7 @@ files each BASE operator depends on, read by the controller in both trees.
 from pathlib import Path
 
 from gates.registration.snapshots import OperatorSnapshot, RegistrySnapshot, file_digests
-from gates.verdict import Verdict
+from gates.verdict import Verdict, first_of
 
 GATE = "operator_identity"
 OUT_OF_SCOPE = (
@@ -53,8 +53,7 @@ def check(
         ]
     details = {"operators": sorted(base.operators), "differences": differences}
     if differences:
-        more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
-        summary = f"{differences[0]}{more}: {OUT_OF_SCOPE}"
+        summary = f"{first_of(differences)}: {OUT_OF_SCOPE}"
         return Verdict(gate=GATE, passed=False, summary=summary, details=details)
     summary = (
         f"all {len(base.operators)} operators of BASE's registry resolve exactly as before "

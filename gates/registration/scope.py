@@ -17,7 +17,7 @@ from gates.registration.judged_commit import CommitChange, JudgedCommit
 from gates.registration.patching import patching_violations
 from gates.registration.tree_changes import is_test_file
 from gates.target import TargetConfig
-from gates.verdict import Verdict
+from gates.verdict import Verdict, first_of
 
 GATE = "scope"
 SYMLINK_MODE = "120000"
@@ -55,10 +55,9 @@ def check(base: Path, commit: JudgedCommit, config: TargetConfig, operator: str 
     details = {"changes": changed[:500], "changed_paths": len(changed), "violations": violations}
     seconds = time.monotonic() - started
     if violations:
-        more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
         details["violations"] = violations[:200]
         return Verdict(
-            gate=GATE, passed=False, summary=violations[0] + more, details=details, seconds=seconds
+            gate=GATE, passed=False, summary=first_of(violations), details=details, seconds=seconds
         )
     if not changes:
         return Verdict(

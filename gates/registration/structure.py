@@ -13,7 +13,7 @@ from pathlib import Path
 from gates.registration.call_sites import CallSite, FunctionNode, find_function, locate, parse_file
 from gates.registration.probes import ProbeResult
 from gates.target import TargetConfig
-from gates.verdict import Verdict
+from gates.verdict import Verdict, first_of
 
 GATE = "structure"
 
@@ -42,9 +42,8 @@ def check(
     details = {"routed": routed, "reference": declaration, "problems": problems}
     seconds = time.monotonic() - started
     if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         return Verdict(
-            gate=GATE, passed=False, summary=problems[0] + more, details=details, seconds=seconds
+            gate=GATE, passed=False, summary=first_of(problems), details=details, seconds=seconds
         )
     summary = (
         f"{operator} is declared with a reference; {len(sites)} call sites call ops.{operator}"

@@ -11,7 +11,7 @@ from pathlib import Path
 from gates.errors import GateError
 from gates.registration.tree_changes import tree_changes
 from gates.tasks.package import digest_files, read_package_files
-from gates.verdict import Verdict
+from gates.verdict import Verdict, first_of
 
 GATE = "scope"
 SOLUTION_FOLDER = "solution"
@@ -44,8 +44,7 @@ def check(start: Path, candidate: Path, task_digest: str) -> Verdict:
     details = {"changes": [c.model_dump() for c in changes], "problems": problems}
     seconds = time.monotonic() - started
     if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        summary = f"{problems[0]}{more}: {ALLOWED}"
+        summary = f"{first_of(problems)}: {ALLOWED}"
         return Verdict(gate=GATE, passed=False, summary=summary, details=details, seconds=seconds)
     sources = [c.path for c in changes]
     if not sources:
