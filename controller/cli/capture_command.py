@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+from controller.profiling.driver import add_driver_argument
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -16,12 +18,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--output", type=Path, required=True, help="capture folder to write")
     parser.add_argument("--steps", type=int, default=1, help="measured driver steps (default 1)")
-    parser.add_argument(
-        "driver",
-        nargs="+",
-        metavar="DRIVER",
-        help="after `--`: module:function [ARGS] or script.py [ARGS]",
-    )
+    add_driver_argument(parser)
     parser.set_defaults(func=run)
 
 

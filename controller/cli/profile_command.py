@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+from controller.profiling.driver import add_driver_argument
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -17,12 +19,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--output", type=Path, required=True, help="folder for the report")
     parser.add_argument("--warmup", type=int, default=1, help="unprofiled steps first")
     parser.add_argument("--steps", type=int, default=1, help="profiled steps")
-    parser.add_argument(
-        "driver",
-        nargs="+",
-        metavar="DRIVER",
-        help="after `--`: module:function [ARGS] or script.py [ARGS]",
-    )
+    add_driver_argument(parser)
     parser.set_defaults(func=run)
 
 

@@ -12,6 +12,16 @@ from typing import Any
 from controller.errors import ControllerError
 
 
+def add_driver_argument(parser) -> None:
+    """The trailing DRIVER of `capture-ops` and `profile`, the form `load_driver` reads."""
+    parser.add_argument(
+        "driver",
+        nargs="+",
+        metavar="DRIVER",
+        help="after `--`: module:function [ARGS] or script.py [ARGS]",
+    )
+
+
 def load_driver(driver: list[str]) -> Callable[[], Any]:
     """A function that runs one step of the driver; bad names are one-line errors."""
     if not driver:
