@@ -16,6 +16,8 @@ EXIT_INTERRUPTED = 130
 
 
 def stop_with_parent() -> None:
+    # The batch stops a run with SIGINT: honour it even if this process inherited it ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if sys.platform == "linux":
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     expected = os.environ.get(PARENT_VARIABLE)

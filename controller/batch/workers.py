@@ -178,15 +178,18 @@ class LocalWorkers:
 
 
 class _signals_as_interrupt:
-    """SIGTERM raises BatchInterrupted in the main thread (SIGINT already raises
-    KeyboardInterrupt), restoring the previous handler afterwards."""
+    """SIGTERM raises BatchInterrupted and SIGINT KeyboardInterrupt in the main thread, even
+    where SIGINT was inherited ignored (a job started with `&` by a shell script); the
+    previous handlers are restored afterwards."""
 
     def __enter__(self):
         self._previous = signal.signal(signal.SIGTERM, self._raise)
+        self._previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
         return self
 
     def __exit__(self, *exc_info):
         signal.signal(signal.SIGTERM, self._previous)
+        signal.signal(signal.SIGINT, self._previous_int)
         return False
 
     @staticmethod
