@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from operators.errors import OperatorError
 from operators.layouts import TensorLayout, layout_of
@@ -146,7 +146,13 @@ def load_capture(folder: Path) -> Capture:
     path = Path(folder) / CAPTURE_FILE
     if not path.is_file():
         raise OperatorError(f"{folder} holds no {CAPTURE_FILE}; run `controller capture-ops`")
-    return Capture.model_validate_json(path.read_text())
+    try:
+        return Capture.model_validate_json(path.read_text())
+    except ValidationError as error:
+        first = str(error).splitlines()[0]
+        raise OperatorError(
+            f"{path} is not a capture `controller capture-ops` wrote ({first}); capture again"
+        ) from None
 
 
 def load_fixture(folder: Path, layout: CapturedLayout) -> dict[str, torch.Tensor]:

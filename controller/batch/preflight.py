@@ -14,8 +14,9 @@ Evaluator = Callable[..., object]
 TASKS = "tasks"
 
 
-def write_tasks(batch: Path, operators: list[str]) -> dict[str, Path]:
-    """`tasks/<op>/` for each operator, as `controller generate` writes them (kept if present)."""
+def write_tasks(batch: Path, operators: list[str], capture: str | None = None) -> dict[str, Path]:
+    """`tasks/<op>/` for each operator (kept if present), as `controller generate` writes them:
+    from the catalog, or with `capture` as `controller generate --captured` does."""
     from gates.tasks.generation import write_package
     from operators import REGISTRY
 
@@ -24,9 +25,21 @@ def write_tasks(batch: Path, operators: list[str]) -> dict[str, Path]:
         folder = batch / TASKS / name
         if not folder.is_dir():
             shutil.rmtree(folder, ignore_errors=True)
-            folder, _ = write_package(REGISTRY.declaration(name), batch / TASKS)
+            declaration = REGISTRY.declaration(name)
+            files = render_task(name, capture)
+            folder, _ = write_package(declaration, batch / TASKS, files=files)
         folders[name] = folder
     return folders
+
+
+def render_task(operator: str, capture: str | None) -> dict[str, bytes] | None:
+    """A captured task's files (workloads weighted by call count), or None for the catalog's."""
+    if capture is None:
+        return None
+    from gates.tasks.captured import render_captured_package
+    from operators import REGISTRY
+
+    return render_captured_package(REGISTRY.declaration(operator), Path(capture))
 
 
 def preflight(task: Path, device: str, evaluator: Evaluator | None = None) -> Preflight:

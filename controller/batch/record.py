@@ -82,6 +82,9 @@ class BatchRecord(BaseModel):
     options: RunOptions
     entries: dict[str, OperatorEntry]
     preflight: bool = Field(True, description="evaluate each baseline before tuning")
+    capture: str | None = Field(
+        None, description="the `capture-ops` folder the workloads come from (else the catalog's)"
+    )
     state: Literal["running", "interrupted", "finished"] = "running"
 
     def with_entry(self, operator: str, **changes) -> "BatchRecord":
@@ -97,9 +100,15 @@ def new_batch_id() -> str:
     return f"batch-{stamp}-{secrets.token_hex(3)}"
 
 
-def new_record(operators: list[str], options: RunOptions, preflight: bool = True) -> BatchRecord:
+def new_record(
+    operators: list[str],
+    options: RunOptions,
+    preflight: bool = True,
+    capture: str | None = None,
+) -> BatchRecord:
     return BatchRecord(
         preflight=preflight,
+        capture=capture,
         batch_id=new_batch_id(),
         created_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         operators=tuple(operators),
@@ -123,12 +132,19 @@ def load(folder: Path) -> BatchRecord:
         raise ControllerError(f"{path} is malformed ({first}); start a new batch") from None
 
 
-def refuse_changed(record: BatchRecord, operators: list[str] | None, options: dict) -> None:
+def refuse_changed(
+    record: BatchRecord, operators: list[str] | None, options: dict, capture: str | None = None
+) -> None:
     """A resumed batch keeps its selection and options: name the first given one that differs."""
     if operators and tuple(operators) != record.operators:
         raise ControllerError(
             f"cannot resume {record.batch_id}: batch field 'operators' is "
             f"{list(record.operators)}, not {operators}; drop the operators or start a new batch"
+        )
+    if capture is not None and capture != record.capture:
+        raise ControllerError(
+            f"cannot resume {record.batch_id}: batch field 'capture' is {record.capture!r}, "
+            f"not {capture!r}; drop --captured or start a new batch"
         )
     frozen = record.options.model_dump()
     for field, given in options.items():

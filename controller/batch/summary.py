@@ -152,7 +152,8 @@ def render_markdown(summary: BatchSummary, record: BatchRecord) -> str:
         f"# Batch {summary.batch_id}: {summary.state}",
         "",
         f"Agent `{options.agent}`, device `{options.device}`, target `{options.target}`; "
-        f"{len(summary.operators)} operators.",
+        f"{len(summary.operators)} operators; workloads "
+        + (f"captured in `{record.capture}`." if record.capture else "from the catalog."),
         "",
         "| operator | status | baseline us | tuned us | speedup | weakest round | stop reason "
         "| export |",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from controller.batch import record as records
-from controller.batch.preflight import Evaluator, preflight, write_tasks
+from controller.batch.preflight import TASKS, Evaluator, preflight, render_task, write_tasks
 from controller.batch.record import BatchRecord, RunOptions
 from controller.batch.summary import BatchSummary, summarize_operator, write_summary
 
@@ -26,16 +26,29 @@ class Workers(Protocol):
 
 
 def start_batch(
-    runs_dir: Path, operators: list[str], options: RunOptions, preflight: bool = True
+    runs_dir: Path,
+    operators: list[str],
+    options: RunOptions,
+    preflight: bool = True,
+    capture: Path | None = None,
 ) -> Path:
-    """Create the batch folder with its frozen `batch.json`; nothing runs yet."""
+    """Create the batch folder with its frozen `batch.json`; nothing runs yet. With `capture`
+    (a `capture-ops` folder) every task is rendered first, so a bad capture is refused before
+    any folder exists, and written now, so a resumed batch tunes what this one froze."""
     from controller.flows.tune import current_task_digest
+    from gates.tasks.generation import write_package
+    from operators import REGISTRY
 
     for name in operators:
         current_task_digest(name)  # an unknown operator is refused before any folder exists
-    record = records.new_record(operators, options, preflight)
+    source = str(Path(capture).resolve()) if capture is not None else None
+    rendered = {name: render_task(name, source) for name in operators}
+    record = records.new_record(operators, options, preflight, capture=source)
     folder = Path(runs_dir).resolve() / record.batch_id
     folder.mkdir(parents=True)
+    for name, files in rendered.items():
+        if files is not None:
+            write_package(REGISTRY.declaration(name), folder / TASKS, files=files)
     records.save(folder, record)
     return folder
 
@@ -49,7 +62,7 @@ def run_batch(
     """Tasks, preflights, then every unfinished operator's run; the summary at the end."""
     record = records.load(folder).model_copy(update={"state": "running"})
     records.save(folder, record)
-    tasks = write_tasks(folder, list(record.operators))
+    tasks = write_tasks(folder, list(record.operators), record.capture)
     try:
         record = _preflights(folder, record, tasks, evaluator, say)
     except KeyboardInterrupt:  # Ctrl-C while a baseline is evaluated: resumable like a run

@@ -41,11 +41,9 @@ def run(arguments) -> int:
     names = arguments.operators or REGISTRY.names()
     files_of = None
     if arguments.captured is not None:
-        from gates.tasks.captured import render_captured_package
-        from operators.call_capture import load_capture
+        from gates.tasks.captured import captured_operators, render_captured_package
 
-        captured = load_capture(arguments.captured).counts_by_operator()
-        names = arguments.operators or [name for name in REGISTRY.names() if name in captured]
+        names = captured_operators(arguments.captured, arguments.operators)
 
         def files_of(declaration):
             return render_captured_package(declaration, arguments.captured)

@@ -1,8 +1,10 @@
 """`controller tune-all`: tune many operators in one resumable batch, one `tune run` each.
 
-Without OPS every catalog operator is tuned. `--gpus 0,1` runs one worker per GPU, each run
-pinned to its GPU under a device lock; `--ray ADDRESS` submits each run as a Ray task asking
-for one GPU instead. Ctrl-C stops the batch; `--resume BATCH` carries on.
+Without OPS every catalog operator is tuned; with `--captured DIR` (a `controller capture-ops`
+folder) every operator the capture saw, on its captured workloads weighted by call count.
+`--gpus 0,1` runs one worker per GPU, each run pinned to its GPU under a device lock;
+`--ray ADDRESS` submits each run as a Ray task asking for one GPU instead. Ctrl-C stops the
+batch; `--resume BATCH` carries on.
 """
 
 import argparse
@@ -33,6 +35,13 @@ def add_parser(subparsers) -> None:
         description=__doc__.splitlines()[0],
     )
     parser.add_argument("operators", nargs="*", metavar="OP", help="operators (default: all)")
+    parser.add_argument(
+        "--captured",
+        type=Path,
+        metavar="DIR",
+        help="workloads from a `controller capture-ops` folder, as `generate --captured` makes "
+        "them; default operators: those the capture holds",
+    )
     parser.add_argument("--agent", metavar="SPEC", help="agent for every run (default: autotune)")
     parser.add_argument("--base-url", metavar="URL", help="API server for the agent")
     parser.add_argument(
@@ -80,7 +89,8 @@ def run(arguments: argparse.Namespace, evaluator=None) -> int:
         folder = _batch_folder(arguments.resume, arguments.runs_dir)
         given = {field: _given(arguments, field) for field in PASSED_THROUGH}
         given["unfenced"] = True if arguments.unfenced else None
-        records.refuse_changed(records.load(folder), arguments.operators or None, given)
+        capture = str(arguments.captured.resolve()) if arguments.captured else None
+        records.refuse_changed(records.load(folder), arguments.operators or None, given, capture)
         print(f"controller: resuming batch {folder.name}")
     else:
         folder = start_batch(
@@ -88,6 +98,7 @@ def run(arguments: argparse.Namespace, evaluator=None) -> int:
             _selection(arguments),
             _options(arguments),
             preflight=not arguments.no_preflight,
+            capture=arguments.captured,
         )
         print(f"controller: batch {folder.name} in {folder}")
     workers = _workers(arguments, folder, gpus)
@@ -131,7 +142,12 @@ def _selection(arguments) -> list[str]:
     from controller.errors import ControllerError
     from operators import REGISTRY
 
-    names = arguments.operators or [d.name for d in REGISTRY if d.preferred is not None]
+    if arguments.captured is not None:
+        from gates.tasks.captured import captured_operators
+
+        names = captured_operators(arguments.captured, arguments.operators)
+    else:
+        names = arguments.operators or [d.name for d in REGISTRY if d.preferred is not None]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise ControllerError(f"operator {repeated[0]!r} is listed twice; list each once")

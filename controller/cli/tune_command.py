@@ -86,7 +86,7 @@ def new_tune_run(arguments: argparse.Namespace):
     """Check the request and freeze the task package's digest before anything is created."""
     from controller.cli.new_run import NewRun
     from controller.errors import ControllerError
-    from controller.flows.tune import current_task_digest, task_package_digest
+    from controller.flows.tune import current_task_digest, given_task_digest
 
     if not arguments.operator:
         raise ControllerError("--operator NAME is required for a new tune run")
@@ -104,12 +104,13 @@ def new_tune_run(arguments: argparse.Namespace):
         task = arguments.task.resolve()
         if not (task / "identity.json").is_file():
             raise ControllerError(f"--task {task} is not a task package (no identity.json)")
-        if task_package_digest(task) != digest:
+        digest = given_task_digest(arguments.operator, task)
+        if digest is None:
             raise ControllerError(
                 f"--task {task} does not match operator {arguments.operator!r} as it is now; "
                 "regenerate it with `controller generate --force`"
             )
-        work_item["task"] = str(task)
+        work_item.update(task=str(task), task_digest=digest)
     settings = {"device": arguments.device}
     return NewRun(
         target=target,
@@ -135,7 +136,12 @@ RESUME_FIELDS = (
 def refuse_changed_options(arguments: argparse.Namespace) -> None:
     """A resumed run keeps what it froze: refuse an option or a task that says otherwise."""
     from controller.errors import ControllerError
-    from controller.flows.tune import current_task_digest, task_package_digest
+    from controller.flows.tune import (
+        TASK,
+        current_task_digest,
+        given_task_digest,
+        task_package_digest,
+    )
     from controller.runs.store import RunStore
 
     store = RunStore.open(arguments.resume, arguments.runs_dir)
@@ -157,7 +163,15 @@ def refuse_changed_options(arguments: argparse.Namespace) -> None:
             f"cannot resume {store.run_id}: manifest field 'work_item.task_digest' does not "
             f"match --task {arguments.task}; drop the option or start a new run"
         )
-    if manifest.flow == "tune" and current_task_digest(manifest.work_item["operator"]) != digest:
+    prepared = store.prepared_dir / TASK  # a captured run's package, as the run froze it
+    operator = manifest.work_item.get("operator")
+    if manifest.flow != "tune":
+        current = digest
+    elif prepared.is_dir():
+        current = given_task_digest(operator, prepared)
+    else:
+        current = current_task_digest(operator)
+    if current != digest:
         raise ControllerError(
             f"cannot resume {store.run_id}: manifest field 'work_item.task_digest' no longer "
             "matches the operator (its declaration or kernel changed); start a new run"

@@ -227,6 +227,24 @@ def task_package_digest(folder: Path) -> str:
     return digest_files(read_package_files(folder))
 
 
+def given_task_digest(operator: str, task: Path) -> str | None:
+    """The digest of a task package that describes `operator` as it is now, else None: a
+    catalog package must be the one `controller generate` writes now; a captured one (its
+    workloads come from a capture) must match in what the declaration decides."""
+    from gates.tasks.captured import LAYOUTS_FILE, captured_package_is_current
+    from gates.tasks.package import load_task
+    from operators import REGISTRY
+
+    current = current_task_digest(operator)
+    if not (Path(task) / LAYOUTS_FILE).is_file():
+        return current if task_package_digest(task) == current else None
+    loaded = load_task(task)
+    declaration = REGISTRY.declaration(operator)
+    if loaded.definition.name != operator or not captured_package_is_current(loaded, declaration):
+        return None
+    return loaded.digest
+
+
 def current_task_digest(operator: str) -> str:
     """The digest of the package `controller generate` would write for `operator` now."""
     from gates.tasks.generation import render_package

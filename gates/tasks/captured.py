@@ -17,6 +17,7 @@ from gates.tasks.workload import SafetensorsInput, ScalarInput, Workload
 from operators.call_capture import CapturedLayout, load_capture
 from operators.declaration import OperatorDeclaration
 from operators.layouts import TensorLayout
+from operators.registry import REGISTRY
 
 LAYOUTS_FILE = "captured_layouts.json"
 
@@ -51,6 +52,33 @@ def render_captured_package(
         {"driver": capture.driver, "arguments": capture.arguments, "workloads": described}
     )
     return files
+
+
+def captured_operators(capture_folder: Path, requested: list[str] | None = None) -> list[str]:
+    """The operators whose tasks a capture makes: each of `requested` (which the capture must
+    hold), or every operator it holds that has a production kernel, in registry order. A
+    capture naming an operator the registry lacks was made against another registry, so it is
+    refused whole."""
+    counts = load_capture(capture_folder).counts_by_operator()
+    unknown = sorted(name for name in counts if name not in REGISTRY)
+    if unknown:
+        raise GateError(
+            f"the capture in {capture_folder} names operator {unknown[0]!r}, which is not "
+            f"registered here; capture again against this target's registry"
+        )
+    if not requested:
+        return [
+            name
+            for name in REGISTRY.names()
+            if name in counts and REGISTRY.declaration(name).preferred is not None
+        ]
+    for name in requested:
+        if name not in counts:
+            held = ", ".join(sorted(counts))
+            raise GateError(
+                f"the capture in {capture_folder} holds no call of {name!r}; it holds: {held}"
+            )
+    return list(requested)
 
 
 def captured_package_is_current(task, declaration: OperatorDeclaration) -> bool:
