@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One device call of several measurements, chosen by name, each logged under $OUT/NAME.log.
+# At the end everything under $OUT except fixtures is packed into $OUT/results.tgz (a device
+# call returns at most 8 files).
+# Usage on the GPU machine, from the repository root:
+#   OUT=$OUT bash benchmarks/device_call.sh evaluator profile example ...
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/device-call}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+if [ -d .whl ]; then  # pydantic and ruff travel as wheels (docs/benchmarks.md)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl >/dev/null 2>&1
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD
+fi
+{
+  date -u +%Y-%m-%dT%H:%MZ
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 -c 'import sys, torch, triton; print("python", sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__)'
+} | tee "$OUT/versions.txt"
+controller() { python3 -m controller "$@"; }
+run() {  # run NAME SECONDS CMD...: output to $OUT/NAME.log, never stop the script
+  local name=$1 seconds=$2; shift 2
+  local started=$SECONDS
+  echo "=== $name: $*"
+  timeout "$seconds" "$@" > "$OUT/$name.log" 2>&1
+  echo "=== $name exit $? after $((SECONDS - started)) s"
+  tail -n "${TAIL:-25}" "$OUT/$name.log"
+}
+for part in "$@"; do
+  case $part in
+    evaluator3) run evaluator3 200 python3 benchmarks/evaluator_gpu.py --repeats 3 --no-cheats
+                cp "$OUT/evaluator_gpu.json" "$OUT/evaluator3.json" 2>/dev/null ;;
+    evaluator20) run evaluator20 590 python3 benchmarks/evaluator_gpu.py --repeats 20 ;;
+    profile)
+      for b in 1 8; do
+        run profile_b$b 150 python3 -m controller profile --output "$OUT/profile-pi05-b$b" \
+          --warmup 3 --steps 10 -- controller.profiling.example_driver:forward pi05 $b
+      done ;;
+    capture) run capture 150 python3 -m controller capture-ops --output "$OUT/capture-pi05-b1" \
+          --steps 1 -- controller.profiling.example_driver:forward pi05 1 ;;
+    example) run example 300 python3 -m controller example run --size pi05 --time \
+          --mode eager --mode graph --mode compile --output "$OUT/example-time.json" ;;
+    gputests) run gputests 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator ;;
+    *) echo "unknown part $part" ;;
+  esac
+done
+# One archive back (fixtures stay behind: they are large and re-made by capture-ops).
+(cd "$OUT" && tar czf /tmp/results.tgz --exclude='*.safetensors' . && rm -rf ./* && mv /tmp/results.tgz .)
