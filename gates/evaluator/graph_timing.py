@@ -88,11 +88,12 @@ def cold_calls(set_bytes: int, l2_bytes: int) -> int:
 
 
 class RoleGraphs:
-    """One role's buffers and its warm and cold graphs for one workload."""
+    """One role's warm and cold graphs for one workload, over the input buffers every role
+    shares: no role's reads sit at addresses of its own (fresh sets are copied in before each
+    replay, so sharing carries nothing from one role's replay to the next)."""
 
-    def __init__(self, function, pool, params, cold: int):
-        first = pool.sets[0]
-        self.buffers = [[t.clone() for t in first] for _ in range(cold)]
+    def __init__(self, function, buffers, params):
+        self.buffers = buffers
         warm_up(function, self.buffers[0], params)
         self.warm, self.warm_outputs = capture(function, self.buffers[:CALLS_PER_GRAPH], params)
         self.cold, self.cold_outputs = capture(function, self.buffers, params)
@@ -112,7 +113,8 @@ class RoleGraphs:
 def time_workload(roles, pool, params, replays: int, cold: int, mismatches) -> dict:
     """Replay every role's warm and cold graphs `replays` times, roles interleaved, each
     replay's outputs compared with the baseline's; per-call milliseconds by role and figure."""
-    graphs = {role: RoleGraphs(function, pool, params, cold) for role, function in roles.items()}
+    buffers = [[t.clone() for t in pool.sets[0]] for _ in range(cold)]
+    graphs = {role: RoleGraphs(function, buffers, params) for role, function in roles.items()}
     names = list(roles)
     for replay in range(replays):
         order = names[replay % len(names) :] + names[: replay % len(names)]
