@@ -104,7 +104,7 @@ class CallCapture:
         preferred = REGISTRY.declaration(name).preferred
         if preferred is None:
             return None
-        copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        copies = [_layout_preserving_copy(a) if isinstance(a, torch.Tensor) else a for a in args]
         result = preferred(*copies, **kwargs)
         outputs = result if isinstance(result, tuple | list) else (result,)
         return [layout_of(output) for output in outputs]
@@ -164,7 +164,7 @@ def load_fixture(folder: Path, layout: CapturedLayout) -> dict[str, torch.Tensor
 def with_layout(tensor: torch.Tensor, layout: TensorLayout) -> torch.Tensor:
     """`tensor`'s values in a fresh tensor whose strides are the captured ones (size-one and
     empty dimensions' strides, recorded as 0, are free, so the row-major one is used)."""
-    strides = _concrete_strides(layout)
+    strides = concrete_strides(layout)
     extent = 1 + sum(
         (size - 1) * stride for size, stride in zip(layout.shape, strides, strict=True) if size > 0
     )
@@ -179,7 +179,20 @@ def with_layout(tensor: torch.Tensor, layout: TensorLayout) -> torch.Tensor:
     return dense
 
 
-def _concrete_strides(layout: TensorLayout) -> tuple[int, ...]:
+def in_declared_shape(layout: TensorLayout, shape: tuple[int, ...]) -> TensorLayout:
+    """The layout a captured tensor has once viewed in the operator's declared shape, as the
+    evaluator passes it (a (batch, tokens, hidden) input of a row-wise operator seen as (rows,
+    hidden)); row-major where no view can merge its dimensions, as a reshape then copies."""
+    dtype = getattr(torch, layout.dtype)
+    meta = torch.empty_strided(layout.shape, concrete_strides(layout), dtype=dtype, device="meta")
+    try:
+        viewed = meta.view(shape)
+    except RuntimeError:
+        viewed = torch.empty(shape, dtype=dtype, device="meta")
+    return layout_of(viewed).model_copy(update={"device_type": layout.device_type})
+
+
+def concrete_strides(layout: TensorLayout) -> tuple[int, ...]:
     """The captured strides, with each free one (a size-one or empty dimension's) set as a
     row-major tensor has it; a broadcast dimension keeps its stride 0."""
     empty = 0 in layout.shape
@@ -189,6 +202,18 @@ def _concrete_strides(layout: TensorLayout) -> tuple[int, ...]:
         strides[index] = running if free else layout.strides[index]
         running = max(running, strides[index] * max(layout.shape[index], 1))
     return tuple(strides)
+
+
+def _layout_preserving_copy(tensor: torch.Tensor) -> torch.Tensor:
+    """A copy of the memory `tensor` spans, viewed with its strides (clone would lay a sliced
+    or broadcast tensor out row-major), so the production kernel sees the model's layouts."""
+    extent = 1 + sum(
+        (size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride(), strict=True)
+    )
+    if tensor.numel() == 0:
+        return tensor.clone()
+    span = torch.as_strided(tensor, (extent,), (1,), tensor.storage_offset()).clone()
+    return span.as_strided(tensor.shape, tensor.stride())
 
 
 def _bind(name: str, args: tuple, kwargs: dict) -> tuple[dict, dict[str, Scalar]]:

@@ -3,7 +3,8 @@ first real inputs) and on inputs drawn from the nonce, both laid out with the ca
 
 Both evaluator processes build the same inputs from the package and the nonce. A captured
 tensor of higher rank than the declaration (a (batch, tokens, hidden) row-wise input) is
-viewed in the declared rank, keeping its strides where a view can.
+viewed in the declared rank, keeping its strides where a view can. A captured case's outputs
+must take the layouts the model's own implementation produced, viewed the same way.
 """
 
 import hashlib
@@ -11,12 +12,12 @@ import json
 from pathlib import Path
 
 import torch
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from gates.tasks.captured import LAYOUTS_FILE
-from operators.call_capture import with_layout
+from operators.call_capture import concrete_strides, in_declared_shape, with_layout
 from operators.declaration import OperatorDeclaration, Workload
-from operators.layouts import TensorLayout
+from operators.layouts import TensorLayout, layout_of
 from operators.safetensors_file import load_tensors
 
 
@@ -29,6 +30,9 @@ class CapturedWorkload(BaseModel):
     axes: dict[str, int]
     inputs: dict[str, TensorLayout]
     fixture: str
+    outputs: list[TensorLayout] = Field(
+        default_factory=list, description="what the model's own implementation returned"
+    )
 
 
 def load_captured(task_folder: Path) -> list[CapturedWorkload]:
@@ -54,6 +58,7 @@ def load_captured(task_folder: Path) -> list[CapturedWorkload]:
             axes={**const, **var_axes[item["workload"]]},
             inputs=item["inputs"],
             fixture=item["fixture"],
+            outputs=item.get("outputs", []),
         )
         for item in json.loads(path.read_text())["workloads"]
     ]
@@ -125,3 +130,31 @@ def case_inputs(declaration, case, device, request, captured: list[CapturedWorkl
     return captured_inputs(
         declaration, workload, Path(request.task), case.fixture, case.seed, device
     )
+
+
+def output_layout_mismatch(
+    declaration: OperatorDeclaration, case, produced: list[torch.Tensor], captured: list
+) -> str | None:
+    """Why a captured case's outputs do not take the layouts the model's own implementation
+    produced (viewed in the declared rank), or None when they do. `produced` are the candidate
+    process's CPU copies, which keep any dense layout's strides; a layout with gaps cannot
+    survive that copy, so such an output is held to what the copy makes of it."""
+    if case.captured is None:
+        return None
+    workload = next(item for item in captured if item.uuid == case.captured)
+    plain = Workload(name=workload.uuid, axes=workload.axes)
+    for spec, layout, got in zip(declaration.outputs, workload.outputs, produced, strict=False):
+        wanted = in_declared_shape(layout, declaration.shape_of(spec, plain))
+        if layout_of(got).strides != _as_copied(wanted).strides:
+            return (
+                f"{case.key}: output {spec.name} has strides {layout_of(got).strides}, the "
+                f"captured layout has {wanted.strides} (size-one dimensions as 0)"
+            )
+    return None
+
+
+def _as_copied(layout: TensorLayout) -> TensorLayout:
+    """The layout a copy of a tensor in `layout` has (dense layouts keep their strides)."""
+    dtype = getattr(torch, layout.dtype)
+    meta = torch.empty_strided(layout.shape, concrete_strides(layout), dtype=dtype, device="meta")
+    return layout_of(meta.clone())

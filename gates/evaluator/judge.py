@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from gates.evaluator.captured_cases import case_inputs, load_captured
+from gates.evaluator.captured_cases import case_inputs, load_captured, output_layout_mismatch
 from gates.evaluator.cases import plan_cases
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.detectors.hardcoding import ShapeSpecificHardcoding
@@ -59,6 +59,9 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
             try:
                 repeat = outputs.get(case.key + REPEAT_SUFFIX)
                 inputs = case_inputs(declaration, case, device, request, captured)
+                mismatch = output_layout_mismatch(declaration, case, produced, captured)
+                if mismatch is not None:
+                    raise CaseFailure("INCORRECT_SHAPE", mismatch)
                 _check_case(declaration, case, inputs, record, produced, repeat, others, errors)
             except (CaseFailure, CheatDetected) as failure:
                 near_miss = isinstance(failure, CaseFailure) and not failure.gross

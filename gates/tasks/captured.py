@@ -3,7 +3,10 @@
 Each captured layout becomes one workload whose tensor inputs are the first real call's
 fixture (copied into the package, so its identity covers them) and whose weight is how often
 the measured steps made that call. `captured_layouts.json` carries each workload's strides,
-aliasing and output layouts, and the definition names every non-row-major layout.
+aliasing and output layouts, and the definition names every non-row-major layout. Where the
+production kernel's outputs do not take the layout the model's own implementation produced,
+the baseline places them in it (`operators.layout_copy`), so the baseline and every candidate
+are judged and timed producing what the model needs.
 """
 
 import json
@@ -12,10 +15,19 @@ from pathlib import Path
 from gates.errors import GateError
 from gates.tasks.definition import ConstAxis, Definition, TraceTensor, VarAxis
 from gates.tasks.generation import render_package
+from gates.tasks.solution import Solution, SourceFile
 from gates.tasks.trace import Trace
+from gates.tasks.vendoring import vendor_module_of
 from gates.tasks.workload import SafetensorsInput, ScalarInput, Workload
-from operators.call_capture import CapturedLayout, load_capture
+from operators import declaration as declared
+from operators.call_capture import (
+    CapturedLayout,
+    concrete_strides,
+    in_declared_shape,
+    load_capture,
+)
 from operators.declaration import OperatorDeclaration
+from operators.layout_copy import layout_signature, placed_in
 from operators.layouts import TensorLayout
 from operators.registry import REGISTRY
 
@@ -42,6 +54,7 @@ def render_captured_package(
         files[fixture] = (Path(capture_folder) / layout.fixture).read_bytes()
         traces.append(_workload_trace(declaration, layout, uuid, fixture, var_axes))
         described.append(_described(layout, uuid, fixture))
+    files = with_captured_baseline(declaration, files, described)
     files["definition.json"] = _json_bytes(
         _with_layouts(definition, described).model_dump(mode="json", exclude_none=True)
     )
@@ -84,7 +97,8 @@ def captured_operators(capture_folder: Path, requested: list[str] | None = None)
 def captured_package_is_current(task, declaration: OperatorDeclaration) -> bool:
     """Whether what the declaration decides (contract, settings, baseline, reference) still
     matches a captured package; its workloads and layouts come from the capture."""
-    fresh = render_package(declaration)
+    described = json.loads((task.folder / LAYOUTS_FILE).read_text())["workloads"]
+    fresh = with_captured_baseline(declaration, render_package(declaration), described)
     for path, content in fresh.items():
         if path in ("definition.json", "workloads.jsonl"):
             continue
@@ -92,6 +106,96 @@ def captured_package_is_current(task, declaration: OperatorDeclaration) -> bool:
             return False
     reference = Definition.model_validate_json(fresh["definition.json"]).reference
     return task.definition.reference == reference
+
+
+def with_captured_baseline(
+    declaration: OperatorDeclaration, files: dict[str, bytes], described: list[dict]
+) -> dict[str, bytes]:
+    """`files` whose baseline places its outputs in the model's layouts for the captured calls
+    where the production kernel returns others; unchanged where it returns them all."""
+    placements = _placements(declaration, described)
+    if not placements:
+        return files
+    baseline = Solution.model_validate_json(files["solution/solution.json"])
+    entry_file, production = baseline.spec.entry_file, baseline.spec.entry_function
+    copy_file, copy_sources = vendor_module_of(placed_in)
+    sources = {source.path: source.content for source in baseline.sources}
+    sources.update(copy_sources)
+    sources[entry_file] += _placing_source(
+        declaration.name, production, entry_file, copy_file, placements
+    )
+    files = dict(files)
+    for path, text in sources.items():
+        files[f"solution/{path}"] = text.encode()
+    spec = baseline.spec.model_copy(
+        update={"entry_point": f"{entry_file}::{declaration.name}{CAPTURED_ENTRY_SUFFIX}"}
+    )
+    placing = baseline.model_copy(
+        update={
+            "spec": spec,
+            "sources": [SourceFile(path=path, content=sources[path]) for path in sorted(sources)],
+            "description": baseline.description + "; outputs placed in the captured layouts "
+            "where the production kernel returns others",
+        }
+    )
+    files["solution/solution.json"] = _json_bytes(
+        placing.model_dump(mode="json", exclude_none=True)
+    )
+    return files
+
+
+CAPTURED_ENTRY_SUFFIX = "_captured"
+
+
+def _placements(declaration: OperatorDeclaration, described: list[dict]) -> dict[str, tuple]:
+    """For each captured call whose production output layout differs: the signature of its
+    inputs as the evaluator passes them (declared rank) and the strides its outputs need."""
+    placements = {}
+    for item in described:
+        if not item.get("production_layout_differs"):
+            continue
+        inputs = {name: TensorLayout(**value) for name, value in item["inputs"].items()}
+        workload = declared.Workload(
+            name=item["workload"], axes=_axis_sizes(declaration, inputs, item["workload"])
+        )
+        if len(item["outputs"]) != len(declaration.outputs):
+            raise GateError(
+                f"{item['workload']}: {len(item['outputs'])} outputs captured, "
+                f"{len(declaration.outputs)} declared"
+            )
+        arguments = [
+            in_declared_shape(inputs[spec.name], declaration.shape_of(spec, workload))
+            for spec in declaration.inputs
+        ]
+        outputs = [
+            in_declared_shape(TensorLayout(**value), declaration.shape_of(spec, workload))
+            for spec, value in zip(declaration.outputs, item["outputs"], strict=True)
+        ]
+        key = layout_signature([(a.shape, a.strides, a.dtype) for a in arguments])
+        placements[key] = tuple(concrete_strides(output) for output in outputs)
+    return placements
+
+
+def _placing_source(
+    operator: str, production: str, entry_file: str, copy_file: str, placements: dict
+) -> str:
+    """The entry point appended to the vendored production file: the placements by argument
+    layout, and a function that places the production kernel's outputs (imports relative, as
+    vendored sources import each other)."""
+    depth = len(Path(entry_file).parts) - 1
+    module = "." * (depth + 1) + copy_file.removesuffix(".py").replace("/", ".")
+    rows = "".join(f'    "{key}": {strides!r},\n' for key, strides in sorted(placements.items()))
+    return (
+        "\n\n# The captured calls whose output layouts the production kernel does not produce: "
+        "the\n# model's own implementation returned these strides (keyed by the layout "
+        "signature of\n# the tensor arguments), so the baseline places its outputs in them.\n"
+        f"from {module} import placed_in  # noqa: E402\n\n"
+        f"CAPTURED_OUTPUT_STRIDES = {{\n{rows}}}\n\n\n"
+        f"def {operator}{CAPTURED_ENTRY_SUFFIX}(*args, **kwargs):\n"
+        '    """The production kernel, its outputs placed in the strides the model produced."""\n'
+        f"    outputs = {production}(*args, **kwargs)\n"
+        "    return placed_in(outputs, args, CAPTURED_OUTPUT_STRIDES)\n"
+    )
 
 
 def _workload_trace(
@@ -105,19 +209,21 @@ def _workload_trace(
         if not isinstance(value, int | float | bool):
             raise GateError(f"{uuid}: scalar {name!r} was {value!r}, not a number")
         inputs[name] = ScalarInput(value=value)
-    sizes = _axis_sizes(declaration, layout, uuid)
+    sizes = _axis_sizes(declaration, layout.inputs, uuid)
     axes = {axis: sizes[axis] for axis in var_axes}
     workload = Workload(uuid=uuid, axes=axes, inputs=inputs)
     return Trace(definition=declaration.name, workload=workload, weight=float(layout.count))
 
 
-def _axis_sizes(declaration: OperatorDeclaration, layout: CapturedLayout, uuid: str) -> dict:
-    """Each axis's size read off one layout's captured shapes."""
+def _axis_sizes(
+    declaration: OperatorDeclaration, inputs: dict[str, TensorLayout], uuid: str
+) -> dict:
+    """Each axis's size read off one layout's captured input shapes."""
     sizes: dict[str, int] = {}
     for spec in declaration.inputs:
-        if spec.name not in layout.inputs:
+        if spec.name not in inputs:
             raise GateError(f"{uuid}: the capture has no tensor {spec.name!r}")
-        shape = _folded(layout.inputs[spec.name].shape, len(spec.shape))
+        shape = _folded(inputs[spec.name].shape, len(spec.shape))
         if len(shape) != len(spec.shape):
             raise GateError(f"{uuid}: {spec.name} has {len(shape)} dims, declared {spec.shape}")
         for axis, size in zip(spec.shape, shape, strict=True):
@@ -142,7 +248,7 @@ def _captured_axes(definition: Definition, declaration, layouts: list[CapturedLa
     (the model's own configuration), or turns var where its calls disagree."""
     seen: dict[str, set[int]] = {}
     for layout in layouts:
-        sizes = _axis_sizes(declaration, layout, f"{declaration.name}-{layout.key}")
+        sizes = _axis_sizes(declaration, layout.inputs, f"{declaration.name}-{layout.key}")
         for axis, size in sizes.items():
             seen.setdefault(axis, set()).add(size)
     axes = {}
@@ -166,25 +272,46 @@ def _described(layout: CapturedLayout, uuid: str, fixture: str) -> dict:
         "scalars": layout.scalars,
         "aliases": layout.aliases,
         "outputs": [value.model_dump(mode="json") for value in layout.outputs],
+        "production_outputs": (
+            None
+            if layout.production_outputs is None
+            else [value.model_dump(mode="json") for value in layout.production_outputs]
+        ),
         "production_layout_differs": layout.production_layout_differs,
     }
 
 
 def _with_layouts(definition: Definition, described: list[dict]) -> Definition:
-    """The definition whose input descriptions name each captured non-row-major layout."""
-    inputs = {}
-    for name, tensor in definition.inputs.items():
-        notes = [
-            f"strides {tuple(item['inputs'][name]['strides'])} in {item['workload']}"
-            for item in described
-            if name in item["inputs"] and not _row_major(TensorLayout(**item["inputs"][name]))
-        ]
-        text = tensor.description or ""
-        if notes:
-            text = (text + "; " if text else "") + "captured " + ", ".join(notes)
-        inputs[name] = TraceTensor(shape=tensor.shape, dtype=tensor.dtype, description=text or None)
+    """The definition whose input and output descriptions name each captured non-row-major
+    layout (an output's is the one the evaluator holds a solution to)."""
+    inputs = {
+        name: _noted(tensor, [(item["workload"], item["inputs"].get(name)) for item in described])
+        for name, tensor in definition.inputs.items()
+    }
+    outputs = {}
+    for index, (name, tensor) in enumerate(definition.outputs.items()):
+        layouts = [(item["workload"], _at(item["outputs"], index)) for item in described]
+        outputs[name] = _noted(tensor, layouts)
     tags = [*(definition.tags or []), "captured"]
-    return Definition.model_validate({**definition.model_dump(), "inputs": inputs, "tags": tags})
+    return Definition.model_validate(
+        {**definition.model_dump(), "inputs": inputs, "outputs": outputs, "tags": tags}
+    )
+
+
+def _noted(tensor: TraceTensor, layouts: list[tuple[str, dict | None]]) -> TraceTensor:
+    notes = [
+        f"strides {tuple(layout['strides'])} in {workload}"
+        for workload, layout in layouts
+        if layout is not None and not _row_major(TensorLayout(**layout))
+    ]
+    text = tensor.description or ""
+    if notes:
+        text = (text + "; " if text else "") + "captured " + ", ".join(notes)
+    return TraceTensor(shape=tensor.shape, dtype=tensor.dtype, description=text or None)
+
+
+def _at(values: list, index: int):
+    return values[index] if index < len(values) else None
 
 
 def _row_major(layout: TensorLayout) -> bool:

@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from operators import ops
+from operators import ops, use_kernel_profile
 
 HIDDEN = 32
 
@@ -18,6 +18,19 @@ def strided_rms_norm() -> None:
         ops.rms_norm(wide[:, :HIDDEN], weight)
     ops.rms_norm(torch.randn(1, HIDDEN, dtype=torch.bfloat16), weight)
     ops.rms_norm(wide[:1, :HIDDEN].contiguous(), weight)
+
+
+def tokens_first_residual() -> None:
+    """gated_residual on tokens-first buffers seen as (batch, tokens, hidden), twice, run by
+    the reference: its output keeps that layout, strides (HIDDEN, 2 * HIDDEN, 1), where the
+    production kernel returns row-major rows."""
+    gate = torch.randn(2, HIDDEN, dtype=torch.bfloat16)
+    with use_kernel_profile("torch"):
+        for _ in range(2):
+            residual, update = (
+                torch.randn(3, 2, HIDDEN, dtype=torch.bfloat16).transpose(0, 1) for _ in range(2)
+            )
+            ops.gated_residual(residual, update, gate)
 
 
 class Attention(nn.Module):

@@ -1,0 +1,93 @@
+"""A captured output layout the production kernel does not produce: the capture records both,
+the generated baseline places its outputs in the model's layout, and the evaluator holds every
+solution to it (a solution returning the production kernel's row-major rows is rejected)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from gates.evaluator.captured_cases import case_inputs, load_captured
+from gates.evaluator.cases import plan_cases
+from gates.evaluator.loading import import_entry, write_sources
+from gates.tasks.captured import LAYOUTS_FILE, render_captured_package
+from gates.tasks.generation import write_package
+from gates.tasks.package import load_task
+from gates.tasks.solution import load_solution
+from operators import REGISTRY, record_registry_calls
+from operators.call_capture import CallCapture, load_capture
+
+sys.path.insert(0, str(Path(__file__).parent))
+from capture_drivers import HIDDEN, tokens_first_residual  # noqa: E402
+
+MODEL_STRIDES = (HIDDEN, 2 * HIDDEN, 1)  # tokens-first rows, as the reference returned them
+PRODUCTION_STRIDES = (3 * HIDDEN, HIDDEN, 1)  # row-major, as the production kernel returns
+
+
+@pytest.fixture(scope="module")
+def tokens_first(tmp_path_factory) -> Path:
+    """gated_residual's package from a capture whose output layout the production lacks."""
+    root = tmp_path_factory.mktemp("tokens_first")
+    capture = CallCapture()
+    with record_registry_calls(observer=capture):
+        torch.manual_seed(5)
+        tokens_first_residual()
+    capture.write(root / "capture", "capture_drivers:tokens_first_residual", [], 1)
+    declaration = REGISTRY.declaration("gated_residual")
+    files = render_captured_package(declaration, root / "capture")
+    folder, _ = write_package(declaration, root / "tasks", files=files)
+    return folder
+
+
+def test_the_capture_records_that_the_production_layout_differs(tokens_first):
+    (layout,) = load_capture(tokens_first.parent.parent / "capture").layouts
+    assert layout.count == 2 and layout.production_layout_differs
+    assert layout.outputs[0].strides == MODEL_STRIDES
+    assert layout.production_outputs[0].strides == PRODUCTION_STRIDES
+    (described,) = json.loads((tokens_first / LAYOUTS_FILE).read_text())["workloads"]
+    assert described["production_layout_differs"] is True
+    task = load_task(tokens_first)
+    assert f"strides {MODEL_STRIDES}" in task.definition.outputs["out"].description
+
+
+def test_the_baseline_places_its_output_in_the_captured_layout(tokens_first, tmp_path):
+    baseline = load_solution(tokens_first / "solution")
+    assert baseline.spec.entry_point.endswith("::gated_residual_captured")
+    entry = tokens_first / "solution" / baseline.spec.entry_file
+    for command in (["check", "--no-cache"], ["format", "--check", "--no-cache"]):
+        ruff = [sys.executable, "-m", "ruff", *command, str(entry)]
+        assert subprocess.run(ruff, capture_output=True).returncode == 0, command
+    function = import_entry(baseline, write_sources(baseline, tmp_path / "s"), "placing")
+    declaration = REGISTRY.declaration("gated_residual")
+    captured = load_captured(tokens_first)
+    request = type("Request", (), {"task": str(tokens_first)})()
+    cases = [case for case in plan_cases(declaration, "n", "cpu", tuple(captured)) if case.captured]
+    assert {case.fixture for case in cases} == {True, False}
+    for case in cases:
+        inputs = case_inputs(declaration, case, torch.device("cpu"), request, captured)
+        out = function(*inputs)
+        assert out.stride() == MODEL_STRIDES, case.key
+        assert torch.equal(out, declaration.reference(*inputs)), case.key
+    row_major = function(*(tensor.contiguous() for tensor in inputs))
+    assert row_major.stride() == PRODUCTION_STRIDES  # another layout: the kernel's own output
+
+
+@pytest.mark.slow
+def test_the_evaluator_holds_solutions_to_the_captured_output_layout(tokens_first, tmp_path):
+    from gates.evaluator.evaluation import evaluate
+
+    placed = evaluate(tokens_first, tokens_first / "solution", device="cpu", timeout=240)
+    assert placed.status == "PASSED", placed.reason
+    document = json.loads(load_solution(tokens_first / "solution").model_dump_json())
+    entry_file = document["spec"]["entry_point"].split("::")[0]
+    document["spec"]["entry_point"] = f"{entry_file}::gated_residual_triton"
+    document["name"] = "gated_residual_row_major"
+    row_major = tmp_path / "row_major.json"
+    row_major.write_text(json.dumps(document))
+    result = evaluate(tokens_first, row_major, device="cpu", timeout=240)
+    assert result.status == "INCORRECT_SHAPE", result.reason
+    assert "-captured-" in result.reason and "output out has strides" in result.reason
+    assert f"{PRODUCTION_STRIDES}" in result.reason and f"{MODEL_STRIDES}" in result.reason
