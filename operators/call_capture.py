@@ -162,15 +162,16 @@ def load_fixture(folder: Path, layout: CapturedLayout) -> dict[str, torch.Tensor
 
 
 def with_layout(tensor: torch.Tensor, layout: TensorLayout) -> torch.Tensor:
-    """`tensor`'s values in a fresh tensor whose strides are the captured ones (size-one and
-    empty dimensions' strides, recorded as 0, are free, so the row-major one is used)."""
+    """`tensor`'s values in a fresh tensor on its device whose strides are the captured ones
+    (size-one and empty dimensions' strides, recorded as 0, are free: the row-major one is used)."""
     strides = concrete_strides(layout)
     extent = 1 + sum(
         (size - 1) * stride for size, stride in zip(layout.shape, strides, strict=True) if size > 0
     )
     if tensor.numel() == 0:
-        return torch.empty_strided(layout.shape, strides, dtype=tensor.dtype)
-    dense = torch.zeros(extent, dtype=tensor.dtype).as_strided(layout.shape, strides)
+        return torch.empty_strided(layout.shape, strides, dtype=tensor.dtype, device=tensor.device)
+    dense = torch.zeros(extent, dtype=tensor.dtype, device=tensor.device)
+    dense = dense.as_strided(layout.shape, strides)
     target, source = dense, tensor
     for dim, (size, stride) in enumerate(zip(layout.shape, strides, strict=True)):
         if size > 1 and stride == 0:  # a broadcast dimension holds one value

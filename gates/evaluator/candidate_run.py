@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from gates.evaluator import loading
-from gates.evaluator.captured_cases import case_inputs, load_captured
+from gates.evaluator.captured_cases import case_inputs, load_captured, timed_declaration
 from gates.evaluator.cases import plan_cases
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.guard import CandidateCallError, CandidateGuard
@@ -62,7 +62,8 @@ def run_candidate(
             roles["candidate"] = function
             graphs_required = bool(task.evaluation.get("cuda_graphs", False))
             figure = task.evaluation.get("promotion_figure")  # warm, cold, or by L2 size
-            timing = time_roles(request, declaration, guard, roles, graphs_required, figure)
+            timed = timed_declaration(declaration, captured)  # a capture's workloads
+            timing = time_roles(request, timed, guard, roles, graphs_required, figure)
             clock.lap("timing")
         guard.check_environment("before the outputs are written")
     except CheatDetected as cheat:

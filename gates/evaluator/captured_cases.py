@@ -30,6 +30,7 @@ class CapturedWorkload(BaseModel):
     axes: dict[str, int]
     inputs: dict[str, TensorLayout]
     fixture: str
+    count: int = Field(1, ge=1, description="calls with this layout: the workload's weight")
     outputs: list[TensorLayout] = Field(
         default_factory=list, description="what the model's own implementation returned"
     )
@@ -58,6 +59,7 @@ def load_captured(task_folder: Path) -> list[CapturedWorkload]:
             axes={**const, **var_axes[item["workload"]]},
             inputs=item["inputs"],
             fixture=item["fixture"],
+            count=item.get("count", 1),
             outputs=item.get("outputs", []),
         )
         for item in json.loads(path.read_text())["workloads"]
@@ -100,17 +102,55 @@ def captured_inputs(
         values = [stored[spec.name] for spec in declaration.inputs]
     else:
         values = [t.cpu() for t in declaration.make_inputs(plain, seed, "normal", "cpu")]
-    inputs = []
-    for spec, value in zip(declaration.inputs, values, strict=True):
-        layout = workload.inputs[spec.name]
-        laid_out = with_layout(value.reshape(layout.shape), layout)
-        declared = declaration.shape_of(spec, plain)
-        try:
-            shaped = laid_out.view(declared)
-        except RuntimeError:  # leading dimensions that no view can merge
-            shaped = laid_out.reshape(declared)
-        inputs.append(_on_device(shaped, device))
-    return inputs
+    return [
+        _on_device(
+            _captured_layout(declaration, spec, value, workload.inputs[spec.name], plain), device
+        )
+        for spec, value in zip(declaration.inputs, values, strict=True)
+    ]
+
+
+def _captured_layout(declaration, spec, value: torch.Tensor, layout: TensorLayout, workload):
+    """`value` laid out with the captured strides, viewed in the declared shape."""
+    laid_out = with_layout(value.reshape(layout.shape), layout)
+    declared = declaration.shape_of(spec, workload)
+    try:
+        return laid_out.view(declared)
+    except RuntimeError:  # leading dimensions that no view can merge
+        return laid_out.reshape(declared)
+
+
+class CapturedTiming:
+    """The declaration as timing sees a captured task: the captured workloads (every axis at
+    its captured size, weight = call count), their inputs drawn in the captured layouts, so
+    the baseline and candidates are timed on what the model runs."""
+
+    def __init__(self, declaration: OperatorDeclaration, captured: list["CapturedWorkload"]):
+        self._declaration = declaration
+        self.workloads = tuple(
+            Workload(name=item.uuid, axes=item.axes, weight=float(item.count)) for item in captured
+        )
+        self._layouts = {item.uuid: item.inputs for item in captured}
+
+    def __getattr__(self, name: str):
+        return getattr(self._declaration, name)
+
+    def make_input_sets(self, workload, count, seed, distribution="normal", device="cpu"):
+        """`count` input sets as the declaration draws them, each laid out as captured."""
+        declaration, layouts = self._declaration, self._layouts[workload.name]
+        drawn = declaration.make_input_sets(workload, count, seed, distribution, device)
+        return [
+            [
+                _captured_layout(declaration, spec, value, layouts[spec.name], workload)
+                for spec, value in zip(declaration.inputs, inputs, strict=True)
+            ]
+            for inputs in drawn
+        ]
+
+
+def timed_declaration(declaration: OperatorDeclaration, captured: list["CapturedWorkload"]):
+    """What timing runs: a captured task's workloads (`CapturedTiming`), else the declaration."""
+    return CapturedTiming(declaration, captured) if captured else declaration
 
 
 def _on_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:

@@ -1,14 +1,16 @@
 """The evaluator on a captured task: the captured layouts (strides included) and fixtures are
-cases, so a kernel right only on row-major inputs is rejected there."""
+cases, so a kernel right only on row-major inputs is rejected there, and timing runs the
+captured workloads, weighted by call count, in their layouts."""
 
 import json
+import random
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from gates.evaluator.captured_cases import case_inputs, load_captured
+from gates.evaluator.captured_cases import case_inputs, load_captured, timed_declaration
 from gates.evaluator.cases import plan_cases
 from gates.tasks.captured import render_captured_package
 from gates.tasks.generation import write_package
@@ -48,6 +50,27 @@ def test_captured_cases_take_the_captured_strides_and_fixtures(strided_task):
         assert x.shape == (4, 32) and x.stride() == (64, 1)
         assert weight.shape == (32,)
     assert plan_cases(declaration, "nonce", "cpu") == [c for c in cases if not c.captured]
+
+
+def test_timing_runs_the_captured_workloads_weighted_by_count_in_their_layouts(strided_task):
+    from gates.evaluator.fresh_pool import FreshPool
+
+    declaration = REGISTRY.declaration("rms_norm")
+    captured = load_captured(strided_task)
+    timed = timed_declaration(declaration, captured)
+    assert [(w.name, w.weight) for w in timed.workloads] == [(c.uuid, 2.0) for c in captured]
+    assert timed.params == declaration.params and timed.contract == declaration.contract
+    assert timed_declaration(declaration, []) is declaration
+    strided = next(w for w in timed.workloads if w.axes["tokens"] == 4)
+    sets = timed.make_input_sets(strided, 3, 7)
+    plain = declaration.make_input_sets(strided, 3, 7)
+    for (x, weight), (plain_x, plain_weight) in zip(sets, plain, strict=True):
+        assert x.stride() == (64, 1) and torch.equal(x, plain_x)
+        assert torch.equal(weight, plain_weight)
+    baseline = declaration.preferred
+    pool = FreshPool(timed, strided, baseline, random.Random(0), 2, torch.device("cpu"))
+    assert [inputs[0].stride() for inputs in pool.sets] == [(64, 1), (64, 1)]
+    assert [tuple(outputs[0].shape) for outputs in pool.expected] == [(4, 32), (4, 32)]
 
 
 @pytest.mark.slow
