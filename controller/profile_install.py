@@ -84,7 +84,8 @@ def install_export(export: Path, profile: str, tuned_root: Path, replace: bool =
 
 def read_export(export: Path) -> dict[str, Any]:
     """What the export says about itself, after checking every file's checksum."""
-    from controller.flows.tune import current_task_digest
+    from controller.flows.tune import current_task_digest, given_task_digest
+    from gates.tasks.captured import LAYOUTS_FILE
     from gates.tasks.solution import load_solution
 
     if not (export / "export.json").is_file() or not (export / CHECKSUMS).is_file():
@@ -102,7 +103,10 @@ def read_export(export: Path) -> dict[str, Any]:
             raise ControllerError(f"export {export}: {path} {state}; export the run again")
     described = json.loads((export / "export.json").read_text())
     operator = described["operator"]
-    if current_task_digest(operator) != described["task_digest"]:
+    task = export.parent / "prepared" / "task"  # the run's own copy of its task package
+    captured = (task / LAYOUTS_FILE).is_file()
+    now = given_task_digest(operator, task) if captured else current_task_digest(operator)
+    if now != described["task_digest"]:
         raise ControllerError(
             f"export {export} was tuned for {operator!r} as it was declared then (task digest "
             "differs from the catalog's now); tune it again"
@@ -115,13 +119,14 @@ def read_export(export: Path) -> dict[str, Any]:
         "environment": described.get("environment") or _run_environment(export),
         "entry_point": solution.spec.entry_point,
         "device": device,
-        "layouts": verified_layouts(operator, device),
+        "layouts": verified_layouts(operator, device, task if captured else None),
     }
 
 
-def verified_layouts(operator: str, device: str) -> list[list]:
-    """Each workload's argument signature: inputs as contiguous tensors on `device`, then the
-    params positionally, by keyword (sorted), and left out where they are the defaults."""
+def verified_layouts(operator: str, device: str, captured_task: Path | None = None) -> list[list]:
+    """Each workload's argument signature: inputs as contiguous tensors on `device` (and a
+    captured task's layouts as the evaluator passed them), then the params positionally, by
+    keyword (sorted), and left out where they are the defaults."""
     import inspect
 
     import torch
@@ -133,13 +138,19 @@ def verified_layouts(operator: str, device: str) -> list[list]:
     declaration = REGISTRY.declaration(operator)
     defaults = _defaults(inspect.signature(declaration.preferred or declaration.reference))
     signatures: list[list] = []
+    argument_layouts = []
     for workload in declaration.workloads:
         tensors = []
         for spec in declaration.inputs:
             meta = torch.empty(
                 declaration.shape_of(spec, workload), dtype=spec.torch_dtype, device="meta"
             )
-            tensors.append(layout_of(meta).model_copy(update={"device_type": device}))
+            tensors.append(layout_of(meta))
+        argument_layouts.append(tensors)
+    if captured_task is not None:
+        argument_layouts += _captured_argument_layouts(declaration, captured_task)
+    for layouts in argument_layouts:
+        tensors = [layout.model_copy(update={"device_type": device}) for layout in layouts]
         params = declaration.params
         variants = [
             (*tensors, *params.values()),
@@ -152,6 +163,24 @@ def verified_layouts(operator: str, device: str) -> list[list]:
             if encoded not in signatures:
                 signatures.append(encoded)
     return signatures
+
+
+def _captured_argument_layouts(declaration, task: Path) -> list[list]:
+    """Per captured workload, its input layouts viewed in the declared shapes (its cases)."""
+    from gates.evaluator.captured_cases import load_captured
+    from operators.call_capture import in_declared_shape
+    from operators.declaration import Workload
+
+    layouts = []
+    for workload in load_captured(task):
+        plain = Workload(name=workload.uuid, axes=workload.axes)
+        layouts.append(
+            [
+                in_declared_shape(workload.inputs[spec.name], declaration.shape_of(spec, plain))
+                for spec in declaration.inputs
+            ]
+        )
+    return layouts
 
 
 def _defaults(signature) -> dict[str, Any]:

@@ -3,6 +3,7 @@ the generated baseline places its outputs in the model's layout, and the evaluat
 solution to it (a solution returning the production kernel's row-major rows is rejected)."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +92,34 @@ def test_the_evaluator_holds_solutions_to_the_captured_output_layout(tokens_firs
     assert result.status == "INCORRECT_SHAPE", result.reason
     assert "-captured-" in result.reason and "output out has strides" in result.reason
     assert f"{PRODUCTION_STRIDES}" in result.reason and f"{MODEL_STRIDES}" in result.reason
+
+
+def test_a_captured_export_installs_verified_on_the_captured_layouts(tokens_first, tmp_path):
+    from types import SimpleNamespace
+
+    from controller.cli import main
+    from controller.flows.tune_export import export_best
+    from controller.flows.tune_incumbents import Incumbent
+    from operators.environment import current_environment_identity
+    from operators.selection import KernelSelection
+
+    run_dir = tmp_path / "run"  # as a tune run leaves it: its task copy beside the export
+    shutil.copytree(tokens_first, run_dir / "prepared" / "task")
+    shutil.copytree(tokens_first / "solution", tmp_path / "incumbent" / "solution")
+    manifest = SimpleNamespace(
+        run_id="tune-20261201T000000Z-abcdef",
+        work_item={"task_digest": load_task(tokens_first).digest},
+        environment=current_environment_identity().model_dump(),
+    )
+    evaluation = {"device": "cpu", "status": "PASSED", "operator": "gated_residual"}
+    incumbent = Incumbent(attempt=1, folder=tmp_path / "incumbent", evaluation=evaluation)
+    export_best(SimpleNamespace(run_dir=run_dir, manifest=manifest), "gated_residual", incumbent)
+    tuned = tmp_path / "tuned"
+    install = ["install", str(run_dir / "export"), "--profile", "ours", "--tuned-root", str(tuned)]
+    assert main(install) == 0
+    resolved = KernelSelection("ours", tuned_root=tuned).resolve("gated_residual")
+    residual, update = (torch.randn(3, 2, HIDDEN).to(torch.bfloat16).transpose(0, 1) for _ in "ab")
+    gate = torch.randn(2, HIDDEN).to(torch.bfloat16)
+    assert resolved.tuned.applies(residual, update, gate)  # the captured layout, verified
+    assert not resolved.tuned.applies(residual.contiguous(), update.contiguous(), gate)
+    assert resolved(residual, update, gate).stride() == MODEL_STRIDES
