@@ -19,7 +19,6 @@ from gates.tasks.solution import Solution, SourceFile
 from gates.tasks.trace import Trace
 from gates.tasks.vendoring import vendor_module_of
 from gates.tasks.workload import SafetensorsInput, ScalarInput, Workload
-from operators import declaration as declared
 from operators.call_capture import (
     CapturedLayout,
     concrete_strides,
@@ -27,11 +26,13 @@ from operators.call_capture import (
     load_capture,
 )
 from operators.declaration import OperatorDeclaration
+from operators.declaration import Workload as CallSizes
 from operators.layout_copy import layout_signature, placed_in
 from operators.layouts import TensorLayout
 from operators.registry import REGISTRY
 
 LAYOUTS_FILE = "captured_layouts.json"
+CAPTURED_ENTRY_SUFFIX = "_captured"  # the placing baseline's entry: `<operator>_captured`
 
 
 def render_captured_package(
@@ -144,9 +145,6 @@ def with_captured_baseline(
     return files
 
 
-CAPTURED_ENTRY_SUFFIX = "_captured"
-
-
 def _placements(declaration: OperatorDeclaration, described: list[dict]) -> dict[str, tuple]:
     """For each captured call whose production output layout differs: the signature of its
     inputs as the evaluator passes them (declared rank) and the strides its outputs need."""
@@ -155,7 +153,7 @@ def _placements(declaration: OperatorDeclaration, described: list[dict]) -> dict
         if not item.get("production_layout_differs"):
             continue
         inputs = {name: TensorLayout(**value) for name, value in item["inputs"].items()}
-        workload = declared.Workload(
+        workload = CallSizes(
             name=item["workload"], axes=_axis_sizes(declaration, inputs, item["workload"])
         )
         if len(item["outputs"]) != len(declaration.outputs):
