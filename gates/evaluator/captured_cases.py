@@ -127,10 +127,12 @@ class CapturedTiming:
 
     def __init__(self, declaration: OperatorDeclaration, captured: list["CapturedWorkload"]):
         self._declaration = declaration
+        names = [item.uuid.removeprefix(f"{declaration.name}-") for item in captured]  # as traces
         self.workloads = tuple(
-            Workload(name=item.uuid, axes=item.axes, weight=float(item.count)) for item in captured
+            Workload(name=name, axes=item.axes, weight=float(item.count))
+            for name, item in zip(names, captured, strict=True)
         )
-        self._layouts = {item.uuid: item.inputs for item in captured}
+        self._layouts = {name: item.inputs for name, item in zip(names, captured, strict=True)}
 
     def __getattr__(self, name: str):
         return getattr(self._declaration, name)
