@@ -92,3 +92,15 @@ def test_a_kernel_right_only_on_row_major_rows_is_rejected_on_the_captured_layou
     result = evaluate(strided_task, bad, device="cpu", timeout=240)
     assert result.status in ("INCORRECT_NUMERICAL", "REJECTED"), result.reason
     assert "-captured-" in result.reason  # a captured case, not a drawn row-major one
+
+
+@pytest.mark.gpu
+def test_on_cuda_a_captured_task_is_timed_on_its_captured_workloads(strided_task):
+    from gates.evaluator.evaluation import evaluate
+
+    result = evaluate(strided_task, strided_task / "solution", device="cuda", timeout=300)
+    assert result.status == "PASSED", result.reason
+    rows = result.timing.workloads
+    captured = load_captured(strided_task)
+    assert set(rows) == {item.uuid.removeprefix("rms_norm-") for item in captured}
+    assert {row.weight for row in rows.values()} == {2.0}
