@@ -163,12 +163,16 @@ def refuse_changed_options(arguments: argparse.Namespace) -> None:
             f"cannot resume {store.run_id}: manifest field 'work_item.task_digest' does not "
             f"match --task {arguments.task}; drop the option or start a new run"
         )
-    prepared = store.prepared_dir / TASK  # a captured run's package, as the run froze it
+    # The run's own copy of its task package, else the one it was given (a captured package
+    # is current when it matches the operator; a catalog one when it is the catalog's now).
+    task = store.prepared_dir / TASK
+    if not task.is_dir() and manifest.work_item.get("task"):
+        task = Path(manifest.work_item["task"])
     operator = manifest.work_item.get("operator")
     if manifest.flow != "tune":
         current = digest
-    elif prepared.is_dir():
-        current = given_task_digest(operator, prepared)
+    elif task.is_dir():
+        current = given_task_digest(operator, task)
     else:
         current = current_task_digest(operator)
     if current != digest:
