@@ -57,6 +57,13 @@ def test_the_capture_records_that_the_production_layout_differs(tokens_first):
 def test_the_baseline_places_its_output_in_the_captured_layout(tokens_first, tmp_path):
     baseline = load_solution(tokens_first / "solution")
     assert baseline.spec.entry_point.endswith("::gated_residual_captured")
+    try:
+        import flashinfer_bench.data as data  # installed by scripts/setup
+    except ImportError:
+        data = None
+    if data is not None:
+        document = json.loads((tokens_first / "solution" / "solution.json").read_text())
+        data.Solution.model_validate(document)
     entry = tokens_first / "solution" / baseline.spec.entry_file
     for command in (["check", "--no-cache"], ["format", "--check", "--no-cache"]):
         ruff = [sys.executable, "-m", "ruff", *command, str(entry)]
