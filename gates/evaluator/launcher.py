@@ -1,5 +1,8 @@
 """The controller's side of the process boundary: start a worker in its own process group,
 kill the group on timeout, and accept only a report that echoes the request.
+
+A worker is forked from the zygote (`zygote.py`, started once per environment) when it can
+be, else started as a fresh interpreter; both run the same `worker` code the same way.
 """
 
 import os
@@ -12,11 +15,15 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from gates.errors import GateError
+from gates.evaluator.forked_worker import ZygoteUnavailable, start_method, zygote_for
 from gates.evaluator.protocol import EvaluationRequest
 
 REPOSITORY_ROOT = Path(__file__).resolve().parent.parent.parent
 EXIT_BAD_INPUT = 3
 HOLD_VARIABLE = "CONTROLLER_WORKER_HELD"
+# Variables that change while the controller runs and mean nothing to a worker: left out of
+# its environment, so they do not multiply zygotes (one per distinct worker environment).
+VOLATILE_VARIABLES = frozenset({"PYTEST_CURRENT_TEST", HOLD_VARIABLE})
 
 
 class WorkerTimeout(Exception):
@@ -32,9 +39,10 @@ class ReportNotAuthentic(Exception):
 
 
 class Worker:
-    """A started worker process: its phase, report and log paths, and the process."""
+    """A started worker process: its phase, report and log paths, and the process (a Popen
+    or a `ForkedProcess`, which answers the same calls)."""
 
-    def __init__(self, phase: str, process: subprocess.Popen, report: Path, log: Path) -> None:
+    def __init__(self, phase: str, process, report: Path, log: Path) -> None:
         self.phase = phase
         self.process = process
         self.report_path = report
@@ -56,29 +64,49 @@ def start_worker(
     then waits for `release` before it reads anything the other phase writes."""
     work = Path(request.work_dir)
     report_path = work / f"{phase}-report.json"
-    command = [sys.executable, "-m", "gates.evaluator.worker", phase, str(request_path)]
-    command += [str(report_path), *extra]
-    environment = dict(os.environ)
+    arguments = [phase, str(request_path), str(report_path), *extra]
+    environment = worker_environment(request.device)
+    log_path = work / f"{phase}.log"
+    process = None
+    if start_method() == "zygote":
+        process = _forked(arguments, environment, log_path, held)
+    if process is None:
+        if held:
+            environment[HOLD_VARIABLE] = "1"
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "gates.evaluator.worker", *arguments],
+                cwd=REPOSITORY_ROOT,
+                env=environment,
+                stdin=subprocess.PIPE if held else subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+    return Worker(phase, process, report_path, log_path)
+
+
+def worker_environment(device: str) -> dict[str, str]:
+    """A worker's environment: the controller's, the repository importable, the Triton
+    interpreter on a CPU (the variables in VOLATILE_VARIABLES left out)."""
+    environment = {k: v for k, v in os.environ.items() if k not in VOLATILE_VARIABLES}
     environment["PYTHONPATH"] = os.pathsep.join(
         [str(REPOSITORY_ROOT)] + [p for p in [environment.get("PYTHONPATH")] if p]
     )
     environment["PYTHONDONTWRITEBYTECODE"] = "1"
-    if held:
-        environment[HOLD_VARIABLE] = "1"
-    if request.device == "cpu":
+    if device == "cpu":
         environment["TRITON_INTERPRET"] = "1"
-    log_path = work / f"{phase}.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=REPOSITORY_ROOT,
-            env=environment,
-            stdin=subprocess.PIPE if held else subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return Worker(phase, process, report_path, log_path)
+    return environment
+
+
+def _forked(arguments: list[str], environment: dict, log_path: Path, held: bool):
+    """A worker forked from this environment's zygote, or None when there is none."""
+    forked_environment = {**environment, HOLD_VARIABLE: "1"} if held else environment
+    try:
+        zygote = zygote_for(environment, REPOSITORY_ROOT)
+        return zygote.fork(arguments, forked_environment, REPOSITORY_ROOT, log_path, held)
+    except ZygoteUnavailable:
+        return None
 
 
 def finish_worker(
@@ -90,7 +118,7 @@ def finish_worker(
         try:
             process.stdin.write(b"go\n")
             process.stdin.close()
-        except BrokenPipeError:
+        except OSError:  # the worker already ended; its exit code says how
             pass
     try:
         code = process.wait(timeout=timeout)

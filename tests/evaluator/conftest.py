@@ -16,3 +16,10 @@ def task_root(tmp_path_factory) -> Path:
     for declaration in REGISTRY:
         write_package(declaration, root)
     return root
+
+
+@pytest.fixture(params=["zygote", "spawn"])
+def start_method(request, monkeypatch) -> str:
+    """Run the test with workers forked from the zygote, then as fresh processes."""
+    monkeypatch.setenv("CONTROLLER_WORKER_START", request.param)
+    return request.param

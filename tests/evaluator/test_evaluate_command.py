@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from cheat_packing import cheat_solution
 from evaluation_jobs import evaluate_many
+from process_state import running
 
 from gates.tasks.trace import Trace
 from operators import REGISTRY
@@ -83,8 +84,12 @@ def test_bad_input_exits_2_with_one_line(task_root, tmp_path):
         assert len(lines) == 1 and lines[0].startswith("controller: error:"), completed.stderr
 
 
-def test_a_hanging_solution_times_out(task_root, tmp_path):
-    source = "import time\n\ndef rms_norm(x, weight, eps=1e-6):\n    time.sleep(600)\n"
+def test_a_hanging_solution_times_out(start_method, task_root, tmp_path):
+    pid_file = tmp_path / "worker.pid"
+    source = (
+        f"import os, time\n\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n\n"
+        "def rms_norm(x, weight, eps=1e-6):\n    time.sleep(600)\n"
+    )
     document = {
         "name": "sleeper",
         "definition": "rms_norm",
@@ -98,3 +103,5 @@ def test_a_hanging_solution_times_out(task_root, tmp_path):
 
     result = evaluate(task_root / "rms_norm", path, timeout=20)
     assert result.status == "TIMEOUT"
+    assert pid_file.is_file(), "the worker never imported the solution"
+    assert not running(int(pid_file.read_text())), "the timed-out worker still runs"

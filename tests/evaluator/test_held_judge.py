@@ -1,5 +1,6 @@
 """The judge starts beside the candidate but holds: it reads nothing the candidate writes
-and writes no report until the controller releases it, and a cancelled judge just ends."""
+and writes no report until the controller releases it, and a cancelled judge just ends (a
+forked judge and a fresh one alike)."""
 
 import secrets
 import time
@@ -30,7 +31,7 @@ def _request(task_root: Path, work: Path) -> tuple[EvaluationRequest, Path]:
     return request, path
 
 
-def test_a_held_judge_waits_and_a_cancelled_one_writes_nothing(task_root, tmp_path):
+def test_a_held_judge_waits_and_a_cancelled_one_writes_nothing(start_method, task_root, tmp_path):
     request, path = _request(task_root, tmp_path)
     candidate_report = tmp_path / "candidate-report.json"
     judge = start_worker("judge", request, path, (str(candidate_report),), held=True)
@@ -42,7 +43,7 @@ def test_a_held_judge_waits_and_a_cancelled_one_writes_nothing(task_root, tmp_pa
     assert not judge.report_path.exists()
 
 
-def test_a_released_judge_reads_the_candidate_report_only_then(task_root, tmp_path):
+def test_a_released_judge_reads_the_candidate_report_only_then(start_method, task_root, tmp_path):
     request, path = _request(task_root, tmp_path)
     missing = tmp_path / "candidate-report.json"
     judge = start_worker("judge", request, path, (str(missing),), held=True)

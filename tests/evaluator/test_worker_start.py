@@ -1,0 +1,124 @@
+"""Workers forked from the zygote behave as fresh worker processes do: a crash, an os._exit,
+a timeout and the processes a worker leaves behind end the same way on both start paths; the
+zygote holds no CUDA context, no solution and one thread; and what a solution changes in its
+worker's modules never reaches the next evaluation's workers."""
+
+import json
+from pathlib import Path
+
+from process_state import running
+
+
+def _solution(folder: Path, name: str, source: str) -> Path:
+    document = {
+        "name": name,
+        "definition": "rms_norm",
+        "author": "tests",
+        "spec": {"language": "triton", "target_hardware": ["cpu"], "entry_point": "s.py::rms_norm"},
+        "sources": [{"path": "s.py", "content": source}],
+    }
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+# Starts a process the audit hook does not see (`_posixsubprocess.fork_exec` raises no audit
+# event), so that a stray child outlives the worker, which then exits without a report.
+STRAY_SOURCE = """
+import os, sys
+
+def rms_norm(x, weight, eps=1e-6):
+    fork_exec = sys.modules["_posixsubprocess"].fork_exec
+    sleep = b"/bin/sleep"
+    pid = fork_exec(
+        [sleep, b"300"], [sleep], True, (), None, None,
+        -1, -1, -1, -1, -1, -1, *os.pipe(), False, False, -1, None, None, None, -1, None, False,
+    )
+    with open(PID_FILE, "w") as handle:
+        handle.write(str(pid))
+    os._exit(7)
+"""
+
+
+def test_a_worker_that_exits_is_a_runtime_error_and_its_strays_end(
+    start_method, task_root, tmp_path
+):
+    from gates.evaluator.evaluation import evaluate
+
+    pid_file = tmp_path / "stray.pid"
+    source = STRAY_SOURCE.replace("PID_FILE", repr(str(pid_file)))
+    result = evaluate(task_root / "rms_norm", _solution(tmp_path, "stray", source), timeout=120)
+    assert result.status == "RUNTIME_ERROR", result.reason
+    assert "exited with code 7" in result.reason
+    assert pid_file.is_file(), "the stray child never started"
+    assert not running(int(pid_file.read_text())), "a stray child outlived the evaluation"
+
+
+def test_the_zygote_holds_one_thread_no_cuda_and_no_solution(monkeypatch, task_root, tmp_path):
+    from gates.evaluator.evaluation import evaluate
+    from gates.evaluator.forked_worker import zygote_for
+    from gates.evaluator.launcher import worker_environment
+
+    monkeypatch.setenv("CONTROLLER_WORKER_START", "zygote")
+    first = _describe(zygote_for, worker_environment("cpu"))
+    result = evaluate(task_root / "rms_norm", task_root / "rms_norm" / "solution", timeout=240)
+    assert result.status == "PASSED", result.reason
+    after = _describe(zygote_for, worker_environment("cpu"))
+    assert after["pid"] == first["pid"] and after["workers_forked"] >= first["workers_forked"] + 2
+    assert after["threads"] == 1
+    assert after["cuda_initialized"] is False
+    assert "torch._dynamo" in after["modules"] and "gates.evaluator.judge" in after["modules"]
+    assert not [name for name in after["modules"] if name.startswith("_solution_")]
+
+
+def _describe(zygote_for, environment) -> dict:
+    from gates.evaluator.launcher import REPOSITORY_ROOT
+
+    return zygote_for(environment, REPOSITORY_ROOT).describe()
+
+
+# The first solution changes torch for good (a patched function and a marker) and still
+# computes right; the second fails when it finds either in its own worker.
+PATCHING_SOURCE = """
+import torch
+from .rms import honest
+
+torch.rsqrt = lambda *args, **kwargs: None
+torch.leaked_marker = True
+
+def rms_norm(x, weight, eps=1e-6):
+    return honest(x, weight, eps)
+"""
+PROBE_SOURCE = """
+import torch
+from .rms import honest
+
+LEAKED = hasattr(torch, "leaked_marker") or getattr(torch.rsqrt, "__name__", "") == "<lambda>"
+
+def rms_norm(x, weight, eps=1e-6):
+    if LEAKED:
+        raise RuntimeError("state from an earlier evaluation leaked into this worker")
+    return honest(x, weight, eps)
+"""
+
+
+def test_module_state_a_solution_changes_does_not_reach_the_next_evaluation(
+    monkeypatch, task_root, tmp_path
+):
+    from cheat_packing import CHEATS
+
+    from gates.evaluator.evaluation import evaluate
+
+    monkeypatch.setenv("CONTROLLER_WORKER_START", "zygote")
+    kernel = (CHEATS / "rms_kernel.py").read_text()
+    task = task_root / "rms_norm"
+    results = []
+    for name, source in (("patcher", PATCHING_SOURCE), ("probe", PROBE_SOURCE)):
+        document = json.loads(_solution(tmp_path, name, source).read_text())
+        document["sources"].append({"path": "rms.py", "content": kernel})
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(document))
+        results.append(evaluate(task, path, timeout=240))
+    patcher, probe = results
+    assert patcher.status in ("PASSED", "REJECTED"), patcher.reason  # it was imported
+    assert probe.status == "PASSED", probe.reason
