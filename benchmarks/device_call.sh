@@ -38,12 +38,31 @@ for part in "$@"; do
     profile)
       for b in 1 8; do
         run profile_b$b 150 python3 -m controller profile --output "$OUT/profile-pi05-b$b" \
-          --warmup 3 --steps 10 -- controller.profiling.example_driver:forward pi05 $b
+          --warmup 2 --steps 3 -- controller.profiling.example_driver:forward pi05 $b
       done ;;
     capture) run capture 150 python3 -m controller capture-ops --output "$OUT/capture-pi05-b1" \
           --steps 1 -- controller.profiling.example_driver:forward pi05 1 ;;
     example) run example 300 python3 -m controller example run --size pi05 --time \
           --mode eager --mode graph --mode compile --output "$OUT/example-time.json" ;;
+    captured)  # issue 16's chain: capture, tune-all --captured, install, the example end to end
+      target="$OUT/target"; mkdir -p "$target" && cp pyproject.toml "$target/" \
+        && git -C "$target" init -q -b main && git -C "$target" add -A \
+        && git -C "$target" -c user.name=tune -c user.email=tune@localhost commit -qm target
+      run capture 150 python3 -m controller capture-ops --output "$OUT/capture-pi05-b1" \
+        --steps 1 -- controller.profiling.example_driver:forward pi05 1
+      run tune_all "${TUNE_SECONDS:-330}" python3 -m controller tune-all \
+        --captured "$OUT/capture-pi05-b1" ${CAPTURED_OPS:-} --device cuda --max-attempts 2 \
+        --patience 1 --no-preflight --target "$target" --runs-dir "$OUT/runs"
+      for export in "$OUT"/runs/batch-*/runs/*/tune-*/export; do
+        [ -d "$export" ] && python3 -m controller install "$export" --profile captured-pi05-b1 \
+          >> "$OUT/install.log" 2>&1
+      done
+      cat "$OUT/install.log" 2>/dev/null | tail -n 8
+      profiles="--profile none --profile torch"
+      [ -f tuned/captured-pi05-b1/profile.json ] && profiles="$profiles --profile captured-pi05-b1"
+      run example_captured 240 python3 -m controller example run --size pi05 --batch 1 --time \
+        $profiles --mode graph --mode compile --iterations 10 --warmup 2 \
+        --output "$OUT/example-time-captured-b1.json" ;;
     gputests) run gputests 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator ;;
     *) echo "unknown part $part" ;;
   esac
