@@ -110,7 +110,11 @@ class ZygoteClient:
         self._lock = threading.Lock()
         self._control = ours
         self._log = tempfile.NamedTemporaryFile(prefix="controller-zygote-", suffix=".log")  # noqa: SIM115
-        zygote_environment = {**environment, "OPENBLAS_NUM_THREADS": "1"}  # no BLAS pool
+        zygote_environment = {
+            **environment,
+            "OPENBLAS_NUM_THREADS": "1",  # NumPy's BLAS starts no thread pool in the zygote
+            "PYTORCH_NVML_BASED_CUDA_CHECK": "1",  # is_available() asks NVML, not the driver
+        }
         with theirs:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "gates.evaluator.zygote", str(theirs.fileno())],

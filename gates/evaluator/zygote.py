@@ -45,6 +45,10 @@ def main(control_fd: int) -> int:
 
     for name in PRELOADED_MODULES:
         importlib.import_module(name)
+    unsafe = _fork_hazard()
+    if unsafe:
+        print(f"the zygote will not fork: {unsafe}", file=sys.stderr)
+        return 3
     control = socket.socket(fileno=control_fd)
     control.setblocking(True)
     control.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
@@ -135,6 +139,7 @@ class Zygote:
             "pid": os.getpid(),
             "threads": _thread_count(),
             "cuda_initialized": torch.cuda.is_initialized(),
+            "cuda_driver_loaded": _cuda_driver_loaded(),
             "modules": sorted(sys.modules),
             "workers_forked": self.forked,
         }
@@ -203,6 +208,23 @@ def _flush_and_run_exit_functions() -> None:
 
 def _thread_count() -> int:
     return len(os.listdir("/proc/self/task"))
+
+
+def _cuda_driver_loaded() -> bool:
+    """Whether libcuda is mapped here: once the driver is initialised, a forked child cannot
+    use CUDA (torch's availability check stays off it through NVML, see forked_worker.py)."""
+    with open("/proc/self/maps") as maps:
+        return any("libcuda.so" in line for line in maps)
+
+
+def _fork_hazard() -> str | None:
+    """Why forking this process would not give a clean worker, or None."""
+    threads = _thread_count()
+    if threads != 1:
+        return f"its imports started {threads - 1} threads"
+    if _cuda_driver_loaded():
+        return "its imports loaded the CUDA driver"
+    return None
 
 
 def _send(channel: socket.socket, message: dict) -> None:
