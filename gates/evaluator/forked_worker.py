@@ -132,8 +132,10 @@ class ZygoteClient:
         except (OSError, ValueError):
             ready = {}
         if not ready.get("ready"):
+            self._control.close()
+            reason = self._last_log_line()
             self.close()
-            raise ZygoteUnavailable(f"the zygote did not start: {self._last_log_line()}")
+            raise ZygoteUnavailable(f"the zygote did not start: {reason}")
         ours.settimeout(REPLY_TIMEOUT)
 
     def alive(self) -> bool:
@@ -185,7 +187,12 @@ class ZygoteClient:
             lines = Path(self._log.name).read_text(errors="replace").strip().splitlines()
         except OSError:
             return ""
-        return lines[-1][:300] if lines else f"exit code {self.process.poll()}"
+        if lines:
+            return lines[-1][:300]
+        try:
+            return f"it exited with code {self.process.wait(5)}"
+        except subprocess.TimeoutExpired:
+            return f"no answer in {READY_TIMEOUT:g} s"
 
 
 _ZYGOTES: dict[tuple, ZygoteClient] = {}

@@ -122,3 +122,14 @@ def test_module_state_a_solution_changes_does_not_reach_the_next_evaluation(
     patcher, probe = results
     assert patcher.status in ("PASSED", "REJECTED"), patcher.reason  # it was imported
     assert probe.status == "PASSED", probe.reason
+
+
+def test_a_zygote_that_cannot_start_says_why(tmp_path):
+    import pytest
+
+    from gates.evaluator.forked_worker import ZygoteClient, ZygoteUnavailable
+
+    (tmp_path / "torch.py").write_text("raise ImportError('no torch in this environment')\n")
+    environment = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
+    with pytest.raises(ZygoteUnavailable, match="no torch in this environment"):
+        ZygoteClient(environment, tmp_path)
