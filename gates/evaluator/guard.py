@@ -304,10 +304,11 @@ def _same_layout_copy(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def tensor_digest(tensor: torch.Tensor) -> str:
-    """sha256 of a tensor's dtype, shape and bytes."""
+    """sha256 of a tensor's dtype, shape and bytes (hashed in place, not copied to bytes)."""
     data = tensor.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy()
-    header = f"{tensor.dtype}:{tuple(tensor.shape)}:".encode()
-    return hashlib.sha256(header + data.tobytes()).hexdigest()
+    digest = hashlib.sha256(f"{tensor.dtype}:{tuple(tensor.shape)}:".encode())
+    digest.update(data.data)
+    return digest.hexdigest()
 
 
 def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:

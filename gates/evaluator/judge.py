@@ -110,14 +110,22 @@ class Errors:
         self.relative = 0.0
 
     def add(self, got: torch.Tensor, expected: torch.Tensor) -> None:
-        got64, expected64 = got.double(), expected.double()
-        finite = torch.isfinite(got64) & torch.isfinite(expected64)
-        if not bool(finite.any()):
+        """Fold in one output's errors over the elements where both values are finite (one
+        FP64 pass, no masked copies: full-size outputs make this the judge's largest cost)."""
+        if got.numel() == 0:
             return
-        error = (got64 - expected64).abs()[finite]
-        scale = expected64.abs()[finite].clamp_min(1e-12)
+        got64, expected64 = got.double(), expected.double()
+        error = torch.sub(got64, expected64).abs_()
+        if got.element_size() < 8:  # two finite values from a narrower type: a finite error
+            finite = torch.isfinite(error)
+        else:
+            finite = torch.isfinite(got64) & torch.isfinite(expected64)
+        infinite = finite.logical_not_()
+        error.masked_fill_(infinite, 0.0)
+        relative = error / expected64.abs().clamp_min_(1e-12)
+        relative.masked_fill_(infinite, 0.0)
         self.absolute = max(self.absolute, float(error.max()))
-        self.relative = max(self.relative, float((error / scale).max()))
+        self.relative = max(self.relative, float(relative.max()))
 
 
 def _check_case(declaration, case, inputs, record, produced, repeat, others, errors) -> None:
@@ -133,15 +141,22 @@ def _check_case(declaration, case, inputs, record, produced, repeat, others, err
         raise InputMutated(f"{case.key}: inputs {changed or '?'} changed during the call")
     with torch.no_grad():
         reference = [t.detach().cpu() for t in declaration.run_reference(*inputs)]
-    for attempt in [produced] + ([repeat] if repeat is not None else []):
-        _check_outputs(declaration, case, attempt, reference, others, errors)
+    # A repeat byte-identical to the first outputs gets the same verdict: checked once.
+    same_repeat = repeat is not None and _digests(repeat) == _digests(produced)
+    _check_outputs(declaration, case, produced, reference, others, errors)
+    if repeat is not None and not same_repeat:
+        _check_outputs(declaration, case, repeat, reference, others, errors)
     if record.repeat_output_digests is not None:
         if repeat is None:
             raise CaseFailure("INCORRECT_NUMERICAL", f"{case.key}: the repeated call is missing")
-        if [tensor_digest(t) for t in repeat] != [tensor_digest(t) for t in produced]:
+        if not same_repeat:
             raise CaseFailure(
                 "INCORRECT_NUMERICAL", f"{case.key}: two identical calls gave different outputs"
             )
+
+
+def _digests(tensors) -> list[str]:
+    return [tensor_digest(t) for t in tensors]
 
 
 def _check_outputs(declaration, case, produced, reference, others, errors: Errors) -> None:
