@@ -150,12 +150,12 @@ class AuditMonitor:
         return guarded
 
     def _hook(self, event: str, args) -> None:
-        if not self.armed or getattr(self._busy, "active", False):
-            return
-        if event == "object.__getattr__":
+        if event == "object.__getattr__":  # thousands per tamper check: `__code__` reads
             if len(args) < 2 or args[1] not in FRAME_ATTRIBUTES:
                 return
         elif event not in WATCHED_EVENTS and not event.startswith("ctypes."):
+            return
+        if not self.armed or getattr(self._busy, "active", False):
             return
         self._busy.active = True
         try:

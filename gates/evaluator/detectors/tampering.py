@@ -166,6 +166,8 @@ class IdentitySnapshot:
     def changed(self) -> list[str]:
         """Names whose identity differs from the snapshot (added and removed ones too)."""
         now = self._take()
+        if now == self.recorded:  # the usual case, compared in C
+            return []
         names = set(now) | set(self.recorded)
         return sorted(n for n in names if now.get(n) != self.recorded.get(n))
 
