@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 LOG = logging.getLogger(__name__)
@@ -134,7 +135,9 @@ class ZygoteClient:
         if not ready.get("ready"):
             self._control.close()
             reason = self._last_log_line()
-            self.close()
+            self.process.kill()
+            self.process.wait()
+            self._log.close()
             raise ZygoteUnavailable(f"the zygote did not start: {reason}")
         ours.settimeout(REPLY_TIMEOUT)
 
@@ -173,13 +176,9 @@ class ZygoteClient:
             raise ZygoteUnavailable(f"the zygote is gone: {error}") from None
 
     def close(self) -> None:
-        """Closing the control socket ends the zygote; its workers are the launcher's."""
+        """Close the control socket: the zygote forks no more and ends once the workers it
+        forked have ended (the launcher still waits for and kills those)."""
         self._control.close()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
         self._log.close()
 
     def _last_log_line(self) -> str:
@@ -195,29 +194,34 @@ class ZygoteClient:
             return f"no answer in {READY_TIMEOUT:g} s"
 
 
-_ZYGOTES: dict[tuple, ZygoteClient] = {}
+MOST_ZYGOTES = 2  # each holds torch in memory; an environment seen again starts a new one
+_ZYGOTES: OrderedDict[tuple, ZygoteClient] = OrderedDict()
 _FAILED: set[tuple] = set()
 _ZYGOTES_LOCK = threading.Lock()
 
 
 def zygote_for(environment: dict[str, str], cwd: Path) -> ZygoteClient:
     """The zygote for this environment and interpreter, started on first use; a dead one
-    is replaced, one that failed to start is not tried again in this process."""
+    is replaced, the least recently used one closed past MOST_ZYGOTES, and one that failed
+    to start is not tried again in this process."""
     key = (sys.executable, str(cwd), tuple(sorted(environment.items())))
     with _ZYGOTES_LOCK:
         if key in _FAILED:
             raise ZygoteUnavailable("the zygote failed to start earlier in this process")
-        client = _ZYGOTES.get(key)
-        if client is not None and client.alive():
-            return client
-        if client is not None:
+        client = _ZYGOTES.pop(key, None)
+        if client is not None and not client.alive():
             client.close()
-        try:
-            client = _ZYGOTES[key] = ZygoteClient(environment, cwd)
-        except ZygoteUnavailable as error:
-            _FAILED.add(key)
-            LOG.warning("evaluator workers start as fresh processes: %s", error)
-            raise
+            client = None
+        if client is None:
+            try:
+                client = ZygoteClient(environment, cwd)
+            except ZygoteUnavailable as error:
+                _FAILED.add(key)
+                LOG.warning("evaluator workers start as fresh processes: %s", error)
+                raise
+        _ZYGOTES[key] = client
+        while len(_ZYGOTES) > MOST_ZYGOTES:
+            _ZYGOTES.popitem(last=False)[1].close()
         return client
 
 

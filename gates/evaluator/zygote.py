@@ -73,12 +73,16 @@ class Zygote:
         self.selector.register(self.wake_read, selectors.EVENT_READ, "children")
 
     def serve(self) -> None:
-        while True:
+        """Fork on request; once the controller closes the control socket, stay only until
+        the workers already forked have been reaped and reported."""
+        accepting = True
+        while accepting or self.children:
             for key, _ in self.selector.select():
                 if key.data == "children":
                     self._reap()
                 elif not self._handle_request():
-                    return
+                    accepting = False
+                    self.selector.unregister(self.control)
 
     def _handle_request(self) -> bool:
         """Serve one request; False when the controller is gone."""

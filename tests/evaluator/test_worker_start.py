@@ -133,3 +133,21 @@ def test_a_zygote_that_cannot_start_says_why(tmp_path):
     environment = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
     with pytest.raises(ZygoteUnavailable, match="no torch in this environment"):
         ZygoteClient(environment, tmp_path)
+
+
+def test_a_closed_zygote_still_reports_the_workers_it_forked(monkeypatch, task_root, tmp_path):
+    import pytest
+    from test_held_judge import _request
+
+    from gates.evaluator import forked_worker
+    from gates.evaluator.launcher import WorkerCrashed, finish_worker, start_worker
+    from gates.evaluator.protocol import JudgeReport
+
+    monkeypatch.setenv("CONTROLLER_WORKER_START", "zygote")
+    request, path = _request(task_root, tmp_path)
+    missing = tmp_path / "candidate-report.json"
+    judge = start_worker("judge", request, path, (str(missing),), held=True)
+    assert type(judge.process).__name__ == "ForkedProcess"
+    forked_worker._close_zygotes()  # as when a zygote is evicted or the controller exits
+    with pytest.raises(WorkerCrashed, match="exited with code 1: FileNotFoundError"):
+        finish_worker(judge, request, JudgeReport, timeout=120)
