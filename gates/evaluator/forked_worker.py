@@ -20,6 +20,8 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
+from gates.errors import GateError
+
 LOG = logging.getLogger(__name__)
 READY_TIMEOUT = 180.0  # the imports, on a loaded machine
 REPLY_TIMEOUT = 60.0
@@ -237,4 +239,6 @@ def start_method() -> str:
     """`zygote` (default) or `spawn` (a fresh interpreter per worker), from
     CONTROLLER_WORKER_START; the Landlock fence always spawns."""
     value = os.environ.get("CONTROLLER_WORKER_START", "zygote")
-    return value if value in ("zygote", "spawn") else "zygote"
+    if value not in ("zygote", "spawn"):
+        raise GateError(f"CONTROLLER_WORKER_START is {value!r}; use 'zygote' or 'spawn'")
+    return value

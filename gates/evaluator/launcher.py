@@ -23,7 +23,7 @@ EXIT_BAD_INPUT = 3
 HOLD_VARIABLE = "CONTROLLER_WORKER_HELD"
 # Variables that change while the controller runs and mean nothing to a worker: left out of
 # its environment, so they do not multiply zygotes (one per distinct worker environment).
-VOLATILE_VARIABLES = frozenset({"PYTEST_CURRENT_TEST", HOLD_VARIABLE})
+VOLATILE_VARIABLES = frozenset({"PYTEST_CURRENT_TEST", "CONTROLLER_WORKER_START", HOLD_VARIABLE})
 
 
 class WorkerTimeout(Exception):

@@ -151,3 +151,14 @@ def test_a_closed_zygote_still_reports_the_workers_it_forked(monkeypatch, task_r
     forked_worker._close_zygotes()  # as when a zygote is evicted or the controller exits
     with pytest.raises(WorkerCrashed, match="exited with code 1: FileNotFoundError"):
         finish_worker(judge, request, JudgeReport, timeout=120)
+
+
+def test_an_unknown_start_method_is_refused_in_one_line(monkeypatch, task_root):
+    import pytest
+
+    from gates.errors import GateError
+    from gates.evaluator.evaluation import evaluate
+
+    monkeypatch.setenv("CONTROLLER_WORKER_START", "thread")
+    with pytest.raises(GateError, match="use 'zygote' or 'spawn'"):
+        evaluate(task_root / "rms_norm", task_root / "rms_norm" / "solution", timeout=60)
