@@ -143,7 +143,7 @@ class Zygote:
             "pid": os.getpid(),
             "threads": _thread_count(),
             "cuda_initialized": torch.cuda.is_initialized(),
-            "cuda_driver_loaded": _cuda_driver_loaded(),
+            "cuda_driver_initialised": _cuda_driver_initialised(),
             "modules": sorted(sys.modules),
             "workers_forked": self.forked,
         }
@@ -215,10 +215,25 @@ def _thread_count() -> int:
 
 
 def _cuda_driver_loaded() -> bool:
-    """Whether libcuda is mapped here: once the driver is initialised, a forked child cannot
-    use CUDA (torch's availability check stays off it through NVML, see forked_worker.py)."""
+    """Whether libcuda is mapped here (loading it is harmless; initialising it is not)."""
     with open("/proc/self/maps") as maps:
         return any("libcuda.so" in line for line in maps)
+
+
+def _cuda_driver_initialised() -> bool:
+    """Whether cuInit ran here: a child forked after it cannot use CUDA. Torch's availability
+    check stays off the driver through NVML (see forked_worker.py); an uninitialised driver
+    answers cuCtxGetCurrent with CUDA_ERROR_NOT_INITIALIZED (3), and has no side effect."""
+    if not _cuda_driver_loaded():
+        return False
+    import ctypes
+
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")  # already mapped: only a handle, no init
+        context = ctypes.c_void_p()
+        return driver.cuCtxGetCurrent(ctypes.byref(context)) != 3
+    except (OSError, AttributeError):
+        return True  # mapped but not answering: assume the worst
 
 
 def _fork_hazard() -> str | None:
@@ -226,8 +241,8 @@ def _fork_hazard() -> str | None:
     threads = _thread_count()
     if threads != 1:
         return f"its imports started {threads - 1} threads"
-    if _cuda_driver_loaded():
-        return "its imports loaded the CUDA driver"
+    if _cuda_driver_initialised():
+        return "its imports initialised the CUDA driver"
     return None
 
 
