@@ -240,7 +240,7 @@ def _fork_hazard() -> str | None:
     """Why forking this process would not give a clean worker, or None."""
     threads = _thread_count()
     if threads != 1:
-        return f"its imports started {threads - 1} threads"
+        return f"{threads} threads run in it after its imports"
     if _cuda_driver_initialised():
         return "its imports initialised the CUDA driver"
     return None

@@ -4,6 +4,7 @@ zygote holds no CUDA context, no solution and one thread; and what a solution ch
 worker's modules never reaches the next evaluation's workers."""
 
 import json
+import os
 from pathlib import Path
 
 from process_state import running
@@ -162,3 +163,19 @@ def test_an_unknown_start_method_is_refused_in_one_line(monkeypatch, task_root):
     monkeypatch.setenv("CONTROLLER_WORKER_START", "thread")
     with pytest.raises(GateError, match="use 'zygote' or 'spawn'"):
         evaluate(task_root / "rms_norm", task_root / "rms_norm" / "solution", timeout=60)
+
+
+def test_a_zygote_whose_imports_start_a_thread_refuses_to_fork(tmp_path):
+    import pytest
+
+    from gates.evaluator.forked_worker import ZygoteClient, ZygoteUnavailable
+    from gates.evaluator.launcher import REPOSITORY_ROOT, worker_environment
+
+    (tmp_path / "sitecustomize.py").write_text(
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
+    )
+    environment = worker_environment("cpu")
+    environment["PYTHONPATH"] += os.pathsep + str(tmp_path)
+    with pytest.raises(ZygoteUnavailable, match="2 threads run in it after its imports"):
+        ZygoteClient(environment, REPOSITORY_ROOT)
