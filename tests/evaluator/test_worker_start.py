@@ -79,44 +79,43 @@ def _describe(zygote_for, environment) -> dict:
 
 
 # The first solution changes torch for good (a patched function and a marker) and still
-# computes right; the second fails when it finds either in its own worker.
+# computes right; the second fails when it finds either in its own worker. Both wrap the
+# task's baseline kernel.
 PATCHING_SOURCE = """
 import torch
-from .rms import honest
+from .operators.catalog.rms_norm import rms_norm_triton
 
 torch.rsqrt = lambda *args, **kwargs: None
 torch.leaked_marker = True
 
 def rms_norm(x, weight, eps=1e-6):
-    return honest(x, weight, eps)
+    return rms_norm_triton(x, weight, eps)
 """
 PROBE_SOURCE = """
 import torch
-from .rms import honest
+from .operators.catalog.rms_norm import rms_norm_triton
 
 LEAKED = hasattr(torch, "leaked_marker") or getattr(torch.rsqrt, "__name__", "") == "<lambda>"
 
 def rms_norm(x, weight, eps=1e-6):
     if LEAKED:
         raise RuntimeError("state from an earlier evaluation leaked into this worker")
-    return honest(x, weight, eps)
+    return rms_norm_triton(x, weight, eps)
 """
 
 
 def test_module_state_a_solution_changes_does_not_reach_the_next_evaluation(
     monkeypatch, task_root, tmp_path
 ):
-    from cheat_packing import CHEATS
-
     from gates.evaluator.evaluation import evaluate
 
     monkeypatch.setenv("CONTROLLER_WORKER_START", "zygote")
-    kernel = (CHEATS / "rms_kernel.py").read_text()
     task = task_root / "rms_norm"
+    baseline = json.loads((task / "solution" / "solution.json").read_text())
     results = []
     for name, source in (("patcher", PATCHING_SOURCE), ("probe", PROBE_SOURCE)):
         document = json.loads(_solution(tmp_path, name, source).read_text())
-        document["sources"].append({"path": "rms.py", "content": kernel})
+        document["sources"] += baseline["sources"]
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(document))
         results.append(evaluate(task, path, timeout=240))
