@@ -34,7 +34,7 @@ for part in "$@"; do
   case $part in
     evaluator3) run evaluator3 200 python3 benchmarks/evaluator_gpu.py --repeats 3 --no-cheats
                 cp "$OUT/evaluator_gpu.json" "$OUT/evaluator3.json" 2>/dev/null ;;
-    evaluator20) run evaluator20 590 python3 benchmarks/evaluator_gpu.py --repeats 20 ;;
+    evaluator20) run evaluator20 "${EVAL_SECONDS:-420}" python3 benchmarks/evaluator_gpu.py --repeats 20 ;;
     profile)
       for b in 1 8; do
         run profile_b$b 150 python3 -m controller profile --output "$OUT/profile-pi05-b$b" \
@@ -63,7 +63,8 @@ for part in "$@"; do
       run example_captured 240 python3 -m controller example run --size pi05 --batch 1 --time \
         $profiles --mode graph --mode compile --iterations 10 --warmup 2 \
         --output "$OUT/example-time-captured-b1.json" ;;
-    gputests) run gputests 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator ;;
+    zygote) run zygote 60 python3 benchmarks/zygote_threads.py ;;
+    gputests) run gputests "${TESTS_SECONDS:-170}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator ;;
     *) echo "unknown part $part" ;;
   esac
 done
