@@ -117,12 +117,13 @@ def _first_tolerance_violation(name, got, expected, atol, rtol):
             got=float(got64.reshape(-1)[element]),
             expected=float(expected64.reshape(-1)[element]),
         )
-    same_nonfinite = ~finite_reference & (
-        (got64 == expected64) | (torch.isnan(got64) & torch.isnan(expected64))
-    )
-    error = (got64 - expected64).abs()
-    bound = atol + rtol * expected64.abs()
-    bad = ~(error <= bound) & ~same_nonfinite
+    error = torch.sub(got64, expected64).abs_()
+    bad = ~(error <= expected64.abs().mul_(rtol).add_(atol))  # atol + rtol*|ref|, in place
+    if not bool(finite_reference.all()):  # where the reference is NaN/Inf, the same is right
+        same_nonfinite = ~finite_reference & (
+            (got64 == expected64) | (torch.isnan(got64) & torch.isnan(expected64))
+        )
+        bad &= ~same_nonfinite
     if not bool(bad.any()):
         return None
     element = int(bad.reshape(-1).nonzero()[0, 0])
