@@ -25,17 +25,15 @@ import sys
 
 _exit = os._exit  # taken before anything else runs in this process or its children
 
-# What a worker imports anyway; importing them here is what makes a fork start fast.
+# What a worker imports anyway and can import without a device: importing them here is what
+# makes a fork start fast. `operators` and the evaluator's modules stay out: importing
+# `operators` asks torch whether CUDA is available, which on an H200 loaded the driver and
+# started its thread (benchmarks/zygote_threads.py), and a process with a second thread must
+# not fork.
 PRELOADED_MODULES = (
     "torch",
     "triton",
     "torch._dynamo",  # the first __torch_function__ call under a mode imports it (~1-3 s)
-    "operators",
-    "gates.tasks.package",
-    "gates.tasks.solution",
-    "gates.evaluator.worker",
-    "gates.evaluator.candidate_run",
-    "gates.evaluator.judge",
 )
 
 

@@ -68,7 +68,8 @@ def test_the_zygote_holds_one_thread_no_cuda_and_no_solution(monkeypatch, task_r
     assert after["pid"] == first["pid"] and after["workers_forked"] >= first["workers_forked"] + 2
     assert after["threads"] == 1
     assert after["cuda_initialized"] is False and after["cuda_driver_initialised"] is False
-    assert "torch._dynamo" in after["modules"] and "gates.evaluator.judge" in after["modules"]
+    assert "torch._dynamo" in after["modules"]
+    assert "operators" not in after["modules"]  # its import asks for CUDA: never in the zygote
     assert not [name for name in after["modules"] if name.startswith("_solution_")]
 
 
