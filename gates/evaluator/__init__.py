@@ -4,8 +4,8 @@ Design (why the reference outputs are out of the solution's reach):
 
 - `evaluation.evaluate` (the controller side) verifies the task and solution digests, writes
   a request with a fresh nonce into a private folder, and runs two workers, each in its own
-  process group (killed with the group on timeout), forked from a zygote that holds only the
-  controller's imports (`zygote.py`) or started fresh.
+  process group (killed with the group on timeout), forked from a zygote that has imported
+  torch, Triton and dynamo and nothing else (`zygote.py`), or started fresh.
 - The *candidate* worker draws every input (seeds derived from the nonce, so unknown ahead of
   time) before importing the solution, arms the detectors (identity snapshots, an audit hook,
   thread and stream recorders), imports the solution, calls it on every case under an ATen

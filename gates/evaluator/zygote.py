@@ -1,9 +1,9 @@
 """`python -m gates.evaluator.zygote CONTROL_FD`: the worker fork server.
 
-Starting a worker costs seconds before it does any work: the interpreter, the torch, Triton
-and dynamo imports, the evaluator's own modules. The zygote pays that once per controller
-process: it imports only the controller's modules (no solution, no task, no CUDA call, no
-tensor op, so no thread pool), then forks one child per worker. A child becomes exactly what
+Starting a worker costs seconds before it does any work: the interpreter and the torch,
+Triton and dynamo imports. The zygote pays that once per controller process: it imports those
+libraries only (no solution, no task, not even `operators`, no CUDA call, no tensor op, so no
+thread pool), then forks one child per worker. A child becomes exactly what
 `python -m gates.evaluator.worker ...` would be: its own session and process group, stdout
 and stderr to the phase log, stdin from /dev/null (a held worker: its channel, on which the
 controller sends the release line), the worker's argv, environment and exit code.
