@@ -212,6 +212,15 @@ def _thread_count() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
+def _thread_names() -> list[str]:
+    """The kernel's name of each thread (what names the library that started it)."""
+    names = []
+    for task in sorted(os.listdir("/proc/self/task")):
+        with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/comm") as comm:
+            names.append(comm.read().strip())
+    return names
+
+
 def _cuda_driver_loaded() -> bool:
     """Whether libcuda is mapped here (loading it is harmless; initialising it is not)."""
     with open("/proc/self/maps") as maps:
@@ -238,7 +247,7 @@ def _fork_hazard() -> str | None:
     """Why forking this process would not give a clean worker, or None."""
     threads = _thread_count()
     if threads != 1:
-        return f"{threads} threads run in it after its imports"
+        return f"{threads} threads run in it after its imports ({', '.join(_thread_names())})"
     if _cuda_driver_initialised():
         return "its imports initialised the CUDA driver"
     return None
