@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call of several measurements, chosen by name, each logged under $OUT/NAME.log.
-# At the end everything under $OUT except fixtures is packed into $OUT/results.tgz (a device
-# call returns at most 8 files).
+# At the end the reports under $OUT are packed into $OUT/results.tgz (a device call returns at
+# most 8 files).
 # Usage on the GPU machine, from the repository root:
 #   OUT=$OUT bash benchmarks/device_call.sh evaluator profile example ...
 set -u
@@ -68,5 +68,8 @@ for part in "$@"; do
     *) echo "unknown part $part" ;;
   esac
 done
-# One archive back (fixtures stay behind: they are large and re-made by capture-ops).
-(cd "$OUT" && tar czf /tmp/results.tgz --exclude='*.safetensors' . && rm -rf ./* && mv /tmp/results.tgz .)
+# One archive back: reports only (logs, JSON, Markdown, charts, each under 2 MB); fixtures,
+# run checkouts and caches stay behind (a device call returns at most 16 MB a file).
+(cd "$OUT" && find . -type f \( -name '*.log' -o -name '*.json' -o -name '*.md' -o -name '*.png' \
+  -o -name '*.svg' -o -name '*.txt' \) -size -2M -print0 | tar czf /tmp/results.tgz --null -T - \
+  && rm -rf ./* && mv /tmp/results.tgz .)
