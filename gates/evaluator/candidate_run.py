@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from gates.evaluator import loading
+from gates.evaluator import loading, process_boundary  # before the guard's module snapshot
 from gates.evaluator.captured_cases import case_inputs, load_captured, timed_declaration
 from gates.evaluator.cases import plan_cases
 from gates.evaluator.detectors import CheatDetected
@@ -52,6 +52,8 @@ def run_candidate(
         "solution_digest": request.solution_digest,
     }
     clock.lap("roles")
+    if device.type == "cpu":
+        _close_process_creation(guard)
     try:
         function = guard.import_solution()
         clock.lap("import")
@@ -96,6 +98,14 @@ def run_candidate(
         notes=guard.notes,
         phase_seconds=clock.laps,
     )
+
+
+def _close_process_creation(guard: CandidateGuard) -> None:
+    """From here on no process can be started from this worker (process_boundary.py)."""
+    try:
+        process_boundary.install()
+    except process_boundary.BoundaryUnavailable as why:
+        guard.notes.append(f"process creation stays open on this machine ({why})")
 
 
 def _import_reference_roles(request, task, sources: Path, guard: CandidateGuard) -> dict:

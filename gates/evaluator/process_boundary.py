@@ -1,0 +1,94 @@
+"""No new process from the candidate on the CPU: a seccomp filter, installed in the candidate
+worker just before the solution is imported, makes the kernel refuse every way of starting a
+process (fork, vfork, clone without CLONE_THREAD, clone3, execve, execveat) with EPERM, for
+the worker and every thread it starts, until it exits.
+
+The audit hook sees the documented ways (`subprocess`, `os.fork`, `os.posix_spawn`, ...), but
+not all: `_posixsubprocess.fork_exec` raises no audit event, and native code raises none. A
+process the worker cannot start cannot compute outputs out of sight, build native code at
+import, or outlive the evaluation, whatever route the solution finds to the system call.
+
+On CUDA the filter is not installed: Triton runs `ptxas` in a child process to compile an
+honest kernel, and there the graph verdict is the boundary (a replayed graph's outputs were
+made by its inspected kernels alone). Only x86_64 is described; elsewhere `install` says so
+and the audit hook is the only line.
+"""
+
+import ctypes
+import errno
+import platform
+import struct
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+SECCOMP_RET_ALLOW = 0x7FFF0000
+SECCOMP_RET_ERRNO = 0x00050000
+AUDIT_ARCH_X86_64 = 0xC000003E
+X32_SYSCALL_BIT = 0x40000000
+CLONE_THREAD = 0x00010000
+
+# x86_64 system call numbers
+CLONE, FORK, VFORK, EXECVE, EXECVEAT, CLONE3 = 56, 57, 58, 59, 322, 435
+REFUSED = (FORK, VFORK, EXECVE, EXECVEAT)
+
+# classic BPF
+LOAD_WORD = 0x00 | 0x00 | 0x20  # BPF_LD | BPF_W | BPF_ABS
+JUMP_EQUAL = 0x05 | 0x10  # BPF_JMP | BPF_JEQ | BPF_K
+JUMP_AT_LEAST = 0x05 | 0x30  # BPF_JMP | BPF_JGE | BPF_K
+JUMP_ANY_BIT = 0x05 | 0x40  # BPF_JMP | BPF_JSET | BPF_K
+RETURN = 0x06  # BPF_RET | BPF_K
+ARCH_OFFSET, NUMBER_OFFSET, FIRST_ARGUMENT_OFFSET = 4, 0, 16  # in struct seccomp_data
+
+
+class BoundaryUnavailable(Exception):
+    """The filter cannot be installed here (another architecture, or the kernel refused)."""
+
+
+def filter_program() -> list[tuple[int, int, int, int]]:
+    """The filter as (code, jump if true, jump if false, constant) instructions."""
+    allow = ("ret", SECCOMP_RET_ALLOW)
+    refuse = ("ret", SECCOMP_RET_ERRNO | errno.EPERM)
+    absent = ("ret", SECCOMP_RET_ERRNO | errno.ENOSYS)  # glibc then falls back to clone
+    labelled = [
+        ("load", ARCH_OFFSET),
+        ("if_equal", AUDIT_ARCH_X86_64, None, "refuse"),  # no other ABI's numbers get through
+        ("load", NUMBER_OFFSET),
+        ("if_at_least", X32_SYSCALL_BIT, "refuse", None),
+        *[("if_equal", number, "refuse", None) for number in REFUSED],
+        ("if_equal", CLONE3, "absent", None),
+        ("if_equal", CLONE, None, "allow"),
+        ("load", FIRST_ARGUMENT_OFFSET),  # clone's flags (the low word)
+        ("if_any_bit", CLONE_THREAD, "allow", "refuse"),
+    ]
+    tail = {"allow": allow, "refuse": refuse, "absent": absent}
+    where = {name: len(labelled) + index for index, name in enumerate(tail)}
+    codes = {"if_equal": JUMP_EQUAL, "if_at_least": JUMP_AT_LEAST, "if_any_bit": JUMP_ANY_BIT}
+    program = []
+    for index, (kind, constant, *targets) in enumerate(labelled):
+        if kind == "load":
+            program.append((LOAD_WORD, 0, 0, constant))
+            continue
+        jumps = [0 if target is None else where[target] - index - 1 for target in targets]
+        program.append((codes[kind], jumps[0], jumps[1], constant))
+    program += [(RETURN, 0, 0, value) for _, value in tail.values()]
+    return program
+
+
+def install() -> None:
+    """Install the filter in this process; raises BoundaryUnavailable where it cannot be."""
+    if platform.machine() != "x86_64":
+        raise BoundaryUnavailable(f"no process filter for {platform.machine()}")
+    program = filter_program()
+    packed = b"".join(struct.pack("<HBBI", *instruction) for instruction in program)
+    buffer = ctypes.create_string_buffer(packed, len(packed))
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = SockFprog(len(program), ctypes.addressof(buffer))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise BoundaryUnavailable(f"no_new_privs refused: errno {ctypes.get_errno()}")
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise BoundaryUnavailable(f"seccomp filter refused: errno {ctypes.get_errno()}")
