@@ -29,6 +29,7 @@ from gates.evaluator.detectors.concurrency import (
     thread_snapshot,
 )
 from gates.evaluator.detectors.deferred_code import InterpreterHooks, check_attachments
+from gates.evaluator.detectors.identity_snapshot import IdentitySnapshot
 from gates.evaluator.detectors.introspection import AuditMonitor
 from gates.evaluator.detectors.kernel_registry import KernelRegistry, KernelReplaced
 from gates.evaluator.detectors.precision import PrecisionDowngrade
@@ -39,7 +40,6 @@ from gates.evaluator.detectors.tampering import (
     TIMER_PATHS,
     WATCHED_CLASSES,
     EvaluatorPatched,
-    IdentitySnapshot,
     check_unchanged,
 )
 from gates.evaluator.detectors.tensor_types import check_output_tensor

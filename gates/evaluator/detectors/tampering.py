@@ -5,10 +5,8 @@ before the solution is imported and compared after the import, after every check
 and around the reading of the timing events.
 """
 
-import sys
-import types
-
 from gates.evaluator.detectors import CheatDetected
+from gates.evaluator.detectors.identity_snapshot import IdentitySnapshot
 
 
 class TimerPatched(CheatDetected):
@@ -134,44 +132,6 @@ WATCHED_CLASSES = (
 )
 
 
-class IdentitySnapshot:
-    """Identities of named objects and of every attribute of watched modules and classes."""
-
-    def __init__(
-        self,
-        paths: tuple[str, ...],
-        modules: list[types.ModuleType],
-        classes: tuple[str, ...] = (),
-    ) -> None:
-        self.paths = paths
-        self.modules = modules
-        self.classes = classes
-        self.recorded = self._take()
-
-    def _take(self) -> dict[str, tuple]:
-        taken = {path: _identity(_resolve(path)) for path in self.paths}
-        for path in self.classes:
-            for attribute, member in list(vars(_resolve(path)).items()):
-                taken[f"{path}.{attribute}"] = _identity(member)
-        for module in self.modules:
-            for name, value in list(vars(module).items()):
-                if name.startswith("__") and name != "__call__":
-                    continue
-                taken[f"{module.__name__}.{name}"] = _identity(value)
-                if isinstance(value, type) and value.__module__ == module.__name__:
-                    for attribute, member in list(vars(value).items()):
-                        taken[f"{module.__name__}.{name}.{attribute}"] = _identity(member)
-        return taken
-
-    def changed(self) -> list[str]:
-        """Names whose identity differs from the snapshot (added and removed ones too)."""
-        now = self._take()
-        if now == self.recorded:  # the usual case, compared in C
-            return []
-        names = set(now) | set(self.recorded)
-        return sorted(n for n in names if now.get(n) != self.recorded.get(n))
-
-
 def check_unchanged(timers: IdentitySnapshot, evaluator: IdentitySnapshot, when: str) -> None:
     """Raise the matching cheat if either snapshot changed."""
     changed = timers.changed()
@@ -180,33 +140,3 @@ def check_unchanged(timers: IdentitySnapshot, evaluator: IdentitySnapshot, when:
     changed = evaluator.changed()
     if changed:
         raise EvaluatorPatched(f"{', '.join(changed[:4])} replaced {when}")
-
-
-def _resolve(path: str):
-    parts = path.split(".")
-    for split in range(len(parts), 0, -1):
-        module = sys.modules.get(".".join(parts[:split]))
-        if module is not None:
-            value = module
-            for attribute in parts[split:]:
-                try:
-                    value = getattr(value, attribute, None)
-                except Exception:  # a lazy attribute that cannot start here (no GPU driver)
-                    return None
-            return value
-    return None
-
-
-def _identity(value) -> tuple:
-    """The object's id, plus its code and defaults for functions and wrapped functions (a
-    rewritten `__code__` keeps the function object). Kept cheap: thousands per check."""
-    kind = type(value)
-    if kind is types.FunctionType:
-        return (id(value), id(value.__code__), id(value.__defaults__))
-    if kind is classmethod or kind is staticmethod or kind is types.MethodType:
-        function = value.__func__
-        code = getattr(function, "__code__", None)
-        # a bound method is made afresh at every lookup: its owner stands in for its id
-        holder = value.__self__ if kind is types.MethodType else value
-        return (id(holder), id(function), id(code), id(getattr(function, "__defaults__", None)))
-    return (id(value),)
