@@ -12,8 +12,10 @@ after every call, and compares the interpreter's hooks with a snapshot taken bef
 import.
 """
 
+import _signal
 import copyreg
 import gc
+import operator
 import signal
 import sys
 import threading
@@ -26,6 +28,13 @@ from gates.evaluator.detectors import CheatDetected
 SYS_HOOKS = ("excepthook", "unraisablehook", "displayhook", "breakpointhook")
 TIMERS = ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF")
 UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
+# Named once at import: the enum lookups cost more than the rest of a check.
+SIGNAL_NAMES = {
+    number: signal.Signals(number).name
+    for number in signal.valid_signals()
+    if number not in UNCATCHABLE and number in signal.Signals._value2member_map_
+}
+_getsignal = _signal.getsignal  # the raw handler; bound before the solution is imported
 
 
 class DeferredCode(CheatDetected):
@@ -60,7 +69,10 @@ class InterpreterHooks:
     def check(self, when: str) -> None:
         now = _hook_state()
         changed = sorted(key for key in now if not _same(now[key], self.state.get(key)))
-        replaced = [n for n, m in self.modules.items() if sys.modules.get(n) is not m]
+        now = map(sys.modules.get, self.modules)
+        replaced = []
+        if not all(map(operator.is_, now, self.modules.values())):  # in C: the usual case
+            replaced = [n for n, m in self.modules.items() if sys.modules.get(n) is not m]
         changed += [f"sys.modules[{name!r}]" for name in replaced[:2]]
         if changed:
             raise DeferredCode(f"{when}: {', '.join(changed[:4])} changed since the import")
@@ -84,12 +96,11 @@ def mode_depths(
 def _hook_state() -> dict:
     functions, dispatches = mode_depths()
     state = {"torch function modes": functions, "torch dispatch modes": dispatches}
-    for number in signal.valid_signals():
-        if number not in UNCATCHABLE:
-            try:
-                state[f"signal {signal.Signals(number).name}"] = signal.getsignal(number)
-            except (ValueError, OSError):
-                continue
+    for number, name in SIGNAL_NAMES.items():
+        try:
+            state[f"signal {name}"] = _getsignal(number)
+        except (ValueError, OSError):
+            continue
     for name in TIMERS:
         state[f"timer {name}"] = tuple(signal.getitimer(getattr(signal, name)))
     state["gc callbacks"] = tuple(gc.callbacks)
