@@ -201,7 +201,8 @@ def test_a_reached_target_speedup_stops_the_run_and_exports(tune_target, tmp_pat
     run_dir = only_run(tmp_path / "runs")
     state = json.loads((run_dir / "state.json").read_text())
     assert state["state"] == "done" and state["limit"] == "target_speedup"
-    assert state["reason"].startswith("target speedup reached: x2.0")
+    reached = re.match(r"target speedup reached: x([0-9.]+) over production", state["reason"])
+    assert reached and abs(float(reached.group(1)) - 2.0) < 0.02, state["reason"]  # 2x, noisy
     assert not (run_dir / "attempts" / "0002").exists()
     assert json.loads((run_dir / "publish.json").read_text())["attempt"] == 1
 
