@@ -236,11 +236,14 @@ class HostComputeMonitor:
         sys.setprofile(None)
 
     def _profile(self, frame, event, arg) -> None:
+        # Called for every Python and C call of the call (the interpreter makes thousands):
+        # the caller's file is asked first, the C function's names only for the solution's.
         if event == "c_call":
+            if not frame.f_code.co_filename.startswith(self.solution_dirs):
+                return
             module = getattr(arg, "__module__", None) or ""
             name = getattr(arg, "__name__", "")
-            is_host = module.startswith("numpy") or name in HOST_TRANSFER_METHODS
-            if is_host and frame.f_code.co_filename.startswith(self.solution_dirs):
+            if module.startswith("numpy") or name in HOST_TRANSFER_METHODS:
                 self.calls.append(f"{module or 'torch'}.{name}")
                 next(self.tally)
         elif event == "call" and "numpy" in frame.f_code.co_filename:
