@@ -161,7 +161,9 @@ class CandidateGuard:
                 produced, inputs_after = self.checked_call(function, case, pristine[case.key])
                 repeat_digests = None
                 if case.repeat:
-                    again, _ = self.checked_call(function, case, pristine[case.key])
+                    again, _ = self.checked_call(
+                        function, case, pristine[case.key], digest_inputs=False
+                    )
                     repeat_digests = [tensor_digest(t) for t in again]
                     outputs[case.key + REPEAT_SUFFIX] = again
             except CandidateCallError as error:
@@ -179,11 +181,13 @@ class CandidateGuard:
             )
         return records, outputs, hidden_errors
 
-    def checked_call(self, function, case: Case, pristine: list[torch.Tensor]):
+    def checked_call(
+        self, function, case: Case, pristine: list[torch.Tensor], digest_inputs: bool = True
+    ):
         """One traced, poisoned call on fresh copies of the inputs, with every check after it.
 
         Returns CPU copies of the outputs, made while the inputs are still alive, and the
-        inputs' digests after the call.
+        inputs' digests after the call (None when not asked: the repeat's are not judged).
         """
         inputs = [_same_layout_copy(t) for t in pristine]
         stream_before = self.streams.current()
@@ -226,7 +230,7 @@ class CandidateGuard:
                 f"{case.key}: host memory (a NumPy view) shares tensors {shared} of the call"
             )
         copies = [t.detach().to("cpu", copy=True) for t in produced]
-        return copies, [tensor_digest(t) for t in inputs]
+        return copies, [tensor_digest(t) for t in inputs] if digest_inputs else None
 
     def _judge_call(self, key: str, seals, seen: set[str], recorder) -> None:
         """The verdict on one call's sealed records, from the policy copied before import."""
