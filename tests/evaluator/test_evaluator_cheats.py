@@ -37,7 +37,8 @@ CPU_CHEATS = {
     "ctypes_compute": ("REJECTED", "RawMemoryAccess"),
     "proc_mem_compute": ("REJECTED", "EvaluatorFileAccess"),
     "save_compute": ("REJECTED", "EvaluatorPatched"),
-    "shared_storage": ("REJECTED", "TorchComputeFallback"),
+    # torch's shared-memory manager is a child process: the process filter refuses it first
+    "shared_storage": ("RUNTIME_ERROR", None),
     "kernel_override": ("REJECTED", "DispatchTraceEvaded"),
     "copy_override": ("REJECTED", "KernelReplaced"),
     "exit_rewrite": ("REJECTED", "EvaluatorPatched"),

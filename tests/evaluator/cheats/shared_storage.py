@@ -1,9 +1,10 @@
 """Cheat (attempted): compute on the host in pure Python, reading the inputs' bytes by
 moving their storage into a shared-memory file and reading that file, and writing the
-result the same way into the output's storage. Reaching the storage is itself an ATen op
-the trace sees, which is where it is rejected; outside the evaluator the file round trip
-did not even give the right bytes back, so this stands for the attempt, not a working
-bypass."""
+result the same way into the output's storage. Naming the storage's file starts torch's
+shared-memory manager, a child process, which the candidate worker's process filter refuses
+on the CPU (a runtime error; the ATen op it reaches is traced too); outside the evaluator the
+file round trip did not even give the right bytes back, so this stands for the attempt, not
+a working bypass."""
 
 import os
 
