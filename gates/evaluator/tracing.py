@@ -236,14 +236,13 @@ class HostComputeMonitor:
         sys.setprofile(None)
 
     def _profile(self, frame, event, arg) -> None:
-        # Called for every Python and C call of the call (the interpreter makes thousands):
-        # the caller's file is asked first, the C function's names only for the solution's.
+        # Called for every Python and C call (the interpreter makes thousands): the caller's
+        # file is asked last, as reading `frame.f_code` is an audit event.
         if event == "c_call":
-            if not frame.f_code.co_filename.startswith(self.solution_dirs):
-                return
             module = getattr(arg, "__module__", None) or ""
             name = getattr(arg, "__name__", "")
-            if module.startswith("numpy") or name in HOST_TRANSFER_METHODS:
+            is_host = module.startswith("numpy") or name in HOST_TRANSFER_METHODS
+            if is_host and frame.f_code.co_filename.startswith(self.solution_dirs):
                 self.calls.append(f"{module or 'torch'}.{name}")
                 next(self.tally)
         elif event == "call" and "numpy" in frame.f_code.co_filename:
