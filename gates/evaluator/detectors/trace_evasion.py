@@ -21,6 +21,7 @@ import torch.utils._python_dispatch as python_dispatch
 
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.detectors.compute_fallback import ALWAYS_ALLOWED, LAYOUT_COPY_OPS
+from gates.evaluator.detectors.profiler_trees import call_trees
 
 # Ops that move, allocate or describe data; nested ones the profiler sees under allowed ops.
 UNSEEN_ALLOWED = (
@@ -134,12 +135,14 @@ class AtenRecorder:
     def __exit__(self, *exc) -> None:
         try:
             self._profile.__exit__(*exc)
-            events = self._profile.events() or []
+            result = self._profile.profiler.kineto_results
+            trees = call_trees(result) if result else []
+            if trees is None:  # device or memory events: torch's own parser places them
+                events = self._profile.events() or []
+                trees = [(_op_name(e), _tree_names(e)) for e in events if _is_top_level(e)]
         except Exception as error:  # the solution stopped the profiler under us
             raise DispatchTraceEvaded(f"the ATen recorder was stopped: {error}") from None
-        self.trees = [
-            (_op_name(event), _tree_names(event)) for event in events if _is_top_level(event)
-        ]
+        self.trees = trees
 
     def unseen_compute(self, seen: set[str], extra: frozenset[str]) -> list[str]:
         """Compute ops in call trees of which the trace saw no op at all, or inside an op
