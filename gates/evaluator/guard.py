@@ -32,6 +32,7 @@ from gates.evaluator.detectors.deferred_code import InterpreterHooks, check_atta
 from gates.evaluator.detectors.identity_snapshot import IdentitySnapshot
 from gates.evaluator.detectors.introspection import AuditMonitor
 from gates.evaluator.detectors.kernel_registry import KernelRegistry, KernelReplaced
+from gates.evaluator.detectors.native_mappings import NativeMappings
 from gates.evaluator.detectors.precision import PrecisionDowngrade
 from gates.evaluator.detectors.raw_views import RawViewTripwires
 from gates.evaluator.detectors.replay import OutputAliasesInput, OutputMemoryReused
@@ -113,6 +114,7 @@ class CandidateGuard:
         )
         self.kept_outputs: list[torch.Tensor] = []
         self.kernels = KernelRegistry()  # after the warm-up: torch's own lazy registrations
+        self.native = NativeMappings() if device.type == "cpu" else None
 
     def watch_more(self, modules: list) -> None:
         """Add modules (the baseline's) to the evaluator snapshot; call before import."""
@@ -152,6 +154,8 @@ class CandidateGuard:
         replaced = self.kernels.changed()
         if replaced:
             raise KernelReplaced(f"kernels of {', '.join(replaced[:4])} replaced {when}")
+        if self.native is not None:
+            self.native.check(when)
 
     def run_cases(self, function, cases: list[Case], pristine: dict):
         """Call every case (twice where asked); returns records, outputs and hidden errors."""

@@ -34,6 +34,7 @@ CPU_CHEATS = {
     "request_reader": ("REJECTED", "EvaluatorFileAccess"),
     "dynamic_code": ("REJECTED", "DynamicCode"),
     "native_library": ("REJECTED", "DynamicCode"),
+    "library_loader": ("REJECTED", "DynamicCode"),
     "ctypes_compute": ("REJECTED", "RawMemoryAccess"),
     "proc_mem_compute": ("REJECTED", "EvaluatorFileAccess"),
     "save_compute": ("REJECTED", "EvaluatorPatched"),
