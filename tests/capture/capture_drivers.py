@@ -1,10 +1,15 @@
 """Small drivers for the capture and profile tests: real registry calls, tiny sizes."""
 
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from operators import ops, use_kernel_profile
+from gates.tasks.captured import render_captured_package
+from gates.tasks.generation import write_package
+from operators import REGISTRY, ops, record_registry_calls, use_kernel_profile
+from operators.call_capture import CallCapture
 
 HIDDEN = 32
 
@@ -67,3 +72,16 @@ def two_layers() -> torch.Tensor:
     torch.manual_seed(0)
     with torch.no_grad():
         return TwoLayers()(torch.randn(4, HIDDEN, dtype=torch.bfloat16))
+
+
+def captured_package(root: Path, operator: str, driver, seed: int) -> Path:
+    """The task package `generate --captured` makes for `operator` from one run of `driver`."""
+    capture = CallCapture()
+    with record_registry_calls(observer=capture):
+        torch.manual_seed(seed)
+        driver()
+    capture.write(root / "capture", f"capture_drivers:{driver.__name__}", [], 1)
+    declaration = REGISTRY.declaration(operator)
+    files = render_captured_package(declaration, root / "capture")
+    folder, _ = write_package(declaration, root / "tasks", files=files)
+    return folder

@@ -12,29 +12,17 @@ import torch
 
 from gates.evaluator.captured_cases import case_inputs, load_captured, timed_declaration
 from gates.evaluator.cases import plan_cases
-from gates.tasks.captured import render_captured_package
-from gates.tasks.generation import write_package
 from gates.tasks.solution import load_solution
-from operators import REGISTRY, record_registry_calls
-from operators.call_capture import CallCapture
+from operators import REGISTRY
 
 sys.path.insert(0, str(Path(__file__).parent))
-from capture_drivers import strided_rms_norm  # noqa: E402
+from capture_drivers import captured_package, strided_rms_norm  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def strided_task(tmp_path_factory) -> Path:
     """rms_norm's package from a capture whose main layout has rows twice as far apart."""
-    root = tmp_path_factory.mktemp("strided")
-    capture = CallCapture()
-    with record_registry_calls(observer=capture):
-        torch.manual_seed(3)
-        strided_rms_norm()
-    capture.write(root / "capture", "capture_drivers:strided_rms_norm", [], 1)
-    declaration = REGISTRY.declaration("rms_norm")
-    files = render_captured_package(declaration, root / "capture")
-    folder, _ = write_package(declaration, root / "tasks", files=files)
-    return folder
+    return captured_package(tmp_path_factory.mktemp("strided"), "rms_norm", strided_rms_norm, 3)
 
 
 def test_captured_cases_take_the_captured_strides_and_fixtures(strided_task):

@@ -14,15 +14,14 @@ import torch
 from gates.evaluator.captured_cases import case_inputs, load_captured
 from gates.evaluator.cases import plan_cases
 from gates.evaluator.loading import import_entry, write_sources
-from gates.tasks.captured import LAYOUTS_FILE, render_captured_package
-from gates.tasks.generation import write_package
+from gates.tasks.captured import LAYOUTS_FILE
 from gates.tasks.package import load_task
 from gates.tasks.solution import load_solution
-from operators import REGISTRY, record_registry_calls
-from operators.call_capture import CallCapture, load_capture
+from operators import REGISTRY
+from operators.call_capture import load_capture
 
 sys.path.insert(0, str(Path(__file__).parent))
-from capture_drivers import HIDDEN, tokens_first_residual  # noqa: E402
+from capture_drivers import HIDDEN, captured_package, tokens_first_residual  # noqa: E402
 
 MODEL_STRIDES = (HIDDEN, 2 * HIDDEN, 1)  # tokens-first rows, as the reference returned them
 PRODUCTION_STRIDES = (3 * HIDDEN, HIDDEN, 1)  # row-major, as the production kernel returns
@@ -32,15 +31,7 @@ PRODUCTION_STRIDES = (3 * HIDDEN, HIDDEN, 1)  # row-major, as the production ker
 def tokens_first(tmp_path_factory) -> Path:
     """gated_residual's package from a capture whose output layout the production lacks."""
     root = tmp_path_factory.mktemp("tokens_first")
-    capture = CallCapture()
-    with record_registry_calls(observer=capture):
-        torch.manual_seed(5)
-        tokens_first_residual()
-    capture.write(root / "capture", "capture_drivers:tokens_first_residual", [], 1)
-    declaration = REGISTRY.declaration("gated_residual")
-    files = render_captured_package(declaration, root / "capture")
-    folder, _ = write_package(declaration, root / "tasks", files=files)
-    return folder
+    return captured_package(root, "gated_residual", tokens_first_residual, 5)
 
 
 def test_the_capture_records_that_the_production_layout_differs(tokens_first):

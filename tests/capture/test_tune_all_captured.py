@@ -4,7 +4,7 @@ line, exit 2, before a batch folder exists."""
 
 import json
 import shutil
-import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,19 +16,14 @@ from gates.tasks.package import load_task
 from operators import REGISTRY
 from operators.call_capture import load_capture
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "batch"))
+from batch_fixtures import make_target  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory) -> Path:
     """A real one-commit git repository carrying the ruff settings (it is only read)."""
-    path = tmp_path_factory.mktemp("target")
-    (path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
-    for command in (
-        ["init", "-q", "-b", "main"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "base"],
-    ):
-        subprocess.run(["git", "-C", str(path), *command], check=True, capture_output=True)
-    return path
+    return make_target(tmp_path_factory.mktemp("target") / "repo")
 
 
 def tune_all(runs: Path, target: Path, *extra: str) -> list[str]:
