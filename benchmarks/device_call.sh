@@ -7,29 +7,8 @@
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/device-call}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-if [ -d .whl ]; then  # pydantic and ruff travel as wheels (docs/benchmarks.md)
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl >/dev/null 2>&1
-  export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
-{
-  date -u +%Y-%m-%dT%H:%MZ
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  python3 -c 'import sys, torch, triton; print("python", sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__)'
-} | tee "$OUT/versions.txt"
-controller() { python3 -m controller "$@"; }
-run() {  # run NAME SECONDS CMD...: output to $OUT/NAME.log, never stop the script
-  local name=$1 seconds=$2; shift 2
-  local started=$SECONDS
-  echo "=== $name: $*"
-  timeout "$seconds" "$@" > "$OUT/$name.log" 2>&1
-  echo "=== $name exit $? after $((SECONDS - started)) s"
-  tail -n "${TAIL:-25}" "$OUT/$name.log"
-}
+source benchmarks/device_env.sh
+record_versions "$OUT/versions.txt"
 for part in "$@"; do
   case $part in
     evaluator3) run evaluator3 200 python3 benchmarks/evaluator_gpu.py --repeats 3 --no-cheats

@@ -7,29 +7,8 @@ set -u
 cd "$(dirname "$0")/.."
 part=${1:-1}
 OUT=${OUT:-/tmp/gpu-session}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-# The GPU image lacks pydantic: install carried wheels (see docs/benchmarks.md) beside the repo.
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl >/dev/null 2>&1
-  export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
-{
-  date -u +%Y-%m-%dT%H:%MZ
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  python3 -c 'import sys, torch, triton; print("python", sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__)'
-} | tee "$OUT/versions_$part.txt"
-
-run() {  # run NAME SECONDS CMD...: tee output to $OUT/NAME.log, never stop the script
-  local name=$1 seconds=$2; shift 2
-  echo "=== $name: $*"
-  timeout "$seconds" "$@" > "$OUT/$name.log" 2>&1
-  echo "=== $name exit $?"
-  tail -n 40 "$OUT/$name.log"
-}
+source benchmarks/device_env.sh
+record_versions "$OUT/versions_$part.txt"
 
 if [ "$part" = 1 ]; then
   run catalog 240 python3 benchmarks/catalog_gpu.py

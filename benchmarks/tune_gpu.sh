@@ -20,15 +20,7 @@ PATIENCE=${PATIENCE:-3}
 MINUTES=${MINUTES:-2}
 FENCE=${FENCE:---fence landlock}
 DEVICE=${DEVICE:-cuda}  # DEVICE=cpu checks the script itself on a machine without a GPU
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-if [ -d .whl ]; then  # as benchmarks/gpu_session.sh: carried wheels beside the repo
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl >/dev/null 2>&1
-  export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
+source benchmarks/device_env.sh
 operators=("$@")
 [ ${#operators[@]} -gt 0 ] || operators=(rms_norm ada_rms_norm gated_residual gated_gelu rotate_qk split_kv_attention)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee "$OUT/gpu.txt"
