@@ -15,10 +15,13 @@ TORCH_PARSES = frozenset({"[memory]", "[OutOfMemory]"})
 
 
 class _Node:
-    __slots__ = ("name", "parent", "children")
+    """An op in a call tree, with the parent and children named as torch's FunctionEvent
+    names them, so `top_level_trees` reads both."""
+
+    __slots__ = ("name", "cpu_parent", "cpu_children")
 
     def __init__(self, name: str) -> None:
-        self.name, self.parent, self.children = name, None, []
+        self.name, self.cpu_parent, self.cpu_children = name, None, []
 
 
 def call_trees(result) -> list[tuple[str, set[str]]] | None:
@@ -43,7 +46,13 @@ def call_trees(result) -> list[tuple[str, set[str]]] | None:
         if not event.is_async() and thread == event.end_thread_id():
             timed.append((thread, event.start_ns(), event.end_ns(), len(nodes) - 1))
     _nest(nodes, timed)
-    return [(_op_name(node), _tree_names(node)) for node in nodes if _is_top_level(node)]
+    return top_level_trees(nodes)
+
+
+def top_level_trees(events) -> list[tuple[str, set[str]]]:
+    """(top-level ATen op, every ATen op name in its tree) for each top-level op among
+    `events` (these nodes, or torch's FunctionEvents)."""
+    return [(_op_name(event), _tree_names(event)) for event in events if _is_top_level(event)]
 
 
 def _nest(nodes: list[_Node], timed: list[tuple[int, int, int, int]]) -> None:
@@ -58,33 +67,33 @@ def _nest(nodes: list[_Node], timed: list[tuple[int, int, int, int]]) -> None:
             if start >= parent_end or end > parent_end:
                 open_events.pop()
                 continue
-            nodes[index].parent = nodes[parent]
-            nodes[parent].children.append(nodes[index])
+            nodes[index].cpu_parent = nodes[parent]
+            nodes[parent].cpu_children.append(nodes[index])
             break
         open_events.append((end, index))
 
 
-def _op_name(node: _Node) -> str:
-    return node.name.split("::")[-1]
+def _op_name(event) -> str:
+    return event.name.split("::")[-1]
 
 
-def _is_aten(node: _Node) -> bool:
-    return "::" in node.name
+def _is_aten(event) -> bool:
+    return "::" in event.name
 
 
-def _is_top_level(node: _Node) -> bool:
-    if not _is_aten(node):
+def _is_top_level(event) -> bool:
+    if not _is_aten(event):
         return False
-    parent = node.parent
+    parent = event.cpu_parent
     while parent is not None:
         if _is_aten(parent):
             return False
-        parent = parent.parent
+        parent = parent.cpu_parent
     return True
 
 
-def _tree_names(node: _Node) -> set[str]:
-    names = {_op_name(node)} if _is_aten(node) else set()
-    for child in node.children:
+def _tree_names(event) -> set[str]:
+    names = {_op_name(event)} if _is_aten(event) else set()
+    for child in event.cpu_children:
         names |= _tree_names(child)
     return names

@@ -21,7 +21,7 @@ import torch.utils._python_dispatch as python_dispatch
 
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.detectors.compute_fallback import ALWAYS_ALLOWED, LAYOUT_COPY_OPS
-from gates.evaluator.detectors.profiler_trees import call_trees
+from gates.evaluator.detectors.profiler_trees import call_trees, top_level_trees
 
 # Ops that move, allocate or describe data; nested ones the profiler sees under allowed ops.
 UNSEEN_ALLOWED = (
@@ -139,7 +139,7 @@ class AtenRecorder:
             trees = call_trees(result) if result else []
             if trees is None:  # device or memory events: torch's own parser places them
                 events = self._profile.events() or []
-                trees = [(_op_name(e), _tree_names(e)) for e in events if _is_top_level(e)]
+                trees = top_level_trees(events)
         except Exception as error:  # the solution stopped the profiler under us
             raise DispatchTraceEvaded(f"the ATen recorder was stopped: {error}") from None
         self.trees = trees
@@ -165,29 +165,3 @@ class AtenRecorder:
         return sorted(
             top for top, names in self.trees if not names & seen and names - UNRECORDED_EXEMPT
         )
-
-
-def _op_name(event) -> str:
-    return event.name.split("::")[-1]
-
-
-def _is_aten(event) -> bool:
-    return "::" in event.name
-
-
-def _is_top_level(event) -> bool:
-    if not _is_aten(event):
-        return False
-    parent = event.cpu_parent
-    while parent is not None:
-        if _is_aten(parent):
-            return False
-        parent = parent.cpu_parent
-    return True
-
-
-def _tree_names(event) -> set[str]:
-    names = {_op_name(event)} if _is_aten(event) else set()
-    for child in event.cpu_children:
-        names |= _tree_names(child)
-    return names
