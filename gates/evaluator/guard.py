@@ -5,9 +5,7 @@ before the solution is imported; every checked call is traced, poisoned and veri
 """
 
 import hashlib
-import os
 import sys
-import sysconfig
 from pathlib import Path
 
 import torch
@@ -63,6 +61,7 @@ from gates.evaluator.tracing import (
     foreign_memory,
     triton_code,
 )
+from gates.evaluator.watched_scope import is_watched, protected_trees, triton_cache_dir
 from operators.declaration import as_outputs
 
 REPEAT_SUFFIX = "#repeat"
@@ -100,7 +99,7 @@ class CandidateGuard:
         self.tripwires = TraceEvasionTripwires([str(self.folder)])
         self.thread_starts = ThreadStartTripwire([str(self.folder)])
         self.raw_views = RawViewTripwires()
-        evaluator_modules = [m for n, m in sorted(sys.modules.items()) if _is_watched(n)]
+        evaluator_modules = [m for n, m in sorted(sys.modules.items()) if is_watched(n)]
         self.timers = IdentitySnapshot(TIMER_PATHS, [])
         self.evaluator = IdentitySnapshot(EVALUATOR_PATHS, evaluator_modules, WATCHED_CLASSES)
         self.python_threads, self.main_thread_name = thread_snapshot()
@@ -327,25 +326,6 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes()
 
 
-def protected_trees() -> list[str]:
-    """Where nothing in the candidate process may write: the repository and every import root
-    (site-packages, the standard library), so no later process imports a planted file."""
-    roots = {str(Path(__file__).resolve().parent.parent.parent)}
-    roots.update(sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib"))
-    roots.update(entry for entry in sys.path if entry and os.path.isdir(entry))
-    return sorted(roots)
-
-
-def triton_cache_dir() -> str:
-    """Where Triton writes compiled kernels (honest solutions compile there)."""
-    try:
-        from triton import knobs
-
-        return str(knobs.cache.dir)
-    except (ImportError, AttributeError):
-        return os.environ.get("TRITON_CACHE_DIR", os.path.expanduser("~/.triton/cache"))
-
-
 def _warm_up(device: torch.device) -> dict[str, float]:
     """Start the thread pools, drivers and lazy imports honest code would start, before
     counting threads and arming the audit hook; returns seconds per step."""
@@ -363,36 +343,6 @@ def _warm_up(device: torch.device) -> dict[str, float]:
         torch.cuda.synchronize()
         clock.lap("warm_up_cuda")
     return clock.laps
-
-
-# Modules whose functions the evaluator calls between the solution's calls and at the end
-# of the process (serialisation of outputs and report): a replaced function in them would
-# run solution code outside the trace.
-STDLIB_WATCHED = frozenset(
-    {
-        "builtins",
-        "os",
-        "posixpath",
-        "operator",
-        "functools",
-        "itertools",
-        "collections",
-        "math",
-        "struct",
-        "copy",
-        "torch.serialization",
-        "pickle",
-        "json",
-        "json.encoder",
-        "zipfile",
-    }
-)
-
-
-def _is_watched(name: str) -> bool:
-    return name.startswith(("gates.evaluator", "gates.tasks", "operators")) or (
-        name in STDLIB_WATCHED
-    )
 
 
 def _is_compile_error(error: BaseException) -> bool:

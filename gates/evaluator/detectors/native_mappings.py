@@ -10,24 +10,21 @@ Triton maps its compiled launcher from its cache there, and the graph verdict is
 """
 
 import os
-import site
 import sys
-import sysconfig
 import time
 
 from gates.evaluator.detectors.introspection import DynamicCode
+from gates.evaluator.watched_scope import protected_trees
 
 SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/usr/local/lib", "/lib", "/lib64")
 DELETED = " (deleted)"
 
 
 def trusted_roots() -> tuple[str, ...]:
-    """The installed Python trees (prefixes, standard library, site-packages) and the system
-    library folders."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, *SYSTEM_LIBRARIES}
-    paths |= {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
-    paths |= set(site.getsitepackages())
-    return tuple(sorted(os.path.realpath(p) + os.sep for p in paths if p and p != os.sep))
+    """The trees the guard refuses writes under (the repository and every import root), the
+    Python prefixes and the system library folders."""
+    paths = {*protected_trees(), sys.prefix, sys.base_prefix, sys.exec_prefix, *SYSTEM_LIBRARIES}
+    return tuple(sorted({os.path.realpath(p) + os.sep for p in paths if p and p != os.sep}))
 
 
 def executable_files() -> set[str]:
