@@ -7,11 +7,16 @@ import sys
 import sysconfig
 from pathlib import Path
 
+# Where the dynamic linker finds libraries by name: a library planted there by one evaluation
+# would be loaded by a later one as if installed.
+SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/usr/local/lib", "/lib", "/lib64")
+
 
 def protected_trees() -> list[str]:
-    """Where nothing in the candidate process may write: the repository and every import root
-    (site-packages, the standard library), so no later process imports a planted file."""
-    roots = {str(Path(__file__).resolve().parent.parent.parent)}
+    """Where nothing in the candidate process may write: the repository, every import root
+    (site-packages, the standard library) and the system library folders, so no later process
+    imports or loads a planted file."""
+    roots = {str(Path(__file__).resolve().parent.parent.parent), *SYSTEM_LIBRARIES}
     roots.update(sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib"))
     roots.update(entry for entry in sys.path if entry and os.path.isdir(entry))
     return sorted(roots)

@@ -35,6 +35,7 @@ CPU_CHEATS = {
     "dynamic_code": ("REJECTED", "DynamicCode"),
     "native_library": ("REJECTED", "DynamicCode"),
     "library_loader": ("REJECTED", "DynamicCode"),
+    "library_plant": ("REJECTED", "EvaluatorFileAccess"),
     "ctypes_compute": ("REJECTED", "RawMemoryAccess"),
     "proc_mem_compute": ("REJECTED", "EvaluatorFileAccess"),
     "save_compute": ("REJECTED", "EvaluatorPatched"),

@@ -16,14 +16,13 @@ import time
 from gates.evaluator.detectors.introspection import DynamicCode
 from gates.evaluator.watched_scope import protected_trees
 
-SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/usr/local/lib", "/lib", "/lib64")
 DELETED = " (deleted)"
 
 
 def trusted_roots() -> tuple[str, ...]:
-    """The trees the guard refuses writes under (the repository and every import root), the
-    Python prefixes and the system library folders."""
-    paths = {*protected_trees(), sys.prefix, sys.base_prefix, sys.exec_prefix, *SYSTEM_LIBRARIES}
+    """The trees the guard refuses writes under (the repository, every import root, the system
+    library folders) and the Python prefixes."""
+    paths = {*protected_trees(), sys.prefix, sys.base_prefix, sys.exec_prefix}
     return tuple(sorted({os.path.realpath(p) + os.sep for p in paths if p and p != os.sep}))
 
 
