@@ -43,6 +43,7 @@ for part in "$@"; do
         $profiles --mode graph --mode compile --iterations 10 --warmup 2 \
         --output "$OUT/example-time-captured-b1.json" ;;
     zygote) run zygote 60 python3 benchmarks/zygote_threads.py ;;
+    bias) run bias 240 python3 benchmarks/graph_bias_probe.py ;;
     gputests) run gputests "${TESTS_SECONDS:-170}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator ;;
     *) echo "unknown part $part" ;;
   esac

@@ -1,12 +1,19 @@
-"""No new process from the candidate on the CPU: a seccomp filter, installed in the candidate
-worker just before the solution is imported, makes the kernel refuse every way of starting a
-process (fork, vfork, clone without CLONE_THREAD, clone3, execve, execveat) with EPERM, for
-the worker and every thread it starts, until it exits.
+"""No new process and no executable memory without a file, from the candidate on the CPU: a
+seccomp filter, installed in the candidate worker just before the solution is imported, makes
+the kernel refuse (EPERM) every way of starting a process (fork, vfork, clone without
+CLONE_THREAD, clone3, execve, execveat) and every way of making memory executable that no file
+backs (an anonymous or writable mmap with PROT_EXEC, mprotect or pkey_mprotect adding it, a
+System V segment attached with SHM_EXEC), for the worker and every thread it starts, until it
+exits.
 
 The audit hook sees the documented ways (`subprocess`, `os.fork`, `os.posix_spawn`, ...), but
 not all: `_posixsubprocess.fork_exec` raises no audit event, and native code raises none. A
 process the worker cannot start cannot compute outputs out of sight, build native code at
-import, or outlive the evaluation, whatever route the solution finds to the system call.
+import, or outlive the evaluation, whatever route the solution finds to the system call. With
+executable memory only from files, all native code is in a mapped file, which the
+native-mapping check (`detectors/native_mappings.py`) holds to the installed trees. The cost:
+oneDNN's JIT (Torch's CPU path for BFloat16 matrix products and convolutions) cannot run in
+the worker, and no honest solution calls it there (the reference runs in the judge).
 
 On CUDA the filter is not installed: Triton runs `ptxas` in a child process to compile an
 honest kernel, and there the graph verdict is the boundary (a replayed graph's outputs were
@@ -30,7 +37,9 @@ CLONE_THREAD = 0x00010000
 
 # x86_64 system call numbers
 CLONE, FORK, VFORK, EXECVE, EXECVEAT, CLONE3 = 56, 57, 58, 59, 322, 435
+MMAP, MPROTECT, PKEY_MPROTECT, SHMAT = 9, 10, 329, 30
 REFUSED = (FORK, VFORK, EXECVE, EXECVEAT)
+PROT_WRITE, PROT_EXEC, MAP_ANONYMOUS, SHM_EXEC = 0x2, 0x4, 0x20, 0o100000
 
 # classic BPF
 LOAD_WORD = 0x00 | 0x00 | 0x20  # BPF_LD | BPF_W | BPF_ABS
@@ -38,7 +47,8 @@ JUMP_EQUAL = 0x05 | 0x10  # BPF_JMP | BPF_JEQ | BPF_K
 JUMP_AT_LEAST = 0x05 | 0x30  # BPF_JMP | BPF_JGE | BPF_K
 JUMP_ANY_BIT = 0x05 | 0x40  # BPF_JMP | BPF_JSET | BPF_K
 RETURN = 0x06  # BPF_RET | BPF_K
-ARCH_OFFSET, NUMBER_OFFSET, FIRST_ARGUMENT_OFFSET = 4, 0, 16  # in struct seccomp_data
+ARCH_OFFSET, NUMBER_OFFSET = 4, 0  # in struct seccomp_data
+FIRST_ARGUMENT_OFFSET, THIRD_ARGUMENT_OFFSET, FOURTH_ARGUMENT_OFFSET = 16, 32, 40  # low words
 
 
 class BoundaryUnavailable(Exception):
@@ -57,15 +67,42 @@ def filter_program() -> list[tuple[int, int, int, int]]:
         ("if_at_least", X32_SYSCALL_BIT, "refuse", None),
         *[("if_equal", number, "refuse", None) for number in REFUSED],
         ("if_equal", CLONE3, "absent", None),
+        ("if_equal", MMAP, "mmap", None),
+        *[("if_equal", number, "mprotect", None) for number in (MPROTECT, PKEY_MPROTECT)],
+        ("if_equal", SHMAT, "shmat", None),
         ("if_equal", CLONE, None, "allow"),
         ("load", FIRST_ARGUMENT_OFFSET),  # clone's flags (the low word)
         ("if_any_bit", CLONE_THREAD, "allow", "refuse"),
+        ("label", "mprotect"),  # no page becomes executable after it was mapped
+        ("load", THIRD_ARGUMENT_OFFSET),  # prot
+        ("if_any_bit", PROT_EXEC, "refuse", "allow"),
+        ("label", "shmat"),
+        ("load", THIRD_ARGUMENT_OFFSET),  # shmflg
+        ("if_any_bit", SHM_EXEC, "refuse", "allow"),
+        ("label", "mmap"),  # executable only from a file, and never writable as well
+        ("load", THIRD_ARGUMENT_OFFSET),  # prot
+        ("if_any_bit", PROT_EXEC, None, "allow"),
+        ("if_any_bit", PROT_WRITE, "refuse", None),
+        ("load", FOURTH_ARGUMENT_OFFSET),  # flags
+        ("if_any_bit", MAP_ANONYMOUS, "refuse", "allow"),
     ]
     tail = {"allow": allow, "refuse": refuse, "absent": absent}
-    where = {name: len(labelled) + index for index, name in enumerate(tail)}
+    return _assemble(labelled, tail)
+
+
+def _assemble(labelled: list, tail: dict) -> list[tuple[int, int, int, int]]:
+    """Classic BPF from labelled steps: a jump names a later label or a return in `tail`."""
+    steps = [step for step in labelled if step[0] != "label"]
+    where, index = {}, 0
+    for step in labelled:
+        if step[0] == "label":
+            where[step[1]] = index
+        else:
+            index += 1
+    where.update({name: len(steps) + offset for offset, name in enumerate(tail)})
     codes = {"if_equal": JUMP_EQUAL, "if_at_least": JUMP_AT_LEAST, "if_any_bit": JUMP_ANY_BIT}
     program = []
-    for index, (kind, constant, *targets) in enumerate(labelled):
+    for index, (kind, constant, *targets) in enumerate(steps):
         if kind == "load":
             program.append((LOAD_WORD, 0, 0, constant))
             continue

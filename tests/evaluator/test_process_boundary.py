@@ -1,6 +1,7 @@
 """The candidate worker's process filter on the CPU: once installed, every way of starting a
 process is refused by the kernel (the audited ones and `_posixsubprocess.fork_exec`, which
-raises no audit event), while threads and Torch's own thread pool still work."""
+raises no audit event), and so is every way of making memory executable that no file backs,
+while threads, Torch's own thread pool, file-backed libraries and ctypes callbacks still work."""
 
 import platform
 import subprocess
@@ -48,6 +49,46 @@ ATTEMPTS = textwrap.dedent(
     """
 )
 
+# Ways to get executable memory no file backs: an anonymous mapping made executable at once,
+# or later through mprotect, or a System V segment attached executable.
+EXECUTABLE_MEMORY = textwrap.dedent(
+    """
+    import ctypes, mmap
+    from gates.evaluator import process_boundary
+
+    process_boundary.install()
+    import _ctypes, json, numpy  # a library loaded from its file after the filter still loads
+    callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(lambda x: x + 1)
+    print("callback", callback(1))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, *[ctypes.c_int] * 3, ctypes.c_long]
+    libc.shmat.restype = ctypes.c_void_p
+    page = libc.mmap(None, 4096, mmap.PROT_READ | mmap.PROT_WRITE, 0x22, -1, 0)
+    segment = libc.shmget(0, 4096, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600
+
+    def system_call(result, failed):
+        return "refused %d" % ctypes.get_errno() if result == failed else "allowed"
+
+    routes = {
+        "mmap_rwx": lambda: mmap.mmap(-1, 4096, prot=7),
+        "mmap_rx": lambda: mmap.mmap(-1, 4096, prot=5),
+        "mprotect_rx": lambda: system_call(libc.mprotect(ctypes.c_void_p(page), 4096, 5), -1),
+        "pkey_mprotect_rx": lambda: system_call(
+            libc.syscall(329, ctypes.c_void_p(page), 4096, 5, -1), -1),
+        "shmat_exec": lambda: system_call(libc.shmat(segment, None, 0o100000), 2**64 - 1),
+        "mmap_rw": lambda: mmap.mmap(-1, 4096, prot=3),
+    }
+    for name, route in routes.items():
+        try:
+            outcome = route()
+            print(name, outcome if isinstance(outcome, str) else "allowed")
+        except OSError as error:
+            print(name, "refused", error.errno)
+    libc.shmctl(segment, 0, None)  # IPC_RMID
+    """
+)
+
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the filter describes x86_64 only")
 def test_no_process_can_be_started_once_the_filter_is_installed():
@@ -72,3 +113,30 @@ def test_without_the_filter_the_same_routes_start_processes():
     assert result.returncode == 0, result.stderr
     for route in ("fork", "posix_spawn", "fork_exec"):
         assert f"{route} started" in result.stdout.split("\n"), result.stdout
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the filter describes x86_64 only")
+def test_no_memory_becomes_executable_without_a_file_once_the_filter_is_installed():
+    result = subprocess.run(
+        [sys.executable, "-c", EXECUTABLE_MEMORY],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("\n")
+    assert "callback 2" in lines and "mmap_rw allowed" in lines, result.stdout
+    for route in ("mmap_rwx", "mmap_rx", "mprotect_rx", "pkey_mprotect_rx", "shmat_exec"):
+        assert f"{route} refused 1" in lines, result.stdout
+
+
+def test_without_the_filter_memory_can_be_made_executable():
+    """The control: each route above does make executable memory when nothing refuses it."""
+    control = EXECUTABLE_MEMORY.replace("process_boundary.install()", "pass")
+    result = subprocess.run(
+        [sys.executable, "-c", control], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    for route in ("mmap_rwx", "mmap_rx", "mprotect_rx", "shmat_exec"):
+        assert f"{route} allowed" in result.stdout.split("\n"), result.stdout
