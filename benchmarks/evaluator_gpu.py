@@ -30,6 +30,7 @@ CHEATS = {
     "timer_patch": {"tampering"},
     "implausible_speed": {"plausibility", "concurrency", "output_replay"},
     "late_fallback": {"compute_fallback", "cuda_graph"},
+    "late_foreign_kernel": {"cuda_graph"},
     "value_memo": None,  # must pass without gaining speed, or be caught replaying
 }
 

@@ -2,6 +2,7 @@
 kernels Triton compiled from the solution's own sources (CUDA only; the verdict on the nodes
 is `detectors/cuda_graph.py`, which is pure)."""
 
+import functools
 import os
 
 from gates.evaluator.detectors.cuda_graph import GraphNode
@@ -74,6 +75,7 @@ def _place(memory_type, device_pointer, host_pointer) -> str:
     return MEMORY_PLACES.get(int(kind), "unknown")
 
 
+@functools.lru_cache(maxsize=1024)  # a cold graph repeats one kernel thousands of times
 def _name(function: int) -> str:
     try:
         driver = _driver()

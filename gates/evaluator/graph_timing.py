@@ -1,15 +1,16 @@
 """Verdicts and timing from CUDA graphs (the default on CUDA).
 
 For each workload every role's call is captured, after warm-up, into CUDA graphs of many
-back-to-back calls over distinct input buffers: a warm graph (20 calls, inputs rotating, as a
-captured model sees them) and a cold one (so many calls over distinct buffers that 8 x the L2
-of traffic passes between two uses of one buffer: its inputs have left the L2, with no flush
-whose own cost would have to be measured and removed). The candidate's single call is captured once
-more and its nodes inspected (`detectors/cuda_graph.py`) before any replay is trusted. Each
-replay first copies fresh input sets into the graph's buffers, runs between two events
-recorded outside the graph, and then has every output compared on the device with the
-baseline's output for its set. Roles are interleaved replay by replay, so each replay index
-gives one paired ratio per role; no Python of the solution runs while graphs replay.
+back-to-back calls over distinct input buffers: warm graphs (20 calls, inputs rotating, as a
+captured model sees them; six per role, each with outputs of its own) and a cold one (so
+many calls over distinct buffers that 8 x the L2 of traffic passes between two uses of one
+buffer: its inputs have left the L2, with no flush whose own cost would have to be measured
+and removed). Each of the candidate's graphs has its nodes inspected (`detectors/cuda_graph.py`)
+as it is captured, before any replay is trusted. Each replay first copies fresh input
+sets into the graph's buffers, runs between two events recorded outside the graph, and then
+has every output compared on the device with the baseline's output for its set. Roles are
+interleaved replay by replay, so each replay index gives one paired ratio per role; no Python
+of the solution runs while graphs replay.
 """
 
 import math
@@ -21,6 +22,8 @@ from gates.evaluator.graph_nodes import graph_nodes, solution_functions
 from gates.evaluator.statistics import median, spread
 
 CALLS_PER_GRAPH = 20  # calls in a warm graph
+PLACEMENTS = 6  # warm graphs per role, each with its own outputs, replays rotating through them
+SECONDARY_EVERY = 3  # the figure promotion does not use is sampled on every third replay
 COLD_TRAFFIC = 8  # L2 sizes of traffic between two uses of a buffer set in a cold graph
 MAX_COLD_CALLS = 4096
 WARM_UP_CALLS = 3
@@ -67,17 +70,25 @@ def warm_up(function, inputs, params) -> None:
     torch.cuda.synchronize()
 
 
-def inspect_candidate(function, inputs, params, modules, solution_dir) -> int:
-    """Capture one call and judge its nodes; returns the number of solution kernels."""
-    graph, _ = capture(function, [inputs], params)
-    try:
-        raw = graph.raw_cuda_graph()
-    except (AttributeError, RuntimeError) as error:
-        raise GraphRejected(f"the captured graph cannot be read ({error})") from None
-    verdict = judge_graph(graph_nodes(raw), solution_functions(modules, solution_dir))
-    if not verdict.accepted:
-        raise GraphRejected(verdict.reason)
-    return verdict.kernels
+class GraphInspection:
+    """Judges each of the candidate's graphs whose replays are timed and compared, so every
+    replayed output was made by inspected nodes (a solution cannot show one honest capture
+    and time another)."""
+
+    def __init__(self, modules, solution_dir) -> None:
+        self.modules, self.solution_dir = modules, solution_dir
+        self.graphs = 0
+
+    def __call__(self, graph) -> None:
+        try:
+            raw = graph.raw_cuda_graph()
+        except (AttributeError, RuntimeError) as error:
+            raise GraphRejected(f"the captured graph cannot be read ({error})") from None
+        functions = solution_functions(self.modules, self.solution_dir)  # after the capture
+        verdict = judge_graph(graph_nodes(raw), functions)
+        if not verdict.accepted:
+            raise GraphRejected(f"captured graph {self.graphs + 1}: {verdict.reason}")
+        self.graphs += 1
 
 
 def cold_calls(set_bytes: int, l2_bytes: int) -> int:
@@ -90,15 +101,29 @@ def cold_calls(set_bytes: int, l2_bytes: int) -> int:
 class RoleGraphs:
     """One role's warm and cold graphs for one workload, over the input buffers every role
     shares: no role's reads sit at addresses of its own (fresh sets are copied in before each
-    replay, so sharing carries nothing from one role's replay to the next)."""
+    replay, so sharing carries nothing from one role's replay to the next). Its outputs do sit
+    at its own addresses, and where a small kernel's outputs land moves its time by about 1%
+    on the H200 (`benchmarks/graph_bias_probe.py`), the same way in every process; so a role
+    has PLACEMENTS warm graphs, each with outputs of its own, and replays rotate through them.
+    `inspect`, given for the candidate, judges every graph as it is captured."""
 
-    def __init__(self, function, buffers, params):
-        self.buffers = buffers
+    def __init__(self, function, buffers, params, inspect=None):
+        self.function, self.buffers, self.params = function, buffers, params
+        self.inspect = inspect or (lambda graph: None)
         warm_up(function, self.buffers[0], params)
-        self.warm, self.warm_outputs = capture(function, self.buffers[:CALLS_PER_GRAPH], params)
-        self.cold, self.cold_outputs = capture(function, self.buffers, params)
+        self.cold, self.cold_outputs = self._captured(self.buffers)
+        self.warm: list[tuple] = []
         self.warm_ms: list[float] = []
         self.cold_ms: list[float] = []
+
+    def add_placement(self) -> None:
+        """One more warm graph, its outputs allocated afresh."""
+        self.warm.append(self._captured(self.buffers[:CALLS_PER_GRAPH]))
+
+    def _captured(self, buffers) -> tuple:
+        graph, outputs = capture(self.function, buffers, self.params)
+        self.inspect(graph)
+        return graph, outputs
 
     def load(self, pool, replay: int, count: int) -> list[int]:
         """Copy the next fresh input sets into the first `count` buffers (one batched copy);
@@ -110,23 +135,41 @@ class RoleGraphs:
         return chosen
 
 
-def time_workload(roles, pool, params, replays: int, cold: int, mismatches) -> dict:
-    """Replay every role's warm and cold graphs `replays` times, roles interleaved, each
-    replay's outputs compared with the baseline's; per-call milliseconds by role and figure."""
+def time_workload(
+    roles, pool, params, replays: int, cold: int, mismatches, inspect, figure: str = "warm"
+) -> dict:
+    """Replay every role's graphs `replays` times, roles interleaved, each replay's outputs
+    compared with the baseline's; per-call milliseconds by role and figure. The figure
+    promotion uses (`figure`) is sampled on every replay, the other on every
+    SECONDARY_EVERY-th, as a report. Every candidate graph is judged by `inspect` when
+    captured. Warm placements are captured in mirrored role order, so no role's outputs are
+    always allocated first. After the last capture the whole device is synchronised: work the
+    solution's Python launched on streams of its own has ended before the first replay, and
+    no solution Python runs after."""
     buffers = [[t.clone() for t in pool.sets[0]] for _ in range(cold)]
-    graphs = {role: RoleGraphs(function, buffers, params) for role, function in roles.items()}
+    graphs = {
+        role: RoleGraphs(function, buffers, params, inspect if role == "candidate" else None)
+        for role, function in roles.items()
+    }
     names = list(roles)
+    for placement in range(PLACEMENTS):
+        for role in names if placement % 2 == 0 else names[::-1]:
+            graphs[role].add_placement()
+    torch.cuda.synchronize()
     for replay in range(replays):
         order = names[replay % len(names) :] + names[: replay % len(names)]
+        sampled = {figure} if replay % SECONDARY_EVERY else {"warm", "cold"}
         for role in order:
             state = graphs[role]
-            for graph, outputs, times in (
-                (state.warm, state.warm_outputs, state.warm_ms),
-                (state.cold, state.cold_outputs, state.cold_ms),
+            warm, warm_outputs = state.warm[replay % PLACEMENTS]
+            for name, graph, outputs, times in (
+                ("warm", warm, warm_outputs, state.warm_ms),
+                ("cold", state.cold, state.cold_outputs, state.cold_ms),
             ):
-                chosen = state.load(pool, replay, len(outputs))
-                times.append(_timed_replay(graph) / len(outputs))
-                mismatches += pool.batch_mismatch(outputs, chosen)
+                if name in sampled:
+                    chosen = state.load(pool, replay, len(outputs))
+                    times.append(_timed_replay(graph) / len(outputs))
+                    mismatches += pool.batch_mismatch(outputs, chosen)
     torch.cuda.synchronize()
     return {role: {"warm": g.warm_ms, "cold": g.cold_ms} for role, g in graphs.items()}
 

@@ -27,12 +27,11 @@ from gates.evaluator.detectors.transient_patch import LoopIdentities, PatchedBet
 from gates.evaluator.fresh_pool import FreshPool
 from gates.evaluator.graph_timing import (
     CALLS_PER_GRAPH,
+    GraphInspection,
     NotCapturable,
     cold_calls,
     graph_row,
-    inspect_candidate,
     time_workload,
-    warm_up,
 )
 from gates.evaluator.guard import CandidateCallError
 from gates.evaluator.promotion import promotion_verdict
@@ -50,6 +49,7 @@ BACKLOG_CYCLES = 4_000_000  # about 2 ms of spinning before each run of samples
 SPIN_CYCLES = 500_000
 LIVE_COPIES = 16  # input buffer sets per role, used in turn
 GRAPH_REPLAYS_MIN = 20  # paired replays per workload (each of CALLS_PER_GRAPH calls)
+WARM_REPLAYS_FACTOR = 2  # a warm-promoted workload's replays are cheap: twice as many pairs
 
 
 def time_roles(
@@ -125,19 +125,20 @@ def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
     rows, wrong_outputs = {}, []
     modules = loading.solution_modules("candidate")
     for workload in declaration.workloads:
-        pool = setup.pool(workload, setup.replays * CALLS_PER_GRAPH)
+        pool = setup.pool(workload, setup.replays * WARM_REPLAYS_FACTOR * CALLS_PER_GRAPH)
         pool.stack_checks()
         set_bytes = _set_bytes(pool.sets[0], pool.expected[0])
         figure = setup.figure or ("warm" if set_bytes <= l2_bytes else "cold")
         tracer = TimedCallTracer(expected_stream=None)
         candidate = _traced(setup.roles["candidate"], tracer)  # captures run its Python
         roles = {**setup.roles, "candidate": candidate}
-        probe = [t.clone() for t in pool.sets[0]]
-        warm_up(candidate, probe, declaration.params)
-        inspect_candidate(candidate, probe, declaration.params, modules, guard.folder)
         mismatches = torch.zeros((), dtype=torch.int64, device=setup.flush.device)
         cold = cold_calls(set_bytes, l2_bytes)
-        times = time_workload(roles, pool, declaration.params, setup.replays, cold, mismatches)
+        inspect = GraphInspection(modules, guard.folder)
+        replays = setup.replays * (WARM_REPLAYS_FACTOR if figure == "warm" else 1)
+        times = time_workload(
+            roles, pool, declaration.params, replays, cold, mismatches, inspect, figure
+        )
         disallowed = guard.policy.disallowed(tracer.facts)
         if disallowed:
             raise TorchComputeFallback(f"captured calls ran ATen compute: {disallowed[0]}")
