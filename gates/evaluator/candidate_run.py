@@ -52,8 +52,7 @@ def run_candidate(
         "solution_digest": request.solution_digest,
     }
     clock.lap("roles")
-    if device.type == "cpu":
-        _close_process_creation(guard)
+    _close_process_creation(guard, device)
     try:
         function = guard.import_solution()
         clock.lap("import")
@@ -100,10 +99,11 @@ def run_candidate(
     )
 
 
-def _close_process_creation(guard: CandidateGuard) -> None:
-    """From here on no process can be started from this worker (process_boundary.py)."""
+def _close_process_creation(guard: CandidateGuard, device: torch.device) -> None:
+    """From here on no process can be started from this worker on the CPU, and on CUDA none
+    outside its lineage (process_boundary.py)."""
     try:
-        process_boundary.install()
+        process_boundary.install(processes_allowed=device.type == "cuda")
     except process_boundary.BoundaryUnavailable as why:
         guard.notes.append(f"process creation stays open on this machine ({why})")
 

@@ -22,6 +22,7 @@ from gates.evaluator.detectors.compute_fallback import (
 from gates.evaluator.detectors.concurrency import (
     SideStreamWork,
     ThreadStartTripwire,
+    check_children,
     check_threads,
     os_threads,
     thread_snapshot,
@@ -149,6 +150,7 @@ class CandidateGuard:
         self.raise_recorded_findings()
         check_unchanged(self.timers, self.evaluator, when)
         check_threads(self.python_threads, self.native_threads, self.main_thread_name)
+        check_children(when)
         self.hooks.check(when)
         replaced = self.kernels.changed()
         if replaced:

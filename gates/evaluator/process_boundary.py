@@ -15,10 +15,14 @@ native-mapping check (`detectors/native_mappings.py`) holds to the installed tre
 oneDNN's JIT (Torch's CPU path for BFloat16 matrix products and convolutions) cannot run in
 the worker, and no honest solution calls it there (the reference runs in the judge).
 
-On CUDA the filter is not installed: Triton runs `ptxas` in a child process to compile an
-honest kernel, and there the graph verdict is the boundary (a replayed graph's outputs were
-made by its inspected kernels alone). Only x86_64 is described; elsewhere `install` says so
-and the audit hook is the only line.
+On CUDA, Triton runs `ptxas` in a child process to compile an honest kernel, so processes
+may start there; the CUDA filter only keeps them in the worker's lineage (no CLONE_PARENT, no
+clone3), and the worker is a child subreaper, so even a daemon that forks twice stays its
+descendant. The guard then refuses any living child at every check
+(`detectors/concurrency.check_children`): a helper process that would hold the outputs'
+memory (CUDA IPC) and write them beside a replay is caught, while `ptxas` has ended before
+any check. The graph verdict stays the boundary for what a replay computes. Only x86_64 is
+described; elsewhere `install` says so and the audit hook is the only line.
 """
 
 import ctypes
@@ -26,6 +30,7 @@ import errno
 import platform
 import struct
 
+PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
@@ -34,6 +39,7 @@ SECCOMP_RET_ERRNO = 0x00050000
 AUDIT_ARCH_X86_64 = 0xC000003E
 X32_SYSCALL_BIT = 0x40000000
 CLONE_THREAD = 0x00010000
+CLONE_PARENT = 0x00008000
 
 # x86_64 system call numbers
 CLONE, FORK, VFORK, EXECVE, EXECVEAT, CLONE3 = 56, 57, 58, 59, 322, 435
@@ -56,15 +62,12 @@ class BoundaryUnavailable(Exception):
 
 
 def filter_program() -> list[tuple[int, int, int, int]]:
-    """The filter as (code, jump if true, jump if false, constant) instructions."""
+    """The CPU filter as (code, jump if true, jump if false, constant) instructions."""
     allow = ("ret", SECCOMP_RET_ALLOW)
     refuse = ("ret", SECCOMP_RET_ERRNO | errno.EPERM)
     absent = ("ret", SECCOMP_RET_ERRNO | errno.ENOSYS)  # glibc then falls back to clone
     labelled = [
-        ("load", ARCH_OFFSET),
-        ("if_equal", AUDIT_ARCH_X86_64, None, "refuse"),  # no other ABI's numbers get through
-        ("load", NUMBER_OFFSET),
-        ("if_at_least", X32_SYSCALL_BIT, "refuse", None),
+        *_native_abi_only(),
         *[("if_equal", number, "refuse", None) for number in REFUSED],
         ("if_equal", CLONE3, "absent", None),
         ("if_equal", MMAP, "mmap", None),
@@ -86,8 +89,35 @@ def filter_program() -> list[tuple[int, int, int, int]]:
         ("load", FOURTH_ARGUMENT_OFFSET),  # flags
         ("if_any_bit", MAP_ANONYMOUS, "refuse", "allow"),
     ]
-    tail = {"allow": allow, "refuse": refuse, "absent": absent}
-    return _assemble(labelled, tail)
+    return _assemble(labelled, {"allow": allow, "refuse": refuse, "absent": absent})
+
+
+def lineage_program() -> list[tuple[int, int, int, int]]:
+    """The CUDA filter: processes may start (Triton runs `ptxas`), but only as descendants of
+    the worker: clone with CLONE_PARENT (a sibling the worker would not see) is refused, and
+    clone3, whose flags a filter cannot read, is absent, so glibc uses clone."""
+    allow = ("ret", SECCOMP_RET_ALLOW)
+    refuse = ("ret", SECCOMP_RET_ERRNO | errno.EPERM)
+    absent = ("ret", SECCOMP_RET_ERRNO | errno.ENOSYS)
+    labelled = [
+        *_native_abi_only(),
+        ("if_equal", CLONE3, "absent", None),
+        ("if_equal", CLONE, None, "allow"),
+        ("load", FIRST_ARGUMENT_OFFSET),
+        ("if_any_bit", CLONE_PARENT, "refuse", "allow"),
+    ]
+    return _assemble(labelled, {"allow": allow, "refuse": refuse, "absent": absent})
+
+
+def _native_abi_only() -> list:
+    """Refuse every call not made through the x86_64 ABI (no other ABI's numbers get
+    through), then load the call's number."""
+    return [
+        ("load", ARCH_OFFSET),
+        ("if_equal", AUDIT_ARCH_X86_64, None, "refuse"),
+        ("load", NUMBER_OFFSET),
+        ("if_at_least", X32_SYSCALL_BIT, "refuse", None),
+    ]
 
 
 def _assemble(labelled: list, tail: dict) -> list[tuple[int, int, int, int]]:
@@ -112,11 +142,13 @@ def _assemble(labelled: list, tail: dict) -> list[tuple[int, int, int, int]]:
     return program
 
 
-def install() -> None:
-    """Install the filter in this process; raises BoundaryUnavailable where it cannot be."""
+def install(processes_allowed: bool = False) -> None:
+    """Make this process a child subreaper and install the filter: the CPU one, or with
+    `processes_allowed` the CUDA one (`lineage_program`); raises BoundaryUnavailable where it
+    cannot be installed."""
     if platform.machine() != "x86_64":
         raise BoundaryUnavailable(f"no process filter for {platform.machine()}")
-    program = filter_program()
+    program = lineage_program() if processes_allowed else filter_program()
     packed = b"".join(struct.pack("<HBBI", *instruction) for instruction in program)
     buffer = ctypes.create_string_buffer(packed, len(packed))
 
@@ -125,6 +157,8 @@ def install() -> None:
 
     fprog = SockFprog(len(program), ctypes.addressof(buffer))
     libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise BoundaryUnavailable(f"child subreaper refused: errno {ctypes.get_errno()}")
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise BoundaryUnavailable(f"no_new_privs refused: errno {ctypes.get_errno()}")
     if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:

@@ -140,3 +140,61 @@ def test_without_the_filter_memory_can_be_made_executable():
     assert result.returncode == 0, result.stderr
     for route in ("mmap_rwx", "mmap_rx", "mprotect_rx", "shmat_exec"):
         assert f"{route} allowed" in result.stdout.split("\n"), result.stdout
+
+
+# On CUDA processes may start (Triton's ptxas), only inside the worker's lineage: a sibling
+# through CLONE_PARENT is refused, and a daemon that forks twice is adopted by the worker.
+LINEAGE = textwrap.dedent(
+    """
+    import ctypes, os, signal, subprocess, time
+    from gates.evaluator import process_boundary
+    from gates.evaluator.detectors.concurrency import ChildProcess, check_children
+
+    DAEMON = "sleep 30 </dev/null >/dev/null 2>&1 & exit 0"
+    process_boundary.install(processes_allowed=True)
+    print("run", subprocess.run(["/bin/true"]).returncode)
+    libc = ctypes.CDLL(None, use_errno=True)
+    pid = libc.syscall(56, 0x8000 | signal.SIGCHLD, 0, 0, 0, 0)  # clone(CLONE_PARENT)
+    if pid == 0:
+        os._exit(0)
+    print("clone_parent", "refused %d" % ctypes.get_errno() if pid == -1 else "started")
+    check_children("before")
+    print("none alive")
+    subprocess.run(["/bin/sh", "-c", DAEMON])  # the sleep is orphaned at once
+    time.sleep(0.2)
+    try:
+        check_children("after a daemon")
+    except ChildProcess as found:
+        print("caught", "(sleep)" in str(found))
+    for pid in [int(p) for p in open(f"/proc/self/task/{os.getpid()}/children").read().split()]:
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)
+    check_children("after the kill")  # a zombie has stopped: not a living child
+    print("zombie ignored")
+    """
+)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the filter describes x86_64 only")
+def test_processes_on_cuda_stay_in_the_workers_lineage_and_are_seen_alive():
+    result = subprocess.run(
+        [sys.executable, "-c", LINEAGE], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("\n")
+    for expected in ("run 0", "clone_parent refused 1", "none alive", "caught True"):
+        assert expected in lines, result.stdout
+    assert "zombie ignored" in lines, result.stdout
+
+
+def test_without_the_lineage_filter_clone_parent_and_a_daemon_leave_the_lineage_unseen():
+    """The control: CLONE_PARENT is a real way out of the worker's lineage, and without the
+    subreaper a daemon that forks twice is no child of the worker."""
+    control = LINEAGE.replace("process_boundary.install(processes_allowed=True)", "pass")
+    control = control.replace("sleep 30", "sleep 2").split('check_children("after the kill")')[0]
+    result = subprocess.run(
+        [sys.executable, "-c", control], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("\n")
+    assert "clone_parent started" in lines and "caught True" not in lines, result.stdout

@@ -45,6 +45,43 @@ def check_threads(python_before: frozenset[int], os_before: dict[int, str], main
         raise ExtraThreads(f"{len(new_os)} new native threads appeared during the solution")
 
 
+def live_children() -> list[str]:
+    """Every living child of this process, whichever thread started it, as "pid (name)". The
+    worker is a child subreaper (`process_boundary.adopt_orphans`), so a daemon that forked
+    twice to leave its parent is still counted here; a zombie has stopped and is left out."""
+    found = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as handle:
+                pids = handle.read().split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        for pid in pids:
+            state, name = _process_state(pid)
+            if state not in ("Z", "X", ""):
+                found.append(f"{pid} ({name})")
+    return found
+
+
+def check_children(when: str) -> None:
+    """Raise if a process the solution started is alive (a Triton compile's `ptxas` has
+    ended by the time any check runs: Triton waits for it)."""
+    children = live_children()
+    if children:
+        raise ChildProcess(f"processes started by the solution are alive {when}: {children}")
+
+
+def _process_state(pid: str) -> tuple[str, str]:
+    """A process's state letter and name from /proc/PID/stat ("" once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            stat = handle.read()
+    except OSError:
+        return "", ""
+    name_end = stat.rfind(")")
+    return stat[name_end + 2 : name_end + 3], stat[stat.find("(") + 1 : name_end]
+
+
 def _thread_name(tid: int) -> str:
     try:
         with open(f"/proc/self/task/{tid}/comm") as handle:
