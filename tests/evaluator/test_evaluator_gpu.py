@@ -1,6 +1,7 @@
 """On a CUDA device: the baseline passes with latency, an A/A comparison never promotes, and
 the timing-only cheats (side stream, timer patch, implausible speed, PyTorch only once the
-cases are over, a foreign kernel in every capture but the first) are rejected, and remembered outputs buy no speed."""
+cases are over, a foreign kernel in every capture but the first) are rejected, and remembered
+outputs buy no speed."""
 
 import pytest
 from cheat_packing import cheat_solution
