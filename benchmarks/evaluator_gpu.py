@@ -31,6 +31,7 @@ CHEATS = {
     "implausible_speed": {"plausibility", "concurrency", "output_replay"},
     "late_fallback": {"compute_fallback", "cuda_graph"},
     "late_foreign_kernel": {"cuda_graph"},
+    "contract_widen": {"tampering", "output_replay"},
     "value_memo": None,  # must pass without gaining speed, or be caught replaying
 }
 

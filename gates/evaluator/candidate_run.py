@@ -25,7 +25,12 @@ from gates.tasks.solution import Solution, load_solution
 def run_candidate(
     request: EvaluationRequest, task: TaskPackage, solution: Solution, declaration
 ) -> CandidateReport:
-    """Run every case; the first detector or error ends the run with its status."""
+    """Run every case; the first detector or error ends the run with its status. The
+    declaration is copied first: the registry's object is reachable from the solution
+    (`import operators`) and its frozen fields yield to `object.__setattr__`, so every check
+    made after the import reads the evaluator's own copy (a widened contract there would
+    widen the timed outputs' comparison), and a change to the registry's object is a patch."""
+    registered, declaration = declaration, declaration.model_copy(deep=True)
     clock = PhaseClock()
     device = torch.device(request.device)
     captured = load_captured(Path(request.task))
@@ -41,6 +46,7 @@ def run_candidate(
     sources = Path(request.sources_dir)
     protected = [Path(request.task), Path(request.solution)]
     guard = CandidateGuard(declaration, device, work, sources, solution, extra_ops, protected)
+    guard.registered = registered  # compared with the copy at every check
     clock.lap("guard")
     clock.laps.update({f"guard_{step}": value for step, value in guard.setup_seconds.items()})
     roles = {}

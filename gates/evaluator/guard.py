@@ -112,6 +112,7 @@ class CandidateGuard:
             protected_dirs=[*protected_trees(), *map(str, protected)],
             writable_dirs=[str(work), str(sources), triton_cache_dir()],
         )
+        self.registered = declaration  # the registry's object, when the caller copied it
         self.kept_outputs: list[torch.Tensor] = []
         self.kernels = KernelRegistry()  # after the warm-up: torch's own lazy registrations
         self.native = NativeMappings() if device.type == "cpu" else None
@@ -149,6 +150,8 @@ class CandidateGuard:
         """Audit events, identities, threads: raise the first cheat seen."""
         self.raise_recorded_findings()
         check_unchanged(self.timers, self.evaluator, when)
+        if self.registered is not self.declaration and self.registered != self.declaration:
+            raise EvaluatorPatched(f"the registry's declaration of the operator changed {when}")
         check_threads(self.python_threads, self.native_threads, self.main_thread_name)
         check_children(when)
         self.hooks.check(when)

@@ -8,7 +8,7 @@ import pytest
 
 from gates.evaluator.detectors.identity_snapshot import IdentitySnapshot
 
-MODULE = "identity_snapshot_subject"
+MODULE = "_solution_identity_subject"  # a reference role's module: its tables are watched
 
 
 def _helper(value, scale=2):
@@ -47,6 +47,8 @@ def subject():
     module.helper = types.FunctionType(code, globals(), "helper", tuple([2]))
     module.Counter = _counter_class()
     module.bound = module.Counter().step
+    module.TUNING = {"num_warps": 4, "space": ([1, 2], {"stages": [3]})}  # a public table
+    module._cache = {}  # private module state
     sys.modules[MODULE] = module
     yield module
     del sys.modules[MODULE]
@@ -88,6 +90,14 @@ def _rebind_module(module):
     module.bound = module.Counter().step
 
 
+def _rewrite_table(module):
+    module.TUNING["num_warps"] = 1
+
+
+def _rewrite_nested_table(module):
+    module.TUNING["space"][1]["stages"].append(4)
+
+
 @pytest.mark.parametrize(
     "patch, name",
     [
@@ -99,6 +109,8 @@ def _rebind_module(module):
         (_rewrite_static_code, f"{MODULE}.Counter.unit"),
         (_add_global, f"{MODULE}.extra"),
         (_rebind_module, f"{MODULE}.bound"),
+        (_rewrite_table, f"{MODULE}.TUNING[...]"),
+        (_rewrite_nested_table, f"{MODULE}.TUNING[...]"),
     ],
 )
 def test_every_replacement_is_named(subject, patch, name):
@@ -136,3 +148,20 @@ def test_a_replacement_cannot_reuse_the_recorded_address(subject):
     for _ in range(20):
         subject.helper.__defaults__ = tuple([2])
         assert snapshot.changed() == [f"{MODULE}.helper"]
+
+
+def test_private_module_state_may_change(subject):
+    """A cache that fills as kernels bind is the module's own state, not configuration."""
+    snapshot = _snapshot(subject)
+    subject._cache[("kernel", 0)] = object()
+    assert snapshot.changed() == []
+
+
+def test_a_standard_modules_tables_are_not_watched(subject):
+    """`warnings.filters` and its like change as libraries run: only the project's modules
+    and the reference roles' copies hold watched tables."""
+    other = types.ModuleType("library_subject")
+    other.filters = ["default"]
+    snapshot = IdentitySnapshot((), [subject, other])
+    other.filters.insert(0, "ignore")
+    assert snapshot.changed() == []

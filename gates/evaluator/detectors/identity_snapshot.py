@@ -8,6 +8,12 @@ function (its code and defaults among them), fetched with one `gc.get_referents`
 fingerprint holds those objects, so none is freed and its address reused by a replacement.
 Only when it differs (a real patch, or a lazily made function `__dict__` or warning
 registry) is the full snapshot taken and compared by name.
+
+A project module's public tables (a dict, list or set at module level whose name has no
+leading underscore, and the tables nested in it) are configuration read at call time, such as a
+kernel's tuning table: their contents are watched too, so rewriting one in place (a
+reference role's `TUNING`, to slow the baseline) is a patch like replacing it. Private
+module state (a cache that fills as kernels bind) is the module's own and not watched.
 """
 
 import gc
@@ -18,6 +24,11 @@ import types
 _referents = gc.get_referents  # bound before any solution is imported
 _is = operator.is_
 _MODULE_OF = operator.attrgetter("__module__")
+TABLE_TYPES = (dict, list, set)
+TABLE_DEPTH = 3  # nested tables followed this deep
+# Whose tables are configuration: the project's modules and the reference roles' copies. A
+# standard module's tables (`warnings.filters`) change as libraries run; not watched here.
+TABLE_OWNERS = ("gates.", "operators.", "_solution_")
 
 
 class IdentitySnapshot:
@@ -46,6 +57,9 @@ class IdentitySnapshot:
                 if name.startswith("__") and name != "__call__":
                     continue
                 taken[f"{module.__name__}.{name}"] = _identity(value)
+                if _is_table(module, name, value):
+                    tables = _tables([value])
+                    taken[f"{module.__name__}.{name}[...]"] = tuple(map(id, _referents(*tables)))
                 if isinstance(value, type) and value.__module__ == module.__name__:
                     for attribute, member in list(vars(value).items()):
                         taken[f"{module.__name__}.{name}.{attribute}"] = _identity(member)
@@ -88,6 +102,8 @@ class _Fingerprint:
             if defined == owner
         ]
         self.members = self._members(snapshot)
+        self.tables = _tables(_public_tables(self.modules))
+        self.table_contents = _referents(*self.tables)
         functions, self.odd_wrappers = _functions_of(self.members[1])
         self.functions = path_functions + functions
         self.referents = _referents(*self.functions)
@@ -117,8 +133,41 @@ class _Fingerprint:
             and [module.__name__ for module in self.modules] == self.module_names
             and [_MODULE_OF(cls) for cls in self.module_classes] == self.class_modules
             and _same(_referents(*self.functions), self.referents)
+            and _same(_referents(*self.tables), self.table_contents)
             and [_identity(wrapper) for wrapper in self.odd_wrappers] == self.odd_identities
         )
+
+
+def _public_tables(modules: list[types.ModuleType]) -> list:
+    """Every public module-level table of the project's modules."""
+    return [
+        value
+        for module in modules
+        for name, value in list(vars(module).items())
+        if _is_table(module, name, value)
+    ]
+
+
+def _is_table(module: types.ModuleType, name: str, value) -> bool:
+    """A dict, list or set at module level, public, in a module of TABLE_OWNERS."""
+    return (
+        type(value) in TABLE_TYPES
+        and not name.startswith("_")
+        and f"{module.__name__}.".startswith(TABLE_OWNERS)
+    )
+
+
+def _tables(tables: list) -> list:
+    """The tables and the tables nested in them (in tuples too), TABLE_DEPTH levels deep."""
+    found, level = list(tables), list(tables)
+    for _ in range(TABLE_DEPTH):
+        level = [
+            value
+            for value in _referents(*level)
+            if type(value) in TABLE_TYPES or type(value) is tuple
+        ]
+        found += [value for value in level if type(value) in TABLE_TYPES]
+    return found
 
 
 def _path_parts(paths: tuple[str, ...]) -> tuple[list, list, list]:
