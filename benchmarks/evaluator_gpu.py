@@ -110,6 +110,8 @@ def _summary(result) -> str:
     ]
     promotion = result.timing.promotion
     phases = {k: v for k, v in result.phase_seconds.items() if v > 0.5}
+    phases.update({f"timing_{k}": v for k, v in result.timing.phase_seconds.items()})
+    phases["timing_pools"] = result.timing.fresh_pool_seconds
     return f"{'; '.join(rows)}; promoted {promotion and promotion.promoted}; {phases}"
 
 

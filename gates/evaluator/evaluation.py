@@ -25,6 +25,7 @@ from gates.evaluator.launcher import (
     finish_worker,
     start_worker,
 )
+from gates.evaluator.promotion import promotion_verdict
 from gates.evaluator.protocol import (
     CandidateReport,
     EvaluationRequest,
@@ -33,6 +34,7 @@ from gates.evaluator.protocol import (
     JudgeReport,
     write_json_atomic,
 )
+from gates.evaluator.results import TimingReport
 from gates.tasks.captured import LAYOUTS_FILE, captured_package_is_current
 from gates.tasks.generation import render_package
 from gates.tasks.package import digest_files, load_task
@@ -150,8 +152,17 @@ def _run_phases(request: EvaluationRequest, request_path: Path, timeout: float) 
     outcome["integrity"] = candidate.integrity
     outcome["notes"] = candidate.notes
     if judge.status == "PASSED" and candidate.timing is not None:
-        outcome["timing"] = candidate.timing
+        outcome["timing"] = decided_promotion(candidate.timing, bool(request.incumbent))
     return outcome
+
+
+def decided_promotion(timing: TimingReport, incumbent: bool) -> TimingReport:
+    """The timing with its promotion verdict made again, in this process, with its
+    thresholds: the candidate process shares its interpreter with the solution, so its
+    verdict and the numbers its rule read are not trusted; only the paired times it
+    measured are."""
+    roles = ["candidate", "baseline", *(["incumbent"] if incumbent else [])]
+    return timing.model_copy(update={"promotion": promotion_verdict(timing, roles)})
 
 
 def _run_candidate(request, request_path, timeout) -> tuple[dict | None, CandidateReport | None]:

@@ -14,6 +14,7 @@ of the solution runs while graphs replay.
 """
 
 import math
+import time
 
 import torch
 
@@ -136,8 +137,9 @@ class RoleGraphs:
 
 
 def time_workload(
-    roles, pool, params, replays: int, cold: int, mismatches, inspect, figure: str = "warm"
-) -> dict:
+    roles, pool, params, replays: int, cold: int, mismatches, inspect, figure: str = "warm",
+    laps: dict | None = None,
+) -> dict:  # fmt: skip
     """Replay every role's graphs `replays` times, roles interleaved, each replay's outputs
     compared with the baseline's; per-call milliseconds by role and figure. The figure
     promotion uses (`figure`) is sampled on every replay, the other on every
@@ -145,7 +147,9 @@ def time_workload(
     captured. Warm placements are captured in mirrored role order, so no role's outputs are
     always allocated first. After the last capture the whole device is synchronised: work the
     solution's Python launched on streams of its own has ended before the first replay, and
-    no solution Python runs after."""
+    no solution Python runs after. `laps` gathers the seconds spent capturing and replaying."""
+    laps = {} if laps is None else laps
+    started = time.monotonic()
     buffers = [[t.clone() for t in pool.sets[0]] for _ in range(cold)]
     graphs = {
         role: RoleGraphs(function, buffers, params, inspect if role == "candidate" else None)
@@ -156,6 +160,8 @@ def time_workload(
         for role in names if placement % 2 == 0 else names[::-1]:
             graphs[role].add_placement()
     torch.cuda.synchronize()
+    captured = time.monotonic()
+    laps["captures"] = laps.get("captures", 0.0) + captured - started
     for replay in range(replays):
         order = names[replay % len(names) :] + names[: replay % len(names)]
         sampled = {figure} if replay % SECONDARY_EVERY else {"warm", "cold"}
@@ -171,6 +177,7 @@ def time_workload(
                     times.append(_timed_replay(graph) / len(outputs))
                     mismatches += pool.batch_mismatch(outputs, chosen)
     torch.cuda.synchronize()
+    laps["replays"] = laps.get("replays", 0.0) + time.monotonic() - captured
     return {role: {"warm": g.warm_ms, "cold": g.cold_ms} for role, g in graphs.items()}
 
 

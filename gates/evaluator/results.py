@@ -99,4 +99,7 @@ class TimingReport(BaseModel):
     cuda_graphs: bool = False
     sm_clock_mhz: list[float] = Field(default_factory=list)
     fresh_pool_seconds: float = 0.0
+    phase_seconds: dict[str, float] = Field(
+        default_factory=dict, description="graph timing: seconds capturing, replaying, checking"
+    )
     promotion: Promotion | None = None

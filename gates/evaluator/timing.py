@@ -87,6 +87,7 @@ def time_roles(
         cuda_graphs=used_graphs,
         sm_clock_mhz=[clock_before, measure_sm_clock_mhz()],
         fresh_pool_seconds=round(setup.pool_seconds, 3),
+        phase_seconds={name: round(value, 3) for name, value in setup.laps.items()},
         promotion=promotion_verdict({"workloads": rows}, list(roles)),
     )
 
@@ -101,6 +102,7 @@ class TimingSetup:
         self.replays = max(GRAPH_REPLAYS_MIN, request.timing_samples // CALLS_PER_GRAPH)
         self.seeds = random.Random(request.nonce)
         self.pool_seconds = 0.0
+        self.laps: dict[str, float] = {}  # graph timing's captures, replays and checks
         self.figure: str | None = None
 
     def pool(self, workload, wanted: int) -> "FreshPool":
@@ -137,8 +139,10 @@ def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
         inspect = GraphInspection(modules, guard.folder)
         replays = setup.replays * (WARM_REPLAYS_FACTOR if figure == "warm" else 1)
         times = time_workload(
-            roles, pool, declaration.params, replays, cold, mismatches, inspect, figure
-        )
+            roles, pool, declaration.params, replays, cold, mismatches, inspect, figure,
+            setup.laps,
+        )  # fmt: skip
+        checked = monotonic()
         disallowed = guard.policy.disallowed(tracer.facts)
         if disallowed:
             raise TorchComputeFallback(f"captured calls ran ATen compute: {disallowed[0]}")
@@ -150,6 +154,7 @@ def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
         setup.check_plausible(workload.name, row, "candidate_cold_us")
         if int(mismatches.item()):
             wrong_outputs.append(f"{workload.name}: {int(mismatches.item())} replayed outputs")
+        setup.laps["checks"] = setup.laps.get("checks", 0.0) + monotonic() - checked
         del pool
     if wrong_outputs:
         raise TimedOutputWrong(

@@ -4,13 +4,14 @@ workload slower beyond noise blocks it, and the thresholds travel with the verdi
 
 import random
 
+from gates.evaluator.evaluation import decided_promotion
 from gates.evaluator.paired_statistics import (
     paired_ratios,
     ratio_interval,
     weighted_ratio_interval,
 )
 from gates.evaluator.promotion import THRESHOLDS, promotion_verdict
-from gates.evaluator.results import TimingReport
+from gates.evaluator.results import Promotion, PromotionThresholds, TimingReport
 from gates.evaluator.statistics import median, spread, tick_median
 
 
@@ -102,3 +103,18 @@ def test_tick_median_resolves_shifts_smaller_than_one_tick():
     assert abs(tick_median(high_heavy) - tick_median(low_heavy) - tick / 3) < 1e-9
     assert tick_median([2, 2, 2, 3, 3, 3]) == 2.5
     assert tick_median([1.0, 2.5, 3.1]) == 2.5  # not quantised: the plain median
+
+
+def test_the_controller_decides_promotion_whatever_the_candidate_process_reported():
+    """The candidate process shares its interpreter with the solution: a verdict it reports
+    (here promoted, with a bar lowered to nothing) is made again from the paired times."""
+    forged = Promotion(
+        promoted=True,
+        reason="forged",
+        thresholds=PromotionThresholds(required_gain=-1.0, noise_margin=1e9, confidence=0.5),
+    )
+    timing = TimingReport.model_validate({**report(1.0, 0.01), "promotion": forged})
+    decided = decided_promotion(timing, incumbent=False).promotion
+    assert decided.promoted is False and decided.thresholds == THRESHOLDS
+    faster = TimingReport.model_validate({**report(0.9, 0.01), "promotion": forged})
+    assert decided_promotion(faster, incumbent=False).promotion.promoted is True

@@ -9,10 +9,11 @@ fingerprint holds those objects, so none is freed and its address reused by a re
 Only when it differs (a real patch, or a lazily made function `__dict__` or warning
 registry) is the full snapshot taken and compared by name.
 
-A project module's public tables (a dict, list or set at module level whose name has no
-leading underscore, and the tables nested in it) are configuration read at call time, such as a
-kernel's tuning table: their contents are watched too, so rewriting one in place (a
-reference role's `TUNING`, to slow the baseline) is a patch like replacing it. Private
+A project module's public tables (a dict, list, set or pydantic model at module level whose
+name has no leading underscore, and the tables and models nested in it) are configuration
+read at call time, such as a kernel's tuning table or the promotion thresholds: their
+contents are watched too, so rewriting one in place (a reference role's `TUNING`, to slow the
+baseline; a frozen model through `object.__setattr__`) is a patch like replacing it. Private
 module state (a cache that fills as kernels bind) is the module's own and not watched.
 """
 
@@ -20,6 +21,8 @@ import gc
 import operator
 import sys
 import types
+
+from pydantic import BaseModel
 
 _referents = gc.get_referents  # bound before any solution is imported
 _is = operator.is_
@@ -58,7 +61,7 @@ class IdentitySnapshot:
                     continue
                 taken[f"{module.__name__}.{name}"] = _identity(value)
                 if _is_table(module, name, value):
-                    tables = _tables([value])
+                    tables = _tables([_table_of(value)])
                     taken[f"{module.__name__}.{name}[...]"] = tuple(map(id, _referents(*tables)))
                 if isinstance(value, type) and value.__module__ == module.__name__:
                     for attribute, member in list(vars(value).items()):
@@ -141,7 +144,7 @@ class _Fingerprint:
 def _public_tables(modules: list[types.ModuleType]) -> list:
     """Every public module-level table of the project's modules."""
     return [
-        value
+        _table_of(value)
         for module in modules
         for name, value in list(vars(module).items())
         if _is_table(module, name, value)
@@ -149,22 +152,29 @@ def _public_tables(modules: list[types.ModuleType]) -> list:
 
 
 def _is_table(module: types.ModuleType, name: str, value) -> bool:
-    """A dict, list or set at module level, public, in a module of TABLE_OWNERS."""
+    """A dict, list or set, or a pydantic model (frozen ones yield to `object.__setattr__`),
+    at module level, public, in a module of TABLE_OWNERS."""
     return (
-        type(value) in TABLE_TYPES
+        (type(value) in TABLE_TYPES or isinstance(value, BaseModel))
         and not name.startswith("_")
         and f"{module.__name__}.".startswith(TABLE_OWNERS)
     )
 
 
+def _table_of(value):
+    """What holds a value's contents: itself, or a model's field dict."""
+    return vars(value) if isinstance(value, BaseModel) else value
+
+
 def _tables(tables: list) -> list:
-    """The tables and the tables nested in them (in tuples too), TABLE_DEPTH levels deep."""
+    """The tables and the tables nested in them (in tuples and models too), TABLE_DEPTH
+    levels deep."""
     found, level = list(tables), list(tables)
     for _ in range(TABLE_DEPTH):
         level = [
-            value
+            _table_of(value)
             for value in _referents(*level)
-            if type(value) in TABLE_TYPES or type(value) is tuple
+            if type(value) in TABLE_TYPES or type(value) is tuple or isinstance(value, BaseModel)
         ]
         found += [value for value in level if type(value) in TABLE_TYPES]
     return found
