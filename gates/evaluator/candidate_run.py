@@ -45,8 +45,9 @@ def run_candidate(
     extra_ops = task.evaluation.get("extra_allowed_ops", [])
     sources = Path(request.sources_dir)
     protected = [Path(request.task), Path(request.solution)]
-    guard = CandidateGuard(declaration, device, work, sources, solution, extra_ops, protected)
-    guard.registered = registered  # compared with the copy at every check
+    guard = CandidateGuard(
+        declaration, device, work, sources, solution, extra_ops, protected, registered
+    )
     clock.lap("guard")
     clock.laps.update({f"guard_{step}": value for step, value in guard.setup_seconds.items()})
     roles = {}

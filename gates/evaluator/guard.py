@@ -81,8 +81,18 @@ class CandidateGuard:
     """Imports and calls one solution with every candidate-process detector armed."""
 
     def __init__(
-        self, declaration, device, work: Path, sources: Path, solution, extra_ops, protected=()
+        self,
+        declaration,
+        device,
+        work: Path,
+        sources: Path,
+        solution,
+        extra_ops,
+        protected=(),
+        registered=None,
     ):
+        """`declaration` is the evaluator's copy; `registered`, the registry's own object,
+        must still equal it at every check."""
         self.declaration = declaration
         self.device = device
         self.solution = solution
@@ -112,7 +122,7 @@ class CandidateGuard:
             protected_dirs=[*protected_trees(), *map(str, protected)],
             writable_dirs=[str(work), str(sources), triton_cache_dir()],
         )
-        self.registered = declaration  # the registry's object, when the caller copied it
+        self.registered = declaration if registered is None else registered
         self.kept_outputs: list[torch.Tensor] = []
         self.kernels = KernelRegistry()  # after the warm-up: torch's own lazy registrations
         self.native = NativeMappings() if device.type == "cpu" else None
