@@ -29,8 +29,9 @@ def run_candidate(
     declaration is copied first: the registry's object is reachable from the solution
     (`import operators`) and its frozen fields yield to `object.__setattr__`, so every check
     made after the import reads the evaluator's own copy (a widened contract there would
-    widen the timed outputs' comparison), and a change to the registry's object is a patch."""
-    registered, declaration = declaration, declaration.model_copy(deep=True)
+    widen the timed outputs' comparison). A change to the registry's object is a patch the
+    identity snapshot names (its declarations are public module-level models)."""
+    declaration = declaration.model_copy(deep=True)
     clock = PhaseClock()
     device = torch.device(request.device)
     captured = load_captured(Path(request.task))
@@ -45,9 +46,7 @@ def run_candidate(
     extra_ops = task.evaluation.get("extra_allowed_ops", [])
     sources = Path(request.sources_dir)
     protected = [Path(request.task), Path(request.solution)]
-    guard = CandidateGuard(
-        declaration, device, work, sources, solution, extra_ops, protected, registered
-    )
+    guard = CandidateGuard(declaration, device, work, sources, solution, extra_ops, protected)
     clock.lap("guard")
     clock.laps.update({f"guard_{step}": value for step, value in guard.setup_seconds.items()})
     roles = {}

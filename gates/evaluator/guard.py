@@ -81,18 +81,8 @@ class CandidateGuard:
     """Imports and calls one solution with every candidate-process detector armed."""
 
     def __init__(
-        self,
-        declaration,
-        device,
-        work: Path,
-        sources: Path,
-        solution,
-        extra_ops,
-        protected=(),
-        registered=None,
+        self, declaration, device, work: Path, sources: Path, solution, extra_ops, protected=()
     ):
-        """`declaration` is the evaluator's copy; `registered`, the registry's own object,
-        must still equal it at every check."""
         self.declaration = declaration
         self.device = device
         self.solution = solution
@@ -122,7 +112,6 @@ class CandidateGuard:
             protected_dirs=[*protected_trees(), *map(str, protected)],
             writable_dirs=[str(work), str(sources), triton_cache_dir()],
         )
-        self.registered = declaration if registered is None else registered
         self.kept_outputs: list[torch.Tensor] = []
         self.kernels = KernelRegistry()  # after the warm-up: torch's own lazy registrations
         self.native = NativeMappings() if device.type == "cpu" else None
@@ -160,8 +149,6 @@ class CandidateGuard:
         """Audit events, identities, threads: raise the first cheat seen."""
         self.raise_recorded_findings()
         check_unchanged(self.timers, self.evaluator, when)
-        if self.registered is not self.declaration and self.registered != self.declaration:
-            raise EvaluatorPatched(f"the registry's declaration of the operator changed {when}")
         check_threads(self.python_threads, self.native_threads, self.main_thread_name)
         check_children(when)
         self.hooks.check(when)
