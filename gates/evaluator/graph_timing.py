@@ -108,10 +108,11 @@ class RoleGraphs:
     has PLACEMENTS warm graphs, each with outputs of its own, and replays rotate through them.
     `inspect`, given for the candidate, judges every graph as it is captured."""
 
-    def __init__(self, function, buffers, params, inspect=None):
+    def __init__(self, function, buffers, params, inspect=None, device=None):
         self.function, self.buffers, self.params = function, buffers, params
         self.inspect = inspect or (lambda graph: None)
-        warm_up(function, self.buffers[0], params)
+        self.device = device or CUDA_GRAPHS
+        self.device.warm_up(function, self.buffers[0], params)
         self.cold, self.cold_outputs = self._captured(self.buffers)
         self.warm: list[tuple] = []
         self.warm_ms: list[float] = []
@@ -122,7 +123,7 @@ class RoleGraphs:
         self.warm.append(self._captured(self.buffers[:CALLS_PER_GRAPH]))
 
     def _captured(self, buffers) -> tuple:
-        graph, outputs = capture(self.function, buffers, self.params)
+        graph, outputs = self.device.capture(self.function, buffers, self.params)
         self.inspect(graph)
         return graph, outputs
 
@@ -138,7 +139,7 @@ class RoleGraphs:
 
 def time_workload(
     roles, pool, params, replays: int, cold: int, mismatches, inspect, figure: str = "warm",
-    laps: dict | None = None,
+    laps: dict | None = None, device=None,
 ) -> dict:  # fmt: skip
     """Replay every role's graphs `replays` times, roles interleaved, each replay's outputs
     compared with the baseline's; per-call milliseconds by role and figure. The figure
@@ -147,19 +148,23 @@ def time_workload(
     captured. Warm placements are captured in mirrored role order, so no role's outputs are
     always allocated first. After the last capture the whole device is synchronised: work the
     solution's Python launched on streams of its own has ended before the first replay, and
-    no solution Python runs after. `laps` gathers the seconds spent capturing and replaying."""
+    no solution Python runs after. `laps` gathers the seconds spent capturing and replaying;
+    `device` is CUDA_GRAPHS but for tests of this plan on the CPU."""
     laps = {} if laps is None else laps
+    device = device or CUDA_GRAPHS
     started = time.monotonic()
     buffers = [[t.clone() for t in pool.sets[0]] for _ in range(cold)]
     graphs = {
-        role: RoleGraphs(function, buffers, params, inspect if role == "candidate" else None)
+        role: RoleGraphs(
+            function, buffers, params, inspect if role == "candidate" else None, device
+        )
         for role, function in roles.items()
     }
     names = list(roles)
     for placement in range(PLACEMENTS):
         for role in names if placement % 2 == 0 else names[::-1]:
             graphs[role].add_placement()
-    torch.cuda.synchronize()
+    device.synchronize()
     captured = time.monotonic()
     laps["captures"] = laps.get("captures", 0.0) + captured - started
     for replay in range(replays):
@@ -174,9 +179,9 @@ def time_workload(
             ):
                 if name in sampled:
                     chosen = state.load(pool, replay, len(outputs))
-                    times.append(_timed_replay(graph) / len(outputs))
+                    times.append(device.timed_replay(graph) / len(outputs))
                     mismatches += pool.batch_mismatch(outputs, chosen)
-    torch.cuda.synchronize()
+    device.synchronize()
     laps["replays"] = laps.get("replays", 0.0) + time.monotonic() - captured
     return {role: {"warm": g.warm_ms, "cold": g.cold_ms} for role, g in graphs.items()}
 
@@ -190,6 +195,23 @@ def _timed_replay(graph) -> float:
     end.record()
     end.synchronize()
     return start.elapsed_time(end)
+
+
+class CudaGraphs:
+    """What graph timing asks of the device: warm-up, capture, synchronise, one timed replay
+    (milliseconds). The plan above takes it as an argument, so its order, pairing and
+    inspection are tested on the CPU with a stand-in (`tests/evaluator/test_graph_plan.py`)."""
+
+    warm_up = staticmethod(warm_up)
+    capture = staticmethod(capture)
+    timed_replay = staticmethod(_timed_replay)
+
+    @staticmethod
+    def synchronize() -> None:
+        torch.cuda.synchronize()
+
+
+CUDA_GRAPHS = CudaGraphs()
 
 
 def graph_row(workload, times: dict, figure: str, rounds: int, set_bytes: int, floor_us) -> dict:

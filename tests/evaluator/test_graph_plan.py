@@ -1,0 +1,160 @@
+"""Graph timing's plan on the CPU, with a stand-in for the device (the CUDA runs are in
+`test_evaluator_gpu.py`): every candidate graph is inspected as it is captured and before any
+replay, the reference roles' are not; both roles get the same input sets in each replay;
+warm replays rotate through every placement; the figure promotion does not use is sampled on
+every SECONDARY_EVERY-th replay; and a replay whose outputs are wrong is counted."""
+
+import pytest
+import torch
+
+from gates.evaluator.detectors.cuda_graph import GraphRejected
+from gates.evaluator.graph_timing import PLACEMENTS, SECONDARY_EVERY, time_workload
+
+COLD_CALLS = 25
+
+
+class StandInGraph:
+    """Calls captured once and replayed on whatever the captured input buffers then hold,
+    into the outputs the capture made, as a CUDA graph does."""
+
+    def __init__(self, function, input_sets, params):
+        self.function, self.input_sets, self.params = function, input_sets, params
+        self.outputs = [(function(*inputs, **params),) for inputs in input_sets]
+
+    def replay(self) -> None:
+        for inputs, outputs in zip(self.input_sets, self.outputs, strict=True):
+            outputs[0].copy_(self.function(*inputs, **self.params))
+
+
+class StandInDevice:
+    """Records what the plan asks of the device; a role's replay costs its `per_call` ms a
+    call. `after_captures` runs when the plan synchronises after its last capture."""
+
+    def __init__(self, per_call: dict, after_captures=lambda: None):
+        self.per_call, self.after_captures = per_call, after_captures
+        self.captured: list[StandInGraph] = []
+        self.replayed: list[StandInGraph] = []
+        self.synchronised = 0
+
+    def warm_up(self, function, inputs, params) -> None:
+        function(*inputs, **params)
+
+    def capture(self, function, input_sets, params):
+        graph = StandInGraph(function, input_sets, params)
+        self.captured.append(graph)
+        return graph, graph.outputs
+
+    def timed_replay(self, graph) -> float:
+        graph.replay()
+        self.replayed.append(graph)
+        return self.per_call[graph.function] * len(graph.input_sets)
+
+    def synchronize(self) -> None:
+        self.synchronised += 1
+        if self.synchronised == 1:
+            self.after_captures()
+
+
+class StandInPool:
+    """Fresh input sets; a call's output is right when it is twice its set."""
+
+    def __init__(self, count: int = 200):
+        generator = torch.Generator().manual_seed(0)
+        self.sets = [(torch.randn(4, 8, generator=generator),) for _ in range(count)]
+        self.checked: list[tuple] = []  # (function, chosen sets) per replay
+
+    def batch_mismatch(self, outputs, chosen) -> torch.Tensor:
+        wrong = sum(
+            not torch.equal(produced[0], self.sets[index][0] * 2)
+            for produced, index in zip(outputs, chosen, strict=True)
+        )
+        self.checked.append(tuple(chosen))
+        return torch.tensor(wrong)
+
+
+def candidate(x):
+    return x * 2
+
+
+def baseline(x):
+    return x + x
+
+
+ROLES = {"candidate": candidate, "baseline": baseline}
+
+
+def _timed(device, pool=None, replays=6, figure="warm", inspect=lambda graph: None):
+    pool = pool or StandInPool()
+    mismatches = torch.zeros((), dtype=torch.int64)
+    times = time_workload(
+        ROLES, pool, {}, replays, COLD_CALLS, mismatches, inspect, figure, device=device
+    )
+    return times, int(mismatches), pool
+
+
+def test_every_candidate_graph_is_inspected_and_no_reference_graph_is():
+    device = StandInDevice({candidate: 1.0, baseline: 1.0})
+    inspected = []
+    _timed(device, inspect=inspected.append)
+    assert len(inspected) == 1 + PLACEMENTS  # the cold graph and every warm placement
+    assert all(graph.function is candidate for graph in inspected)
+    assert len(device.captured) == 2 * (1 + PLACEMENTS)
+
+
+def test_a_graph_rejected_after_the_first_stops_the_plan_before_any_replay():
+    """A solution honest in its first captures and not in a later one is still judged."""
+    device = StandInDevice({candidate: 1.0, baseline: 1.0})
+    judged = []
+
+    def inspect(graph):
+        judged.append(graph)
+        if len(judged) == 3:
+            raise GraphRejected("node 0 (kernel: foreign) runs a kernel that is not the solution's")
+
+    with pytest.raises(GraphRejected):
+        _timed(device, inspect=inspect)
+    assert device.replayed == []
+
+
+def test_both_roles_get_the_same_sets_in_every_replay_and_every_placement_is_used():
+    device = StandInDevice({candidate: 1.0, baseline: 1.0})
+    _, _, pool = _timed(device, pool=StandInPool(400), replays=2 * PLACEMENTS)
+    sets = {}  # (role, warm or cold) -> the sets of each of its replays, in order
+    for graph, chosen in zip(device.replayed, pool.checked, strict=True):
+        kind = "cold" if len(graph.input_sets) == COLD_CALLS else "warm"
+        sets.setdefault((graph.function, kind), []).append(chosen)
+    for kind in ("warm", "cold"):
+        assert sets[(candidate, kind)] == sets[(baseline, kind)]
+    assert len(set(sets[(candidate, "warm")])) == 2 * PLACEMENTS  # fresh sets every replay
+    warm = [g for g in device.replayed if len(g.input_sets) != COLD_CALLS]
+    for role in ROLES.values():
+        assert len({id(g) for g in warm if g.function is role}) == PLACEMENTS
+
+
+@pytest.mark.parametrize("figure, other", [("warm", "cold"), ("cold", "warm")])
+def test_the_other_figure_is_sampled_every_few_replays(figure, other):
+    device = StandInDevice({candidate: 0.9, baseline: 1.0})
+    replays = 3 * SECONDARY_EVERY
+    times, mismatches, _ = _timed(device, replays=replays, figure=figure)
+    assert mismatches == 0
+    for role in ROLES:
+        assert len(times[role][figure]) == replays
+        assert len(times[role][other]) == replays // SECONDARY_EVERY
+    assert times["candidate"][figure][0] == pytest.approx(0.9)
+
+
+def test_replays_that_compute_something_else_than_the_capture_are_counted():
+    """After the captures the candidate's kernel changes what it computes (as a graph whose
+    replays differ from its capture would): every replayed output is compared."""
+    changed = []
+
+    def candidate_that_changes(x):
+        return x * 3 if changed else x * 2
+
+    roles = {"candidate": candidate_that_changes, "baseline": baseline}
+    device = StandInDevice({candidate_that_changes: 1.0, baseline: 1.0}, lambda: changed.append(1))
+    mismatches = torch.zeros((), dtype=torch.int64)
+    time_workload(
+        roles, StandInPool(), {}, 3, COLD_CALLS, mismatches, lambda g: None, device=device
+    )
+    assert int(mismatches) > 0
