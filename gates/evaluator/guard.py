@@ -33,6 +33,7 @@ from gates.evaluator.detectors.introspection import AuditMonitor
 from gates.evaluator.detectors.kernel_registry import KernelRegistry, KernelReplaced
 from gates.evaluator.detectors.native_mappings import NativeMappings
 from gates.evaluator.detectors.precision import PrecisionDowngrade
+from gates.evaluator.detectors.process_settings import ProcessSettings
 from gates.evaluator.detectors.raw_views import RawViewTripwires
 from gates.evaluator.detectors.replay import OutputAliasesInput, OutputMemoryReused
 from gates.evaluator.detectors.tampering import (
@@ -113,6 +114,7 @@ class CandidateGuard:
             writable_dirs=[str(work), str(sources), triton_cache_dir()],
         )
         self.kept_outputs: list[torch.Tensor] = []
+        self.settings: ProcessSettings | None = None  # copied just before the import
         self.kernels = KernelRegistry()  # after the warm-up: torch's own lazy registrations
         self.native = NativeMappings() if device.type == "cpu" else None
 
@@ -124,6 +126,7 @@ class CandidateGuard:
 
     def import_solution(self):
         """Import the candidate with the audit hook armed and ATen compute forbidden."""
+        self.settings = ProcessSettings()  # after the reference roles' imports
         self.audit.armed = True
         tracer = CandidateTracer(poison_outputs=False)
         try:
@@ -149,6 +152,8 @@ class CandidateGuard:
         """Audit events, identities, threads: raise the first cheat seen."""
         self.raise_recorded_findings()
         check_unchanged(self.timers, self.evaluator, when)
+        if self.settings is not None:
+            self.settings.check(when)
         check_threads(self.python_threads, self.native_threads, self.main_thread_name)
         check_children(when)
         self.hooks.check(when)

@@ -67,10 +67,12 @@ CPU_CHEATS = {
     "native_import": ("REJECTED", "DynamicCode"),
     "record_wipe": ("REJECTED", "EvaluatorPatched"),
     # State the evaluator reads after the import, rewritten in place: a reference role's
-    # tuning table, the registry's declaration, the promotion thresholds.
+    # tuning table, the registry's declaration, the promotion thresholds, the settings the
+    # reference roles compile under.
     "baseline_tuning": ("REJECTED", "EvaluatorPatched"),
     "contract_widen": ("REJECTED", "EvaluatorPatched"),
     "threshold_widen": ("REJECTED", "EvaluatorPatched"),
+    "compile_settings": ("REJECTED", "SettingsChanged"),
     "wide_batch_wrong": ("INCORRECT_NUMERICAL", None),
     # Honest: the monitor is on in every call, so this one never finds it off.
     "monitor_probe": ("PASSED", None),

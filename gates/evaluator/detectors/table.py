@@ -31,6 +31,7 @@ from gates.evaluator.detectors.introspection import (
 from gates.evaluator.detectors.kernel_registry import KernelReplaced
 from gates.evaluator.detectors.plausibility import ImplausibleSpeed
 from gates.evaluator.detectors.precision import PrecisionDowngrade
+from gates.evaluator.detectors.process_settings import SettingsChanged
 from gates.evaluator.detectors.replay import (
     OutputAliasesInput,
     OutputMemoryReused,
@@ -105,7 +106,7 @@ DETECTORS = (
     ),
     DetectorFamily(
         "tampering",
-        (TimerPatched, EvaluatorPatched, SourcesRewritten, PatchedBetweenCalls),
+        (TimerPatched, EvaluatorPatched, SettingsChanged, SourcesRewritten, PatchedBetweenCalls),
         ("import", "call", "timing", "evaluation"),
         "clocks, the evaluator's code and the files it trusts stay as they were",
     ),
