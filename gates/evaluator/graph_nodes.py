@@ -16,7 +16,9 @@ NODE_KINDS = {
 MEMORY_PLACES = {1: "host", 2: "device", 3: "array"}  # CUmemorytype; 4 (unified) is resolved
 
 
-def _driver():
+def cuda_driver():
+    """cuda-bindings' driver module (imported once, before the solution, by the guard's
+    warm-up: nothing it sets at import may look like the solution's doing)."""
     try:
         from cuda.bindings import driver
     except ImportError:  # older cuda-python
@@ -33,7 +35,7 @@ def _checked(result):
 
 def graph_nodes(raw_graph: int) -> list[GraphNode]:
     """Every node of a cudaGraph_t (from `torch.cuda.CUDAGraph.raw_cuda_graph()`)."""
-    driver = _driver()
+    driver = cuda_driver()
     graph = driver.CUgraph(raw_graph)
     _, count = _checked(driver.cuGraphGetNodes(graph, 0))
     nodes, _ = _checked(driver.cuGraphGetNodes(graph, count))
@@ -59,7 +61,7 @@ def _place(memory_type, device_pointer, host_pointer) -> str:
     value = int(memory_type)
     if value in MEMORY_PLACES:
         return MEMORY_PLACES[value]
-    driver = _driver()
+    driver = cuda_driver()
     pointer = int(device_pointer) or int(host_pointer)
     attribute = driver.CUpointer_attribute
     try:
@@ -78,7 +80,7 @@ def _place(memory_type, device_pointer, host_pointer) -> str:
 @functools.lru_cache(maxsize=1024)  # a cold graph repeats one kernel thousands of times
 def _name(function: int) -> str:
     try:
-        driver = _driver()
+        driver = cuda_driver()
         name = _checked(driver.cuFuncGetName(driver.CUfunction(function)))
         return name.decode() if isinstance(name, bytes) else str(name)
     except (RuntimeError, AttributeError):

@@ -4,6 +4,7 @@ Everything the detectors compare against (identities, threads, audit hook) is ca
 before the solution is imported; every checked call is traced, poisoned and verified.
 """
 
+import contextlib
 import hashlib
 import sys
 from pathlib import Path
@@ -49,6 +50,7 @@ from gates.evaluator.detectors.trace_evasion import (
     DispatchTraceEvaded,
     TraceEvasionTripwires,
 )
+from gates.evaluator.graph_nodes import cuda_driver
 from gates.evaluator.interpreter_autotune import use_first_config
 from gates.evaluator.phase_clock import PhaseClock
 from gates.evaluator.protocol import CaseRecord
@@ -348,6 +350,8 @@ def _warm_up(device: torch.device) -> dict[str, float]:
     if device.type == "cuda":  # the context and its threads; no cuBLAS, which no kernel needs
         torch.randn(256, 256, device=device).sum().item()
         torch.cuda.synchronize()
+        with contextlib.suppress(ImportError):  # inspection says so when it is missing
+            cuda_driver()  # what graph inspection reads graphs with
         clock.lap("warm_up_cuda")
     return clock.laps
 
