@@ -108,10 +108,10 @@ class RoleGraphs:
     has PLACEMENTS warm graphs, each with outputs of its own, and replays rotate through them.
     `inspect`, given for the candidate, judges every graph as it is captured."""
 
-    def __init__(self, function, buffers, params, inspect=None, device=None):
+    def __init__(self, function, buffers, params, inspect, device):
         self.function, self.buffers, self.params = function, buffers, params
         self.inspect = inspect or (lambda graph: None)
-        self.device = device or CUDA_GRAPHS
+        self.device = device
         self.device.warm_up(function, self.buffers[0], params)
         self.cold, self.cold_outputs = self._captured(self.buffers)
         self.warm: list[tuple] = []

@@ -57,15 +57,20 @@ ARCH_OFFSET, NUMBER_OFFSET = 4, 0  # in struct seccomp_data
 FIRST_ARGUMENT_OFFSET, THIRD_ARGUMENT_OFFSET, FOURTH_ARGUMENT_OFFSET = 16, 32, 40  # low words
 
 
+# where a filter's steps end: the return values they jump to by name
+RETURNS = {
+    "allow": ("ret", SECCOMP_RET_ALLOW),
+    "refuse": ("ret", SECCOMP_RET_ERRNO | errno.EPERM),
+    "absent": ("ret", SECCOMP_RET_ERRNO | errno.ENOSYS),  # glibc then falls back to clone
+}
+
+
 class BoundaryUnavailable(Exception):
     """The filter cannot be installed here (another architecture, or the kernel refused)."""
 
 
 def filter_program() -> list[tuple[int, int, int, int]]:
     """The CPU filter as (code, jump if true, jump if false, constant) instructions."""
-    allow = ("ret", SECCOMP_RET_ALLOW)
-    refuse = ("ret", SECCOMP_RET_ERRNO | errno.EPERM)
-    absent = ("ret", SECCOMP_RET_ERRNO | errno.ENOSYS)  # glibc then falls back to clone
     labelled = [
         *_native_abi_only(),
         *[("if_equal", number, "refuse", None) for number in REFUSED],
@@ -89,16 +94,13 @@ def filter_program() -> list[tuple[int, int, int, int]]:
         ("load", FOURTH_ARGUMENT_OFFSET),  # flags
         ("if_any_bit", MAP_ANONYMOUS, "refuse", "allow"),
     ]
-    return _assemble(labelled, {"allow": allow, "refuse": refuse, "absent": absent})
+    return _assemble(labelled)
 
 
 def lineage_program() -> list[tuple[int, int, int, int]]:
     """The CUDA filter: processes may start (Triton runs `ptxas`), but only as descendants of
     the worker: clone with CLONE_PARENT (a sibling the worker would not see) is refused, and
     clone3, whose flags a filter cannot read, is absent, so glibc uses clone."""
-    allow = ("ret", SECCOMP_RET_ALLOW)
-    refuse = ("ret", SECCOMP_RET_ERRNO | errno.EPERM)
-    absent = ("ret", SECCOMP_RET_ERRNO | errno.ENOSYS)
     labelled = [
         *_native_abi_only(),
         ("if_equal", CLONE3, "absent", None),
@@ -106,7 +108,7 @@ def lineage_program() -> list[tuple[int, int, int, int]]:
         ("load", FIRST_ARGUMENT_OFFSET),
         ("if_any_bit", CLONE_PARENT, "refuse", "allow"),
     ]
-    return _assemble(labelled, {"allow": allow, "refuse": refuse, "absent": absent})
+    return _assemble(labelled)
 
 
 def _native_abi_only() -> list:
@@ -120,8 +122,8 @@ def _native_abi_only() -> list:
     ]
 
 
-def _assemble(labelled: list, tail: dict) -> list[tuple[int, int, int, int]]:
-    """Classic BPF from labelled steps: a jump names a later label or a return in `tail`."""
+def _assemble(labelled: list) -> list[tuple[int, int, int, int]]:
+    """Classic BPF from labelled steps: a jump names a later label or one of RETURNS."""
     steps = [step for step in labelled if step[0] != "label"]
     where, index = {}, 0
     for step in labelled:
@@ -129,7 +131,7 @@ def _assemble(labelled: list, tail: dict) -> list[tuple[int, int, int, int]]:
             where[step[1]] = index
         else:
             index += 1
-    where.update({name: len(steps) + offset for offset, name in enumerate(tail)})
+    where.update({name: len(steps) + offset for offset, name in enumerate(RETURNS)})
     codes = {"if_equal": JUMP_EQUAL, "if_at_least": JUMP_AT_LEAST, "if_any_bit": JUMP_ANY_BIT}
     program = []
     for index, (kind, constant, *targets) in enumerate(steps):
@@ -138,7 +140,7 @@ def _assemble(labelled: list, tail: dict) -> list[tuple[int, int, int, int]]:
             continue
         jumps = [0 if target is None else where[target] - index - 1 for target in targets]
         program.append((codes[kind], jumps[0], jumps[1], constant))
-    program += [(RETURN, 0, 0, value) for _, value in tail.values()]
+    program += [(RETURN, 0, 0, value) for _, value in RETURNS.values()]
     return program
 
 

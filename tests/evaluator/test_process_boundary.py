@@ -12,6 +12,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+x86_only = pytest.mark.skipif(
+    platform.machine() != "x86_64", reason="the filter describes x86_64 only"
+)
+
+
+def _run_script(script: str) -> subprocess.CompletedProcess:
+    """Run `script` in a fresh interpreter from the repository root; it must exit 0."""
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
 
 ATTEMPTS = textwrap.dedent(
     """
@@ -90,12 +103,9 @@ EXECUTABLE_MEMORY = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(platform.machine() != "x86_64", reason="the filter describes x86_64 only")
+@x86_only
 def test_no_process_can_be_started_once_the_filter_is_installed():
-    result = subprocess.run(
-        [sys.executable, "-c", ATTEMPTS], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
+    result = _run_script(ATTEMPTS)
     lines = result.stdout.split("\n")
     assert "thread True" in lines
     for route in ("subprocess", "fork", "posix_spawn", "fork_exec", "execv"):
@@ -107,24 +117,14 @@ def test_without_the_filter_the_same_routes_start_processes():
     control = ATTEMPTS.replace("process_boundary.install()", "pass").replace(
         '"execv": lambda: os.execv("/bin/true", ["true"]),', ""
     )
-    result = subprocess.run(
-        [sys.executable, "-c", control], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
+    result = _run_script(control)
     for route in ("fork", "posix_spawn", "fork_exec"):
         assert f"{route} started" in result.stdout.split("\n"), result.stdout
 
 
-@pytest.mark.skipif(platform.machine() != "x86_64", reason="the filter describes x86_64 only")
+@x86_only
 def test_no_memory_becomes_executable_without_a_file_once_the_filter_is_installed():
-    result = subprocess.run(
-        [sys.executable, "-c", EXECUTABLE_MEMORY],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
+    result = _run_script(EXECUTABLE_MEMORY)
     lines = result.stdout.split("\n")
     assert "callback 2" in lines and "mmap_rw allowed" in lines, result.stdout
     for route in ("mmap_rwx", "mmap_rx", "mprotect_rx", "pkey_mprotect_rx", "shmat_exec"):
@@ -134,10 +134,7 @@ def test_no_memory_becomes_executable_without_a_file_once_the_filter_is_installe
 def test_without_the_filter_memory_can_be_made_executable():
     """The control: each route above does make executable memory when nothing refuses it."""
     control = EXECUTABLE_MEMORY.replace("process_boundary.install()", "pass")
-    result = subprocess.run(
-        [sys.executable, "-c", control], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
+    result = _run_script(control)
     for route in ("mmap_rwx", "mmap_rx", "mprotect_rx", "shmat_exec"):
         assert f"{route} allowed" in result.stdout.split("\n"), result.stdout
 
@@ -175,12 +172,9 @@ LINEAGE = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(platform.machine() != "x86_64", reason="the filter describes x86_64 only")
+@x86_only
 def test_processes_on_cuda_stay_in_the_workers_lineage_and_are_seen_alive():
-    result = subprocess.run(
-        [sys.executable, "-c", LINEAGE], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
+    result = _run_script(LINEAGE)
     lines = result.stdout.split("\n")
     for expected in ("run 0", "clone_parent refused 1", "none alive", "caught True"):
         assert expected in lines, result.stdout
@@ -192,9 +186,6 @@ def test_without_the_lineage_filter_clone_parent_and_a_daemon_leave_the_lineage_
     subreaper a daemon that forks twice is no child of the worker."""
     control = LINEAGE.replace("process_boundary.install(processes_allowed=True)", "pass")
     control = control.replace("sleep 30", "sleep 2").split('check_children("after the kill")')[0]
-    result = subprocess.run(
-        [sys.executable, "-c", control], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
+    result = _run_script(control)
     lines = result.stdout.split("\n")
     assert "clone_parent started" in lines and "caught True" not in lines, result.stdout

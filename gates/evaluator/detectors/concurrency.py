@@ -47,7 +47,7 @@ def check_threads(python_before: frozenset[int], os_before: dict[int, str], main
 
 def live_children() -> list[str]:
     """Every living child of this process, whichever thread started it, as "pid (name)". The
-    worker is a child subreaper (`process_boundary.adopt_orphans`), so a daemon that forked
+    worker is a child subreaper (`process_boundary.install`), so a daemon that forked
     twice to leave its parent is still counted here; a zombie has stopped and is left out."""
     found = []
     for task in os.listdir("/proc/self/task"):

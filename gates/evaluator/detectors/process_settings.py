@@ -41,15 +41,17 @@ class ProcessSettings:
         self.knobs = {name: dict(overrides) for name, overrides in _knob_namespaces().items()}
 
     def check(self, when: str) -> None:
-        environment = dict(os.environ)
-        if environment != self.environment:
-            keys = sorted(
-                key
-                for key in set(environment) | set(self.environment)
-                if environment.get(key) != self.environment.get(key)
-            )
-            raise SettingsChanged(f"environment variables {keys[:4]} changed {when}")
+        changed = _changed(dict(os.environ), self.environment)
+        if changed:
+            raise SettingsChanged(f"environment variables {changed} changed {when}")
         now = {name: dict(overrides) for name, overrides in _knob_namespaces().items()}
-        if now != self.knobs:
-            names = sorted(n for n in set(now) | set(self.knobs) if now.get(n) != self.knobs.get(n))
-            raise SettingsChanged(f"Triton knobs of {names[:4]} changed {when}")
+        changed = _changed(now, self.knobs)
+        if changed:
+            raise SettingsChanged(f"Triton knobs of {changed} changed {when}")
+
+
+def _changed(now: dict, before: dict) -> list[str]:
+    """The first few keys whose value differs (added and removed ones too)."""
+    if now == before:
+        return []
+    return sorted(key for key in set(now) | set(before) if now.get(key) != before.get(key))[:4]
