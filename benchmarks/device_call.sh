@@ -44,6 +44,8 @@ for part in "$@"; do
         --output "$OUT/example-time-captured-b1.json" ;;
     zygote) run zygote 60 python3 benchmarks/zygote_threads.py ;;
     bias) run bias 240 python3 benchmarks/graph_bias_probe.py ;;
+    queue) TAIL=${TAIL:-40} run queue 240 python3 benchmarks/replay_queue_probe.py ;;
+    gtprofile) TAIL=${TAIL:-90} run gtprofile 200 python3 benchmarks/graph_timing_profile.py ;;
     gputests) run gputests "${TESTS_SECONDS:-170}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator ;;
     *) echo "unknown part $part" ;;
   esac

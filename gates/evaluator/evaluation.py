@@ -147,6 +147,7 @@ def _run_phases(request: EvaluationRequest, request_path: Path, timeout: float) 
             "candidate_process": round(candidate_seconds, 3),
             **{f"candidate_{name}": seconds for name, seconds in candidate.phase_seconds.items()},
             "judge_after_candidate": round(time.monotonic() - started - candidate_seconds, 3),
+            **{f"judge_{name}": seconds for name, seconds in judge.phase_seconds.items()},
         },
     }
     outcome["integrity"] = candidate.integrity

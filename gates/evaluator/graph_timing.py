@@ -10,7 +10,12 @@ as it is captured, before any replay is trusted. Each replay first copies fresh 
 sets into the graph's buffers, runs between two events recorded outside the graph, and then
 has every output compared on the device with the baseline's output for its set. Roles are
 interleaved replay by replay, so each replay index gives one paired ratio per role; no Python
-of the solution runs while graphs replay.
+of the solution runs while graphs replay. The host never waits for a replay it has queued (a
+spin ahead of each keeps its launch out of its interval; events are read once the last has
+run), so its work for one replay overlaps the device's; but a warm replay starts on a drained
+device: with warm replays queued behind one another, small kernels measured up to 2% slower
+after the first fifth of the replays, and by varying amounts in different processes
+(`benchmarks/replay_queue_probe.py`).
 """
 
 import math
@@ -29,6 +34,10 @@ COLD_TRAFFIC = 8  # L2 sizes of traffic between two uses of a buffer set in a co
 MAX_COLD_CALLS = 4096
 WARM_UP_CALLS = 3
 SPIN_CYCLES = 500_000  # keeps the device behind the host, so each replay is queued in time
+# and, per call of the graph, for as long as the host takes to launch a node (about 1 us):
+# with the fixed spin alone, a 2000-call cold graph's launch was still being submitted when
+# the spin ended, and the cold figure of one kernel read 2.3-2.5 us instead of 2.03 us.
+SPIN_CYCLES_PER_CALL = 4_000
 
 
 class NotCapturable(Exception):
@@ -115,8 +124,7 @@ class RoleGraphs:
         self.device.warm_up(function, self.buffers[0], params)
         self.cold, self.cold_outputs = self._captured(self.buffers)
         self.warm: list[tuple] = []
-        self.warm_ms: list[float] = []
-        self.cold_ms: list[float] = []
+        self.pending: dict[str, list] = {"warm": [], "cold": []}  # (replay's events, calls)
 
     def add_placement(self) -> None:
         """One more warm graph, its outputs allocated afresh."""
@@ -173,38 +181,55 @@ def time_workload(
         for role in order:
             state = graphs[role]
             warm, warm_outputs = state.warm[replay % PLACEMENTS]
-            for name, graph, outputs, times in (
-                ("warm", warm, warm_outputs, state.warm_ms),
-                ("cold", state.cold, state.cold_outputs, state.cold_ms),
+            for name, graph, outputs in (
+                ("warm", warm, warm_outputs),
+                ("cold", state.cold, state.cold_outputs),
             ):
                 if name in sampled:
                     chosen = state.load(pool, replay, len(outputs))
-                    times.append(device.timed_replay(graph) / len(outputs))
+                    events = device.timed_replay(graph, len(outputs), drained=name == "warm")
+                    state.pending[name].append((events, len(outputs)))
                     mismatches += pool.batch_mismatch(outputs, chosen)
     device.synchronize()
     laps["replays"] = laps.get("replays", 0.0) + time.monotonic() - captured
-    return {role: {"warm": g.warm_ms, "cold": g.cold_ms} for role, g in graphs.items()}
+    return {
+        role: {
+            name: [device.milliseconds(events) / calls for events, calls in pending]
+            for name, pending in state.pending.items()
+        }
+        for role, state in graphs.items()
+    }
 
 
-def _timed_replay(graph) -> float:
+def _timed_replay(graph, calls: int, drained: bool) -> tuple:
+    """Queue one replay of a graph of `calls` calls between two events (once the device has
+    run everything before it when `drained`); its time is read after the device has run it."""
+    if drained:
+        torch.cuda.synchronize()
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
-    torch.cuda._sleep(SPIN_CYCLES)
+    torch.cuda._sleep(SPIN_CYCLES + SPIN_CYCLES_PER_CALL * calls)
     start.record()
     graph.replay()
     end.record()
-    end.synchronize()
+    return start, end
+
+
+def _milliseconds(events: tuple) -> float:
+    start, end = events
     return start.elapsed_time(end)
 
 
 class CudaGraphs:
-    """What graph timing asks of the device: warm-up, capture, synchronise, one timed replay
-    (milliseconds). The plan above takes it as an argument, so its order, pairing and
-    inspection are tested on the CPU with a stand-in (`tests/evaluator/test_graph_plan.py`)."""
+    """What graph timing asks of the device: warm-up, capture, synchronise, one queued timed
+    replay, and its milliseconds once the device has run it. The plan above takes it as an
+    argument, so its order, pairing and inspection are tested on the CPU with a stand-in
+    (`tests/evaluator/test_graph_plan.py`)."""
 
     warm_up = staticmethod(warm_up)
     capture = staticmethod(capture)
     timed_replay = staticmethod(_timed_replay)
+    milliseconds = staticmethod(_milliseconds)
 
     @staticmethod
     def synchronize() -> None:

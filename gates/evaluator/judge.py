@@ -15,6 +15,7 @@ from gates.evaluator.detectors.hardcoding import ShapeSpecificHardcoding
 from gates.evaluator.detectors.input_mutation import InputMutated
 from gates.evaluator.diagnosis import diagnose, mostly_gross
 from gates.evaluator.guard import REPEAT_SUFFIX, tensor_digest
+from gates.evaluator.phase_clock import PhaseClock
 from gates.evaluator.protocol import (
     CandidateReport,
     EvaluationRequest,
@@ -40,11 +41,13 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
         "task_digest": request.task_digest,
         "solution_digest": request.solution_digest,
     }
+    clock = PhaseClock()
     device = torch.device(request.device)
     captured = load_captured(Path(request.task))
     cases = plan_cases(declaration, request.nonce, request.device, tuple(captured))
     outputs = torch.load(candidate.outputs_file, weights_only=True, map_location="cpu")
     records = {record.key: record for record in candidate.cases}
+    clock.lap("load")
     errors = Errors()
     hidden_failures = dict(candidate.hidden_errors)
     checked = 0
@@ -59,10 +62,12 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
             try:
                 repeat = outputs.get(case.key + REPEAT_SUFFIX)
                 inputs = case_inputs(declaration, case, device, request, captured)
+                clock.lap("inputs")
                 mismatch = output_layout_mismatch(declaration, case, produced, captured)
                 if mismatch is not None:
                     raise CaseFailure("INCORRECT_SHAPE", mismatch)
                 _check_case(declaration, case, inputs, record, produced, repeat, others, errors)
+                clock.lap("checks")
             except (CaseFailure, CheatDetected) as failure:
                 near_miss = isinstance(failure, CaseFailure) and not failure.gross
                 if not case.hidden or near_miss:
@@ -99,6 +104,7 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
         cases_checked=checked,
         max_absolute_error=errors.absolute,
         max_relative_error=errors.relative,
+        phase_seconds=clock.laps,
     )
 
 

@@ -4,7 +4,8 @@ import time
 
 
 class PhaseClock:
-    """Seconds between successive `lap` calls, by step name (rounded to milliseconds)."""
+    """Seconds between successive `lap` calls, by step name (rounded to milliseconds); a
+    step lapped again (one per case) adds up."""
 
     def __init__(self) -> None:
         self.laps: dict[str, float] = {}
@@ -12,5 +13,5 @@ class PhaseClock:
 
     def lap(self, name: str) -> None:
         now = time.monotonic()
-        self.laps[name] = round(now - self._last, 3)
+        self.laps[name] = round(self.laps.get(name, 0.0) + now - self._last, 3)
         self._last = now

@@ -96,6 +96,9 @@ class JudgeReport(BaseModel):
     max_absolute_error: float = 0.0
     max_relative_error: float = 0.0
     cases_checked: int = 0
+    phase_seconds: dict[str, float] = Field(
+        default_factory=dict, description="seconds of each judge step, summed over the cases"
+    )
 
 
 class EvaluationResult(BaseModel):

@@ -3,6 +3,8 @@ are new, and a timed output is accepted only if it is the output for the set at 
 
 import random
 
+import torch
+
 from gates.evaluator.cases import plan_cases
 from gates.evaluator.fresh_pool import FreshPool
 from operators import REGISTRY
@@ -83,3 +85,18 @@ def test_a_replay_is_checked_in_one_comparison_that_counts_each_wrong_call():
     swapped = [outputs[0], outputs[3], outputs[2], outputs[1]]  # right values, wrong sets
     assert int(pool.batch_mismatch(swapped, chosen)) >= 3
     assert int(pool.batch_mismatch([(None,)] * 4, chosen)) == 4
+
+
+class Answering(torch.Tensor):
+    """A tensor subclass, which could answer the comparison itself."""
+
+
+def test_a_replay_whose_outputs_are_not_plain_tensors_counts_every_call_at_every_replay():
+    pool = _pool(7)
+    pool.stack_checks()
+    chosen = [3, 0, 5, 1]
+    outputs = [tuple(t.clone() for t in pool.expected[index]) for index in chosen]
+    outputs[2] = tuple(t.as_subclass(Answering) for t in outputs[2])
+    for _ in range(2):  # the list is judged once, and its verdict holds at the next replay
+        assert int(pool.batch_mismatch(outputs, chosen)) == 4
+    assert int(pool.batch_mismatch(outputs[:1] * 4, [3] * 4)) == 0

@@ -44,10 +44,13 @@ class StandInDevice:
         self.captured.append(graph)
         return graph, graph.outputs
 
-    def timed_replay(self, graph) -> float:
+    def timed_replay(self, graph, calls: int, drained: bool) -> float:
         graph.replay()
         self.replayed.append(graph)
         return self.per_call[graph.function] * len(graph.input_sets)
+
+    def milliseconds(self, replay_time: float) -> float:
+        return replay_time
 
     def synchronize(self) -> None:
         self.synchronised += 1
