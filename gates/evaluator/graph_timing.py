@@ -2,7 +2,7 @@
 
 For each workload every role's call is captured, after warm-up, into CUDA graphs of many
 back-to-back calls over distinct input buffers: warm graphs (20 calls, inputs rotating, as a
-captured model sees them; six per role, each with outputs of its own) and a cold one (so
+captured model sees them; PLACEMENTS per role, each with outputs of its own) and a cold one (so
 many calls over distinct buffers that 8 x the L2 of traffic passes between two uses of one
 buffer: its inputs have left the L2, with no flush whose own cost would have to be measured
 and removed). Each of the candidate's graphs has its nodes inspected (`detectors/cuda_graph.py`)
@@ -28,7 +28,7 @@ from gates.evaluator.graph_nodes import graph_nodes, solution_functions
 from gates.evaluator.statistics import median, spread
 
 CALLS_PER_GRAPH = 20  # calls in a warm graph
-PLACEMENTS = 6  # warm graphs per role, each with its own outputs, replays rotating through them
+PLACEMENTS = 12  # warm graphs per role, each with its own outputs, replays rotating through them
 SECONDARY_EVERY = 3  # the figure promotion does not use is sampled on every third replay
 COLD_TRAFFIC = 8  # L2 sizes of traffic between two uses of a buffer set in a cold graph
 MAX_COLD_CALLS = 4096
