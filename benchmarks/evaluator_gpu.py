@@ -32,6 +32,7 @@ CHEATS = {
     "late_fallback": {"compute_fallback", "cuda_graph"},
     "late_foreign_kernel": {"cuda_graph"},
     "contract_widen": {"tampering", "output_replay"},
+    "baseline_binding": {"tampering"},
     "value_memo": None,  # must pass without gaining speed, or be caught replaying
 }
 

@@ -53,7 +53,7 @@ def main() -> int:
             for _ in range(REPEATS):
                 mismatches = torch.zeros((), dtype=torch.int64, device="cuda")
                 times = time_workload(
-                    roles, pool, declaration.params, REPLAYS, cold, mismatches, None
+                    roles, pool, declaration.params, REPLAYS, cold, mismatches, {}
                 )
                 pairs = zip(times["candidate"]["warm"], times["baseline"]["warm"], strict=True)
                 ratios.append(statistics.median(c / b for c, b in pairs))

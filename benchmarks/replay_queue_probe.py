@@ -85,7 +85,7 @@ def main() -> int:
                 laps = {}
                 started = time.monotonic()
                 times = time_workload(
-                    roles, pool, declaration.params, REPLAYS, cold, mismatches, None,
+                    roles, pool, declaration.params, REPLAYS, cold, mismatches, {},
                     laps=laps, device=variants[name],
                 )  # fmt: skip
                 seconds = time.monotonic() - started

@@ -17,6 +17,7 @@ from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.guard import CandidateCallError, CandidateGuard
 from gates.evaluator.phase_clock import PhaseClock
 from gates.evaluator.protocol import CandidateReport, EvaluationRequest, evaluator_fault
+from gates.evaluator.reference_fingerprints import take_fingerprints
 from gates.evaluator.timing import time_roles  # imported before the guard's module snapshot
 from gates.tasks.package import TaskPackage
 from gates.tasks.solution import Solution, load_solution
@@ -49,15 +50,20 @@ def run_candidate(
     guard = CandidateGuard(declaration, device, work, sources, solution, extra_ops, protected)
     clock.lap("guard")
     clock.laps.update({f"guard_{step}": value for step, value in guard.setup_seconds.items()})
-    roles = {}
+    roles, fingerprints = {}, None
+    timed = timed_declaration(declaration, captured)  # a capture's workloads
     if device.type == "cuda":
         roles = _import_reference_roles(request, task, sources, guard)
+        clock.lap("roles")
+        fingerprints = _reference_fingerprints(timed, roles, device, request.nonce, guard)
+        clock.lap("fingerprints")
+    else:
+        clock.lap("roles")
     header = {
         "nonce": request.nonce,
         "task_digest": request.task_digest,
         "solution_digest": request.solution_digest,
     }
-    clock.lap("roles")
     _close_process_creation(guard, device)
     try:
         function = guard.import_solution()
@@ -69,8 +75,7 @@ def run_candidate(
             roles["candidate"] = function
             graphs_required = bool(task.evaluation.get("cuda_graphs", False))
             figure = task.evaluation.get("promotion_figure")  # warm, cold, or by L2 size
-            timed = timed_declaration(declaration, captured)  # a capture's workloads
-            timing = time_roles(request, timed, guard, roles, graphs_required, figure)
+            timing = time_roles(request, timed, guard, roles, graphs_required, figure, fingerprints)
             clock.lap("timing")
         guard.check_environment("before the outputs are written")
     except CheatDetected as cheat:
@@ -112,6 +117,19 @@ def _close_process_creation(guard: CandidateGuard, device: torch.device) -> None
         process_boundary.install(processes_allowed=device.type == "cuda")
     except process_boundary.BoundaryUnavailable as why:
         guard.notes.append(f"process creation stays open on this machine ({why})")
+
+
+def _reference_fingerprints(timed, roles: dict, device, nonce: str, guard) -> dict | None:
+    """The reference roles' calls captured before the import, per timed workload (see
+    `detectors/reference_graphs.py`); None, with a note, when they cannot be captured here:
+    nothing of the solution has run yet, so this is the machine's failing, not its."""
+    try:
+        return take_fingerprints(timed, roles, device, nonce)
+    except Exception as error:
+        guard.notes.append(
+            f"timing: the reference roles' graphs go unchecked ({evaluator_fault(error)})"
+        )
+        return None
 
 
 def _import_reference_roles(request, task, sources: Path, guard: CandidateGuard) -> dict:

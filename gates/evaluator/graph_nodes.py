@@ -14,6 +14,9 @@ NODE_KINDS = {
     11: "mem_free", 12: "other", 13: "conditional",
 }  # fmt: skip
 MEMORY_PLACES = {1: "host", 2: "device", 3: "array"}  # CUmemorytype; 4 (unified) is resolved
+LAUNCH_FIELDS = (
+    "gridDimX", "gridDimY", "gridDimZ", "blockDimX", "blockDimY", "blockDimZ", "sharedMemBytes",
+)  # fmt: skip
 
 
 def cuda_driver():
@@ -45,7 +48,10 @@ def graph_nodes(raw_graph: int) -> list[GraphNode]:
         if kind == "kernel":
             params = _checked(driver.cuGraphKernelNodeGetParams(node))
             function = int(params.func)
-            described.append(GraphNode(kind=kind, function=function, name=_name(function)))
+            launch = tuple(int(getattr(params, field, 0) or 0) for field in LAUNCH_FIELDS)
+            described.append(
+                GraphNode(kind=kind, function=function, name=_name(function), launch=launch)
+            )
         elif kind == "memcpy":
             params = _checked(driver.cuGraphMemcpyNodeGetParams(node))
             source = _place(params.srcMemoryType, params.srcDevice, params.srcHost)

@@ -6,7 +6,9 @@ captured model sees them; PLACEMENTS per role, each with outputs of its own) and
 many calls over distinct buffers that 8 x the L2 of traffic passes between two uses of one
 buffer: its inputs have left the L2, with no flush whose own cost would have to be measured
 and removed). Each of the candidate's graphs has its nodes inspected (`detectors/cuda_graph.py`)
-as it is captured, before any replay is trusted. Each replay first copies fresh input
+as it is captured, before any replay is trusted, and each of a reference role's graphs is held
+to that role's call captured before the solution was imported
+(`detectors/reference_graphs.py`). Each replay first copies fresh input
 sets into the graph's buffers, runs between two events recorded outside the graph, and then
 has every output compared on the device with the baseline's output for its set. Roles are
 interleaved replay by replay, so each replay index gives one paired ratio per role; no Python
@@ -89,7 +91,7 @@ class GraphInspection:
         self.modules, self.solution_dir = modules, solution_dir
         self.graphs = 0
 
-    def __call__(self, graph) -> None:
+    def __call__(self, graph, calls: int) -> None:
         try:
             raw = graph.raw_cuda_graph()
         except (AttributeError, RuntimeError) as error:
@@ -115,11 +117,11 @@ class RoleGraphs:
     at its own addresses, and where a small kernel's outputs land moves its time by about 1%
     on the H200 (`benchmarks/graph_bias_probe.py`), the same way in every process; so a role
     has PLACEMENTS warm graphs, each with outputs of its own, and replays rotate through them.
-    `inspect`, given for the candidate, judges every graph as it is captured."""
+    `inspect(graph, calls)`, when given, judges every graph as it is captured."""
 
     def __init__(self, function, buffers, params, inspect, device):
         self.function, self.buffers, self.params = function, buffers, params
-        self.inspect = inspect or (lambda graph: None)
+        self.inspect = inspect or (lambda graph, calls: None)
         self.device = device
         self.device.warm_up(function, self.buffers[0], params)
         self.cold, self.cold_outputs = self._captured(self.buffers)
@@ -132,7 +134,7 @@ class RoleGraphs:
 
     def _captured(self, buffers) -> tuple:
         graph, outputs = self.device.capture(self.function, buffers, self.params)
-        self.inspect(graph)
+        self.inspect(graph, len(buffers))
         return graph, outputs
 
     def load(self, pool, replay: int, count: int) -> list[int]:
@@ -146,26 +148,26 @@ class RoleGraphs:
 
 
 def time_workload(
-    roles, pool, params, replays: int, cold: int, mismatches, inspect, figure: str = "warm",
-    laps: dict | None = None, device=None,
+    roles, pool, params, replays: int, cold: int, mismatches, inspections: dict,
+    figure: str = "warm", laps: dict | None = None, device=None,
 ) -> dict:  # fmt: skip
     """Replay every role's graphs `replays` times, roles interleaved, each replay's outputs
     compared with the baseline's; per-call milliseconds by role and figure. The figure
     promotion uses (`figure`) is sampled on every replay, the other on every
-    SECONDARY_EVERY-th, as a report. Every candidate graph is judged by `inspect` when
-    captured. Warm placements are captured in mirrored role order, so no role's outputs are
-    always allocated first. After the last capture the whole device is synchronised: work the
-    solution's Python launched on streams of its own has ended before the first replay, and
-    no solution Python runs after. `laps` gathers the seconds spent capturing and replaying;
-    `device` is CUDA_GRAPHS but for tests of this plan on the CPU."""
+    SECONDARY_EVERY-th, as a report. Every graph of a role in `inspections` is judged by
+    its inspection when captured (the candidate's nodes by `GraphInspection`, a reference
+    role's against its call captured before the import). Warm placements are captured in
+    mirrored role order, so no role's outputs are always allocated first. After the last
+    capture the whole device is synchronised: work the solution's Python launched on streams
+    of its own has ended before the first replay, and no solution Python runs after. `laps`
+    gathers the seconds spent capturing and replaying; `device` is CUDA_GRAPHS but for tests
+    of this plan on the CPU."""
     laps = {} if laps is None else laps
     device = device or CUDA_GRAPHS
     started = time.monotonic()
     buffers = [[t.clone() for t in pool.sets[0]] for _ in range(cold)]
     graphs = {
-        role: RoleGraphs(
-            function, buffers, params, inspect if role == "candidate" else None, device
-        )
+        role: RoleGraphs(function, buffers, params, inspections.get(role), device)
         for role, function in roles.items()
     }
     names = list(roles)

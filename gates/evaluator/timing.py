@@ -35,6 +35,7 @@ from gates.evaluator.graph_timing import (
 )
 from gates.evaluator.guard import CandidateCallError
 from gates.evaluator.promotion import promotion_verdict
+from gates.evaluator.reference_fingerprints import ReferenceInspection
 from gates.evaluator.results import TimingReport, WorkloadTiming
 from gates.evaluator.statistics import spread, tick_median
 from gates.evaluator.tracing import CandidateTracer, TimedCallTracer
@@ -53,12 +54,15 @@ WARM_REPLAYS_FACTOR = 2  # a warm-promoted workload's replays are cheap: twice a
 
 
 def time_roles(
-    request, declaration, guard, roles, graphs_required: bool, figure: str | None = None
-) -> TimingReport:
+    request, declaration, guard, roles, graphs_required: bool, figure: str | None = None,
+    fingerprints: dict | None = None,
+) -> TimingReport:  # fmt: skip
     """Time every role on every declared workload from CUDA-graph replays (the eager loop
     when the candidate cannot be captured and the task allows it); returns the report.
     `figure` (warm or cold) is what promotion uses; by default warm when a workload's set
-    fits in the L2, cold otherwise."""
+    fits in the L2, cold otherwise. `fingerprints` (per workload and reference role, taken
+    before the import by `reference_fingerprints.take_fingerprints`) hold every graph of
+    the reference roles to what they ran then."""
     device = guard.device
     properties = torch.cuda.get_device_properties(device)
     flush_bytes = max(L2_FLUSH_FACTOR * properties.L2_cache_size, 256 << 20)
@@ -68,6 +72,7 @@ def time_roles(
     rounds = max(1, request.timing_rounds)
     setup = TimingSetup(request, declaration, guard, roles, flush, bandwidth, rounds)
     setup.figure = figure
+    setup.fingerprints = fingerprints or {}
     try:
         rows = _graph_rows(setup, properties.L2_cache_size)
         used_graphs = True
@@ -104,6 +109,7 @@ class TimingSetup:
         self.pool_seconds = 0.0
         self.laps: dict[str, float] = {}  # graph timing's captures, replays and checks
         self.figure: str | None = None
+        self.fingerprints: dict[str, dict] = {}
 
     def pool(self, workload, wanted: int) -> "FreshPool":
         drawn = monotonic()
@@ -136,10 +142,12 @@ def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
         roles = {**setup.roles, "candidate": candidate}
         mismatches = torch.zeros((), dtype=torch.int64, device=setup.flush.device)
         cold = cold_calls(set_bytes, l2_bytes)
-        inspect = GraphInspection(modules, guard.folder)
+        inspections = {"candidate": GraphInspection(modules, guard.folder)}
+        for role, fingerprint in setup.fingerprints.get(workload.name, {}).items():
+            inspections[role] = ReferenceInspection(role, workload.name, fingerprint)
         replays = setup.replays * (WARM_REPLAYS_FACTOR if figure == "warm" else 1)
         times = time_workload(
-            roles, pool, declaration.params, replays, cold, mismatches, inspect, figure,
+            roles, pool, declaration.params, replays, cold, mismatches, inspections, figure,
             setup.laps,
         )  # fmt: skip
         checked = monotonic()

@@ -43,6 +43,7 @@ STAGE_MODULES = {
     "gates/evaluator/guard.py": ("import", "call"),
     "gates/evaluator/timing.py": ("timing",),
     "gates/evaluator/graph_timing.py": ("timing",),
+    "gates/evaluator/reference_fingerprints.py": ("timing",),
     "gates/evaluator/judge.py": ("judge",),
     "gates/evaluator/diagnosis.py": ("judge",),
     "gates/evaluator/evaluation.py": ("evaluation",),

@@ -1,7 +1,8 @@
 """On a CUDA device: the baseline passes with latency, an A/A comparison never promotes, the
 timing-only cheats (side stream, timer patch, implausible speed, PyTorch only once the cases
 are over, a foreign kernel in every capture but the first, a contract widened in the
-registry) are rejected, and remembered outputs buy no speed."""
+registry, a baseline made slower through its private state) are rejected, and remembered
+outputs buy no speed."""
 
 import pytest
 from cheat_packing import cheat_solution
@@ -13,6 +14,7 @@ GPU_CHEATS = {
     "late_fallback": {"compute_fallback", "cuda_graph"},
     "late_foreign_kernel": {"cuda_graph"},
     "contract_widen": {"tampering", "output_replay"},
+    "baseline_binding": {"tampering"},
 }
 
 

@@ -1,6 +1,6 @@
 """Graph timing's plan on the CPU, with a stand-in for the device (the CUDA runs are in
-`test_evaluator_gpu.py`): every candidate graph is inspected as it is captured and before any
-replay, the reference roles' are not; both roles get the same input sets in each replay;
+`test_evaluator_gpu.py`): every graph of a role is inspected by that role's inspection as it
+is captured and before any replay; both roles get the same input sets in each replay;
 warm replays rotate through every placement; the figure promotion does not use is sampled on
 every SECONDARY_EVERY-th replay; and a replay whose outputs are wrong is counted."""
 
@@ -8,7 +8,12 @@ import pytest
 import torch
 
 from gates.evaluator.detectors.cuda_graph import GraphRejected
-from gates.evaluator.graph_timing import PLACEMENTS, SECONDARY_EVERY, time_workload
+from gates.evaluator.graph_timing import (
+    CALLS_PER_GRAPH,
+    PLACEMENTS,
+    SECONDARY_EVERY,
+    time_workload,
+)
 
 COLD_CALLS = 25
 
@@ -86,22 +91,41 @@ def baseline(x):
 ROLES = {"candidate": candidate, "baseline": baseline}
 
 
-def _timed(device, pool=None, replays=6, figure="warm", inspect=lambda graph: None):
+def _timed(device, pool=None, replays=6, figure="warm", inspections=None):
     pool = pool or StandInPool()
     mismatches = torch.zeros((), dtype=torch.int64)
     times = time_workload(
-        ROLES, pool, {}, replays, COLD_CALLS, mismatches, inspect, figure, device=device
-    )
+        ROLES, pool, {}, replays, COLD_CALLS, mismatches, inspections or {}, figure,
+        device=device,
+    )  # fmt: skip
     return times, int(mismatches), pool
 
 
-def test_every_candidate_graph_is_inspected_and_no_reference_graph_is():
+def test_every_graph_of_a_role_is_inspected_by_that_role_s_inspection_before_any_replay():
+    device = StandInDevice({candidate: 1.0, baseline: 1.0})
+    inspected = {"candidate": [], "baseline": []}
+
+    def inspection(role):
+        def inspect(graph, calls):
+            assert device.replayed == [], "a graph was replayed before it was inspected"
+            inspected[role].append((graph, calls))
+
+        return inspect
+
+    _timed(device, inspections={role: inspection(role) for role in inspected})
+    for role, function in ROLES.items():
+        assert len(inspected[role]) == 1 + PLACEMENTS  # the cold graph and every placement
+        assert all(graph.function is function for graph, _ in inspected[role])
+        assert all(calls == len(graph.input_sets) for graph, calls in inspected[role])
+    assert len(device.captured) == 2 * (1 + PLACEMENTS)
+
+
+def test_a_role_without_an_inspection_is_not_inspected():
     device = StandInDevice({candidate: 1.0, baseline: 1.0})
     inspected = []
-    _timed(device, inspect=inspected.append)
-    assert len(inspected) == 1 + PLACEMENTS  # the cold graph and every warm placement
+    _timed(device, inspections={"candidate": lambda graph, calls: inspected.append(graph)})
+    assert len(inspected) == 1 + PLACEMENTS
     assert all(graph.function is candidate for graph in inspected)
-    assert len(device.captured) == 2 * (1 + PLACEMENTS)
 
 
 def test_a_graph_rejected_after_the_first_stops_the_plan_before_any_replay():
@@ -109,19 +133,20 @@ def test_a_graph_rejected_after_the_first_stops_the_plan_before_any_replay():
     device = StandInDevice({candidate: 1.0, baseline: 1.0})
     judged = []
 
-    def inspect(graph):
+    def inspect(graph, calls):
         judged.append(graph)
         if len(judged) == 3:
             raise GraphRejected("node 0 (kernel: foreign) runs a kernel that is not the solution's")
 
     with pytest.raises(GraphRejected):
-        _timed(device, inspect=inspect)
+        _timed(device, inspections={"candidate": inspect})
     assert device.replayed == []
 
 
 def test_both_roles_get_the_same_sets_in_every_replay_and_every_placement_is_used():
     device = StandInDevice({candidate: 1.0, baseline: 1.0})
-    _, _, pool = _timed(device, pool=StandInPool(400), replays=2 * PLACEMENTS)
+    fresh = 2 * PLACEMENTS * CALLS_PER_GRAPH  # a fresh set for every call of every replay
+    _, _, pool = _timed(device, pool=StandInPool(fresh), replays=2 * PLACEMENTS)
     sets = {}  # (role, warm or cold) -> the sets of each of its replays, in order
     for graph, chosen in zip(device.replayed, pool.checked, strict=True):
         kind = "cold" if len(graph.input_sets) == COLD_CALLS else "warm"
@@ -157,7 +182,5 @@ def test_replays_that_compute_something_else_than_the_capture_are_counted():
     roles = {"candidate": candidate_that_changes, "baseline": baseline}
     device = StandInDevice({candidate_that_changes: 1.0, baseline: 1.0}, lambda: changed.append(1))
     mismatches = torch.zeros((), dtype=torch.int64)
-    time_workload(
-        roles, StandInPool(), {}, 3, COLD_CALLS, mismatches, lambda g: None, device=device
-    )
+    time_workload(roles, StandInPool(), {}, 3, COLD_CALLS, mismatches, {}, device=device)
     assert int(mismatches) > 0

@@ -35,6 +35,7 @@ class GraphNode(BaseModel):
 
     kind: NodeKind
     function: int | None = None  # CUfunction handle of a kernel node
+    launch: tuple[int, ...] | None = None  # a kernel's grid, block and shared memory bytes
     name: str = ""  # kernel name, for messages
     source: MemoryPlace | None = None  # of a memcpy node
     target: MemoryPlace | None = None

@@ -32,6 +32,7 @@ from gates.evaluator.detectors.kernel_registry import KernelReplaced
 from gates.evaluator.detectors.plausibility import ImplausibleSpeed
 from gates.evaluator.detectors.precision import PrecisionDowngrade
 from gates.evaluator.detectors.process_settings import SettingsChanged
+from gates.evaluator.detectors.reference_graphs import ReferenceGraphChanged
 from gates.evaluator.detectors.replay import (
     OutputAliasesInput,
     OutputMemoryReused,
@@ -106,9 +107,11 @@ DETECTORS = (
     ),
     DetectorFamily(
         "tampering",
-        (TimerPatched, EvaluatorPatched, SettingsChanged, SourcesRewritten, PatchedBetweenCalls),
+        (TimerPatched, EvaluatorPatched, SettingsChanged, SourcesRewritten, PatchedBetweenCalls,
+         ReferenceGraphChanged),
         ("import", "call", "timing", "evaluation"),
-        "clocks, the evaluator's code and the files it trusts stay as they were",
+        "clocks, the evaluator's code, the files and the reference roles it trusts stay as "
+        "they were",
     ),
     DetectorFamily(
         "introspection",
