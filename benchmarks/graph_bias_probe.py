@@ -46,8 +46,7 @@ def main() -> int:
     for workload in declaration.workloads:
         pool = FreshPool(declaration, workload, kernel, seeds, REPLAYS * CALLS_PER_GRAPH, "cuda")
         pool.stack_checks()
-        set_bytes = sum(t.numel() * t.element_size() for t in [*pool.sets[0], *pool.expected[0]])
-        cold = cold_calls(set_bytes, l2_bytes)
+        cold = cold_calls(pool.set_bytes, l2_bytes)
         for name, roles in setups.items():
             ratios = []
             for _ in range(REPEATS):

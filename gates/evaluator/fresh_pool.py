@@ -35,6 +35,11 @@ class FreshPool:
         self.checks = list(zip(*per_output, strict=True))  # per set: every output's reference
         self._judged: dict[int, tuple[list, bool]] = {}  # output lists judged well formed
 
+    @property
+    def set_bytes(self) -> int:
+        """Bytes one call reads and writes: one set's inputs and its outputs."""
+        return sum(t.numel() * t.element_size() for t in [*self.sets[0], *self.expected[0]])
+
     def _references(self, outputs) -> list[tuple[torch.Tensor, ...]]:
         """Per set, what one output is compared with: itself (bit-exact contract or not a
         float), or the baseline's value in FP32 (FP64 for FP64) with its bound."""

@@ -135,7 +135,7 @@ def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
     for workload in declaration.workloads:
         pool = setup.pool(workload, setup.replays * WARM_REPLAYS_FACTOR * CALLS_PER_GRAPH)
         pool.stack_checks()
-        set_bytes = _set_bytes(pool.sets[0], pool.expected[0])
+        set_bytes = pool.set_bytes
         figure = setup.figure or ("warm" if set_bytes <= l2_bytes else "cold")
         tracer = TimedCallTracer(expected_stream=None)
         candidate = _traced(setup.roles["candidate"], tracer)  # captures run its Python
@@ -180,10 +180,6 @@ def _traced(function, tracer):
             return function(*args, **kwargs)
 
     return traced_call
-
-
-def _set_bytes(inputs, outputs) -> int:
-    return sum(t.numel() * t.element_size() for t in [*inputs, *outputs])
 
 
 def _eager_rows(setup: TimingSetup) -> dict:
