@@ -13,6 +13,8 @@ for part in "$@"; do
   case $part in
     evaluator3) run evaluator3 200 python3 benchmarks/evaluator_gpu.py --repeats 3 --no-cheats
                 cp "$OUT/evaluator_gpu.json" "$OUT/evaluator3.json" 2>/dev/null ;;
+    fenced3) run fenced3 200 python3 benchmarks/evaluator_gpu.py --repeats 3 --no-cheats --fence landlock
+             cp "$OUT/evaluator_gpu.json" "$OUT/fenced3.json" 2>/dev/null ;;
     evaluator20) run evaluator20 "${EVAL_SECONDS:-420}" python3 benchmarks/evaluator_gpu.py --repeats 20 ;;
     profile)
       for b in 1 8; do

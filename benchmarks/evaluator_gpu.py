@@ -45,6 +45,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=REPEATS, help="evaluator processes")
     parser.add_argument("--no-cheats", action="store_true", help="skip the timing cheats")
+    parser.add_argument(
+        "--fence", choices=("none", "landlock"), default="none",
+        help="run the candidate worker inside this fence (default: none)",
+    )  # fmt: skip
     args = parser.parse_args()
     from cheat_packing import cheat_solution
 
@@ -58,15 +62,17 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="evaluator-bench-"))
     task, _ = write_package(REGISTRY.declaration(OPERATOR), scratch / "tasks")
     report = {"device": torch.cuda.get_device_name(), "operator": OPERATOR, "runs": []}
+    report["fence"] = args.fence
     report["cheats"] = {}
     for name, accepted in ({} if args.no_cheats else CHEATS).items():
-        result = evaluate(task, cheat_solution(name, scratch), device="cuda", timeout=600)
+        solution = cheat_solution(name, scratch)
+        result = evaluate(task, solution, device="cuda", timeout=600, fence=args.fence)
         report["cheats"][name] = _cheat_row(result, accepted)
         print(f"cheat {name}: {result.status} {result.detector} {result.reason[:120]}", flush=True)
     passed = []
     for index in range(args.repeats):
         started = time.monotonic()
-        result = evaluate(task, task / "solution", device="cuda", timeout=600)
+        result = evaluate(task, task / "solution", device="cuda", timeout=600, fence=args.fence)
         seconds = time.monotonic() - started
         report["runs"].append(
             {
