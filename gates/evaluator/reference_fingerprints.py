@@ -21,7 +21,8 @@ def take_fingerprints(declaration, roles: dict, device, nonce: str) -> dict[str,
     fingerprints: dict[str, dict[str, Counter]] = {}
     for workload in declaration.workloads:
         draw = declaration.make_input_sets
-        inputs = draw(workload, 1, seeds.getrandbits(31), "normal", device)[0]
+        drawn = draw(workload, 1, seeds.getrandbits(31), "normal", device)[0]
+        inputs = [t.clone() for t in drawn]  # laid out as graph timing's buffers are
         fingerprints[workload.name] = {}
         for role, function in roles.items():
             warm_up(function, inputs, declaration.params)
