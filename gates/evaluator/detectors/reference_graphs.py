@@ -7,9 +7,11 @@ makes its rival slow without touching anything the identity snapshot watches. So
 import, each reference role's call is captured once per timed workload and its nodes kept as
 a multiset (kind, CUfunction handle, grid, block, shared memory, copy places); every graph of
 that role timed afterwards must hold exactly that multiset once per call. Whatever the
-solution changed in those roles' Python, their replays run the kernels and launch shapes
-they had before it existed. This module is pure (node lists in, reason out), tested on CPU
-with constructed nodes; `reference_fingerprints.py` takes the fingerprints on the device.
+solution changed in those roles' Python, their replays run the kernels, with the launch
+shapes, they had before it existed (their scalar arguments are not compared: they must
+still give the right outputs on every replayed set). This module is pure (node lists in,
+reason out), tested on CPU with constructed nodes; `reference_fingerprints.py` takes the
+fingerprints on the device.
 """
 
 from collections import Counter
