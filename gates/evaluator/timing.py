@@ -69,10 +69,8 @@ def time_roles(
     flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device=device)
     bandwidth = measure_bandwidth(device)
     clock_before = measure_sm_clock_mhz()
-    rounds = max(1, request.timing_rounds)
-    setup = TimingSetup(request, declaration, guard, roles, flush, bandwidth, rounds)
-    setup.figure = figure
-    setup.fingerprints = fingerprints or {}
+    setup = TimingSetup(request, declaration, guard, roles, flush, bandwidth)
+    setup.figure, setup.fingerprints = figure, fingerprints or {}
     try:
         rows = _graph_rows(setup, properties.L2_cache_size)
         used_graphs = True
@@ -86,7 +84,7 @@ def time_roles(
     return TimingReport(
         workloads=workloads,
         samples_per_role=setup.samples_per_role(used_graphs),
-        rounds=rounds,
+        rounds=setup.rounds,
         l2_flush_bytes=flush_bytes,
         bandwidth_gb_per_s=round(bandwidth / 1e6, 1),
         cuda_graphs=used_graphs,
@@ -100,10 +98,11 @@ def time_roles(
 class TimingSetup:
     """What every workload's timing shares: roles, flush, bandwidth, seeds and sample counts."""
 
-    def __init__(self, request, declaration, guard, roles, flush, bandwidth, rounds):
+    def __init__(self, request, declaration, guard, roles, flush, bandwidth):
         self.declaration, self.guard, self.roles = declaration, guard, roles
-        self.flush, self.bandwidth, self.rounds = flush, bandwidth, rounds
-        self.per_round = math.ceil(request.timing_samples / rounds)
+        self.flush, self.bandwidth = flush, bandwidth
+        self.rounds = max(1, request.timing_rounds)
+        self.per_round = math.ceil(request.timing_samples / self.rounds)
         self.replays = max(GRAPH_REPLAYS_MIN, request.timing_samples // CALLS_PER_GRAPH)
         self.seeds = random.Random(request.nonce)
         self.pool_seconds = 0.0
