@@ -33,6 +33,7 @@ CHEATS = {
     "late_foreign_kernel": {"cuda_graph"},
     "contract_widen": {"tampering", "output_replay"},
     "baseline_binding": {"tampering"},
+    "pool_bounds": {"output_replay"},
     "value_memo": None,  # must pass without gaining speed, or be caught replaying
 }
 

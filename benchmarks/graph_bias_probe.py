@@ -10,7 +10,6 @@ the noise. Run from the repository root on a CUDA device:
 
 import json
 import os
-import random
 import statistics
 import sys
 from pathlib import Path
@@ -25,7 +24,7 @@ REPEATS = 4
 def main() -> int:
     import torch
 
-    from gates.evaluator.fresh_pool import FreshPool
+    from gates.evaluator.fresh_pool import FreshPool, pool_seeds
     from gates.evaluator.graph_timing import CALLS_PER_GRAPH, cold_calls, time_workload
     from operators import REGISTRY
 
@@ -42,8 +41,8 @@ def main() -> int:
         "twin, baseline first": {"baseline": twin, "candidate": kernel},
     }
     report = {"device": torch.cuda.get_device_name(), "setups": {}}
-    seeds = random.Random(7)
     for workload in declaration.workloads:
+        seeds = pool_seeds("bias probe", workload.name, 0)
         pool = FreshPool(declaration, workload, kernel, seeds, REPLAYS * CALLS_PER_GRAPH, "cuda")
         pool.stack_checks()
         cold = cold_calls(pool.set_bytes, l2_bytes)

@@ -11,7 +11,6 @@ writes $OUT/replay_queue_probe.json when $OUT is set.
 
 import json
 import os
-import random
 import statistics
 import sys
 import time
@@ -29,7 +28,7 @@ DEPTH = 4
 def main() -> int:
     import torch
 
-    from gates.evaluator.fresh_pool import FreshPool
+    from gates.evaluator.fresh_pool import FreshPool, pool_seeds
     from gates.evaluator.graph_timing import CALLS_PER_GRAPH, CudaGraphs, cold_calls, time_workload
     from operators import REGISTRY
 
@@ -71,8 +70,8 @@ def main() -> int:
     roles = {"candidate": kernel, "baseline": twin}
     l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size
     report = {"device": torch.cuda.get_device_name(), "rows": []}
-    seeds = random.Random(11)
     for workload in declaration.workloads:
+        seeds = pool_seeds("queue probe", workload.name, 0)
         pool = FreshPool(declaration, workload, kernel, seeds, REPLAYS * CALLS_PER_GRAPH, "cuda")
         pool.stack_checks()
         cold = cold_calls(pool.set_bytes, l2_bytes)

@@ -18,6 +18,7 @@ from gates.evaluator.guard import CandidateCallError, CandidateGuard
 from gates.evaluator.phase_clock import PhaseClock
 from gates.evaluator.protocol import CandidateReport, EvaluationRequest, evaluator_fault
 from gates.evaluator.reference_fingerprints import take_fingerprints
+from gates.evaluator.replay_witnesses import WitnessLog
 from gates.evaluator.timing import time_roles  # imported before the guard's module snapshot
 from gates.tasks.package import TaskPackage
 from gates.tasks.solution import Solution, load_solution
@@ -70,12 +71,14 @@ def run_candidate(
         clock.lap("import")
         records, outputs, hidden_errors = guard.run_cases(function, cases, pristine)
         clock.lap("cases")
-        timing = None
+        timing, witnesses = None, WitnessLog()
         if device.type == "cuda":
             roles["candidate"] = function
             graphs_required = bool(task.evaluation.get("cuda_graphs", False))
             figure = task.evaluation.get("promotion_figure")  # warm, cold, or by L2 size
-            timing = time_roles(request, timed, guard, roles, graphs_required, figure, fingerprints)
+            timing = time_roles(
+                request, timed, guard, roles, graphs_required, figure, fingerprints, witnesses
+            )
             clock.lap("timing")
         guard.check_environment("before the outputs are written")
     except CheatDetected as cheat:
@@ -94,7 +97,7 @@ def run_candidate(
         return CandidateReport(**header, status="EVALUATOR_ERROR", reason=evaluator_fault(error))
     finally:
         guard.disarm()
-    torch.save(outputs, outputs_handle)
+    torch.save({**outputs, **witnesses.outputs}, outputs_handle)
     outputs_handle.close()
     clock.lap("save")
     return CandidateReport(
@@ -104,6 +107,7 @@ def run_candidate(
         hidden_errors=hidden_errors,
         outputs_file=str(outputs_path),
         timing=timing,
+        witnesses=witnesses.records,
         integrity="graph" if timing is not None and timing.cuda_graphs else "traced",
         notes=guard.notes,
         phase_seconds=clock.laps,

@@ -1,7 +1,14 @@
 """One timing round's input sets, never seen by any call before, with the trusted baseline's
 outputs for each and what a timed or replayed output is compared with (bit for bit under a
 bit-exact contract, within twice the contract's tolerance otherwise, since candidate and
-baseline each lie within the contract of the reference)."""
+baseline each lie within the contract of the reference).
+
+A pool's seeds are a pure function of the nonce, the workload and the round (`pool_seeds`),
+so the judge process draws any of its sets again (`drawn_sets`) without taking the candidate
+process's word for what they held.
+"""
+
+import hashlib
 
 import torch
 
@@ -16,18 +23,21 @@ class FreshPool:
     """One round's input sets, never seen by any call before, with the baseline's outputs for
     each and what a timed output is compared with."""
 
-    def __init__(self, declaration, workload, baseline, seeds, wanted: int, device) -> None:
+    def __init__(
+        self, declaration, workload, baseline, seeds: tuple[int, int], wanted: int, device
+    ) -> None:
         contract = declaration.contract
         factor = TIMING_TOLERANCE_FACTOR
         self.atol, self.rtol = factor * contract.atol, factor * contract.rtol
         self.exact = contract.mode == "bit_exact"
+        self.seeds = seeds
         draw = declaration.make_input_sets
-        self.sets = draw(workload, 1, seeds.getrandbits(31), "normal", device)
+        self.sets = draw(workload, 1, seeds[0], "normal", device)
         self.expected = [_untimed_outputs(baseline, self.sets[0], declaration.params)]
         tensors = self.sets[0] + self.expected[0] * 5  # outputs, and their bounds in FP32
         set_bytes = sum(t.numel() * t.element_size() for t in tensors)
         count = min(wanted, max(2, POOL_BYTES // max(1, set_bytes)))
-        self.sets += draw(workload, count - 1, seeds.getrandbits(31), "normal", device)
+        self.sets += draw(workload, count - 1, seeds[1], "normal", device)
         for inputs in self.sets[1:]:
             self.expected.append(_untimed_outputs(baseline, inputs, declaration.params))
         columns = zip(*self.expected, strict=True)  # per output: its value in every set
@@ -112,6 +122,19 @@ class FreshPool:
             return _differs(got, want)
         distance = torch.sub(got, want).abs_()  # promoted to the comparison's width
         return torch.le(distance, reference[1]).all().logical_not_()
+
+
+def pool_seeds(nonce: str, workload: str, round_index: int) -> tuple[int, int]:
+    """The seeds of one round's pool: its first set's, then the rest's (31 bits each)."""
+    digest = hashlib.sha256(f"{nonce}/pool/{workload}/{round_index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") >> 1, int.from_bytes(digest[4:8], "big") >> 1
+
+
+def drawn_sets(declaration, workload, seeds: tuple[int, int], sets: int, device) -> list:
+    """A pool's `sets` input sets, drawn again from its seeds as `FreshPool` drew them (a
+    batched draw depends on its count, so the count must be the pool's)."""
+    first = declaration.make_input_sets(workload, 1, seeds[0], "normal", device)
+    return first + declaration.make_input_sets(workload, sets - 1, seeds[1], "normal", device)
 
 
 def _untimed_outputs(function, inputs, params) -> list[torch.Tensor]:

@@ -149,7 +149,7 @@ class RoleGraphs:
 
 def time_workload(
     roles, pool, params, replays: int, cold: int, mismatches, inspections: dict,
-    figure: str = "warm", laps: dict | None = None, device=None,
+    figure: str = "warm", laps: dict | None = None, device=None, witness=None,
 ) -> dict:  # fmt: skip
     """Replay every role's graphs `replays` times, roles interleaved, each replay's outputs
     compared with the baseline's; per-call milliseconds by role and figure. The figure
@@ -160,8 +160,9 @@ def time_workload(
     mirrored role order, so no role's outputs are always allocated first. After the last
     capture the whole device is synchronised: work the solution's Python launched on streams
     of its own has ended before the first replay, and no solution Python runs after. `laps`
-    gathers the seconds spent capturing and replaying; `device` is CUDA_GRAPHS but for tests
-    of this plan on the CPU."""
+    gathers the seconds spent capturing and replaying; `witness(role, figure, outputs,
+    chosen)`, when given, is called after each replay is queued (`replay_witnesses.py`);
+    `device` is CUDA_GRAPHS but for tests of this plan on the CPU."""
     laps = {} if laps is None else laps
     device = device or CUDA_GRAPHS
     started = time.monotonic()
@@ -192,6 +193,8 @@ def time_workload(
                     events = device.timed_replay(graph, len(outputs), drained=name == "warm")
                     state.pending[name].append((events, len(outputs)))
                     mismatches += pool.batch_mismatch(outputs, chosen)
+                    if witness is not None:
+                        witness(role, name, outputs, chosen)
     device.synchronize()
     laps["replays"] = laps.get("replays", 0.0) + time.monotonic() - captured
     return {
@@ -201,6 +204,13 @@ def time_workload(
         }
         for role, state in graphs.items()
     }
+
+
+def figure_replays(replays: int, figure: str) -> dict[str, int]:
+    """How many times `time_workload` replays each figure: the promoted one every replay, the
+    other every SECONDARY_EVERY-th."""
+    other = "cold" if figure == "warm" else "warm"
+    return {figure: replays, other: len(range(0, replays, SECONDARY_EVERY))}
 
 
 def _timed_replay(graph, calls: int, drained: bool) -> tuple:

@@ -8,12 +8,19 @@ from pathlib import Path
 
 import torch
 
-from gates.evaluator.captured_cases import case_inputs, load_captured, output_layout_mismatch
+from gates.evaluator.captured_cases import (
+    case_inputs,
+    load_captured,
+    output_layout_mismatch,
+    timed_declaration,
+)
 from gates.evaluator.cases import plan_cases
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.detectors.hardcoding import ShapeSpecificHardcoding
 from gates.evaluator.detectors.input_mutation import InputMutated
+from gates.evaluator.detectors.replay import TimedOutputWrong
 from gates.evaluator.diagnosis import diagnose, mostly_gross
+from gates.evaluator.fresh_pool import drawn_sets, pool_seeds
 from gates.evaluator.guard import REPEAT_SUFFIX, tensor_digest
 from gates.evaluator.phase_clock import PhaseClock
 from gates.evaluator.protocol import (
@@ -22,6 +29,7 @@ from gates.evaluator.protocol import (
     JudgeReport,
     evaluator_fault,
 )
+from gates.evaluator.replay_witnesses import WITNESS_PREFIX
 
 
 class CaseFailure(Exception):
@@ -46,6 +54,7 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
     captured = load_captured(Path(request.task))
     cases = plan_cases(declaration, request.nonce, request.device, tuple(captured))
     outputs = torch.load(candidate.outputs_file, weights_only=True, map_location="cpu")
+    witnessed = {k: outputs.pop(k) for k in list(outputs) if k.startswith(WITNESS_PREFIX)}
     records = {record.key: record for record in candidate.cases}
     clock.lap("load")
     errors = Errors()
@@ -77,6 +86,14 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
         if hidden_failures:
             key, why = next(iter(hidden_failures.items()))
             raise ShapeSpecificHardcoding(f"visible workloads pass but hidden {key} fails ({why})")
+        timing = candidate.timing
+        if timing is not None and timing.cuda_graphs:
+            timed = timed_declaration(declaration, captured)
+            check_witnesses(
+                request.nonce, timed, candidate.witnesses, list(timing.workloads), witnessed,
+                device, errors,
+            )  # fmt: skip
+            clock.lap("witnesses")
     except CheatDetected as cheat:
         finding = cheat.finding()
         return JudgeReport(
@@ -159,6 +176,51 @@ def _check_case(declaration, case, inputs, record, produced, repeat, others, err
             raise CaseFailure(
                 "INCORRECT_NUMERICAL", f"{case.key}: two identical calls gave different outputs"
             )
+
+
+class _Witnessed:
+    """A replay witness where `_check_outputs` names a case."""
+
+    def __init__(self, witness) -> None:
+        where = f"pool set {witness.set_index}, {witness.figure}"
+        self.key = f"{witness.workload} replayed call ({where})"
+
+
+def check_witnesses(
+    nonce: str, timed, witnesses, timed_workloads: list[str], outputs: dict, device, errors
+) -> None:
+    """Hold every replay witness to the reference for its set, drawn again here from the
+    nonce (`replay_witnesses.py`): the comparison at each replay ran where the solution's
+    kernels could reach it, this one does not. Every workload timed from graph replays must
+    have a witness; a grossly wrong one is a timed output computed wrong, a near miss a
+    numerical error, as on a case."""
+    seen = {witness.workload for witness in witnesses}
+    unwitnessed = [name for name in timed_workloads if name not in seen]
+    if unwitnessed:
+        raise TimedOutputWrong(f"no replayed outputs of {unwitnessed[0]} reached the judge")
+    workloads = {workload.name: workload for workload in timed.workloads}
+    pools: dict[tuple[str, int], list] = {}
+    for witness in witnesses:
+        workload, produced = workloads.get(witness.workload), outputs.get(witness.key)
+        if workload is None or produced is None or witness.set_index >= witness.pool_sets:
+            raise TimedOutputWrong(f"witness {witness.key} names no replayed call it could have")
+        pool = (workload.name, witness.pool_sets)
+        if pool not in pools:
+            seeds = pool_seeds(nonce, workload.name, 0)
+            pools = {pool: drawn_sets(timed, workload, seeds, witness.pool_sets, device)}
+        inputs = pools[pool][witness.set_index]
+        with torch.no_grad():
+            reference = [t.detach().cpu() for t in timed.run_reference(*inputs)]
+        where = _Witnessed(witness)
+        try:
+            _check_outputs(timed, where, produced, reference, {}, errors)
+        except CaseFailure as failure:
+            if failure.gross:
+                raise TimedOutputWrong(
+                    f"{failure}; the judge drew the set again, the comparison at the replay "
+                    "had passed it"
+                ) from None
+            raise
 
 
 def _digests(tensors) -> list[str]:

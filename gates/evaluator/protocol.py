@@ -57,6 +57,19 @@ class CaseRecord(BaseModel):
     repeat_output_digests: list[str] | None = None
 
 
+class ReplayWitness(BaseModel):
+    """One replayed call of the candidate whose outputs go to the judge: the set it got, by
+    its index in the workload's pool (whose seeds the judge derives from the nonce)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workload: str
+    figure: Literal["warm", "cold"]
+    set_index: int = Field(ge=0)
+    pool_sets: int = Field(ge=2, description="sets in the pool; its draw depends on the count")
+    key: str = Field(description="where its outputs are in the candidate's outputs file")
+
+
 class CandidateReport(BaseModel):
     """The candidate process's account: how far it got, what it found, and its timings."""
 
@@ -74,6 +87,9 @@ class CandidateReport(BaseModel):
     )
     outputs_file: str | None = None
     timing: TimingReport | None = None
+    witnesses: list[ReplayWitness] = Field(
+        default_factory=list, description="replayed calls whose outputs the judge checks"
+    )
     integrity: Integrity = "traced"
     notes: list[str] = Field(default_factory=list)
     environment: dict[str, str] = Field(default_factory=dict)

@@ -11,7 +11,6 @@ medians are tick medians (see `statistics`): event times come in 32 ns ticks.
 
 import builtins
 import math
-import random
 import sys
 from time import monotonic  # bound before the solution is imported
 
@@ -24,18 +23,20 @@ from gates.evaluator.detectors.concurrency import SideStreamWork
 from gates.evaluator.detectors.plausibility import check_plausible, roofline_floor_ms
 from gates.evaluator.detectors.replay import TimedOutputWrong
 from gates.evaluator.detectors.transient_patch import LoopIdentities, PatchedBetweenCalls
-from gates.evaluator.fresh_pool import FreshPool
+from gates.evaluator.fresh_pool import FreshPool, pool_seeds
 from gates.evaluator.graph_timing import (
     CALLS_PER_GRAPH,
     GraphInspection,
     NotCapturable,
     cold_calls,
+    figure_replays,
     graph_row,
     time_workload,
 )
 from gates.evaluator.guard import CandidateCallError
 from gates.evaluator.promotion import promotion_verdict
 from gates.evaluator.reference_fingerprints import ReferenceInspection
+from gates.evaluator.replay_witnesses import WitnessLog
 from gates.evaluator.results import TimingReport, WorkloadTiming
 from gates.evaluator.statistics import spread, tick_median
 from gates.evaluator.tracing import CandidateTracer, TimedCallTracer
@@ -55,14 +56,15 @@ WARM_REPLAYS_FACTOR = 2  # a warm-promoted workload's replays are cheap: twice a
 
 def time_roles(
     request, declaration, guard, roles, graphs_required: bool, figure: str | None = None,
-    fingerprints: dict | None = None,
+    fingerprints: dict | None = None, witnesses: WitnessLog | None = None,
 ) -> TimingReport:  # fmt: skip
     """Time every role on every declared workload from CUDA-graph replays (the eager loop
     when the candidate cannot be captured and the task allows it); returns the report.
     `figure` (warm or cold) is what promotion uses; by default warm when a workload's set
     fits in the L2, cold otherwise. `fingerprints` (per workload and reference role, taken
     before the import by `reference_fingerprints.take_fingerprints`) hold every graph of
-    the reference roles to what they ran then."""
+    the reference roles to what they ran then. `witnesses` collects the replayed calls whose
+    outputs go to the judge (`replay_witnesses.py`)."""
     device = guard.device
     properties = torch.cuda.get_device_properties(device)
     flush_bytes = max(L2_FLUSH_FACTOR * properties.L2_cache_size, 256 << 20)
@@ -71,6 +73,7 @@ def time_roles(
     clock_before = measure_sm_clock_mhz()
     setup = TimingSetup(request, declaration, guard, roles, flush, bandwidth)
     setup.figure, setup.fingerprints = figure, fingerprints or {}
+    setup.witnesses = witnesses if witnesses is not None else WitnessLog()
     try:
         rows = _graph_rows(setup, properties.L2_cache_size)
         used_graphs = True
@@ -104,18 +107,18 @@ class TimingSetup:
         self.rounds = max(1, request.timing_rounds)
         self.per_round = math.ceil(request.timing_samples / self.rounds)
         self.replays = max(GRAPH_REPLAYS_MIN, request.timing_samples // CALLS_PER_GRAPH)
-        self.seeds = random.Random(request.nonce)
+        self.nonce = request.nonce
         self.pool_seconds = 0.0
         self.laps: dict[str, float] = {}  # graph timing's captures, replays and checks
         self.figure: str | None = None
         self.fingerprints: dict[str, dict] = {}
+        self.witnesses = WitnessLog()
 
-    def pool(self, workload, wanted: int) -> "FreshPool":
+    def pool(self, workload, wanted: int, round_index: int = 0) -> "FreshPool":
         drawn = monotonic()
         baseline = self.roles["baseline"]
-        pool = FreshPool(
-            self.declaration, workload, baseline, self.seeds, wanted, self.flush.device
-        )
+        seeds = pool_seeds(self.nonce, workload.name, round_index)
+        pool = FreshPool(self.declaration, workload, baseline, seeds, wanted, self.flush.device)
         self.pool_seconds += monotonic() - drawn
         return pool
 
@@ -145,9 +148,10 @@ def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
         for role, fingerprint in setup.fingerprints.get(workload.name, {}).items():
             inspections[role] = ReferenceInspection(role, workload.name, fingerprint)
         replays = setup.replays * (WARM_REPLAYS_FACTOR if figure == "warm" else 1)
+        witness = setup.witnesses.for_workload(workload.name, pool, figure_replays(replays, figure))
         times = time_workload(
             roles, pool, declaration.params, replays, cold, mismatches, inspections, figure,
-            setup.laps,
+            setup.laps, witness=witness,
         )  # fmt: skip
         checked = monotonic()
         disallowed = guard.policy.disallowed(tracer.facts)
@@ -189,7 +193,7 @@ def _eager_rows(setup: TimingSetup) -> dict:
         samples = {role: [] for role in roles}
         foreign = mismatched = pool_size = 0
         for round_index in range(setup.rounds):
-            pool = setup.pool(workload, setup.per_round)
+            pool = setup.pool(workload, setup.per_round, round_index)
             pool_size = len(pool.sets)
             names = list(roles)
             names = names[round_index % len(names) :] + names[: round_index % len(names)]

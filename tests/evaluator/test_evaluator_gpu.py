@@ -1,8 +1,9 @@
 """On a CUDA device: the baseline passes with latency, an A/A comparison never promotes, the
 timing-only cheats (side stream, timer patch, implausible speed, PyTorch only once the cases
 are over, a foreign kernel in every capture but the first, a contract widened in the
-registry, a baseline made slower through its private state) are rejected, and remembered
-outputs buy no speed."""
+registry, a baseline made slower through its private state) are rejected, wrong replayed
+outputs hidden from the comparison in the candidate's process are caught by the judge, and
+remembered outputs buy no speed."""
 
 import pytest
 from cheat_packing import cheat_solution
@@ -40,6 +41,20 @@ def test_timing_cheats_are_rejected_on_cuda(name, task_root, tmp_path):
     result = evaluate(task_root / "rms_norm", solution, device="cuda")
     assert result.status == "REJECTED", f"{name}: {result.status} {result.reason}"
     assert result.detector in GPU_CHEATS[name], result.reason
+
+
+@pytest.mark.gpu
+def test_wrong_replays_hidden_from_the_comparison_in_the_candidate_process_fail_the_judge(
+    task_root, tmp_path
+):
+    """`pool_bounds` widens the replay comparison's bounds to infinity through raw device
+    addresses, then replays copies of its input: only the judge's witnesses can see it."""
+    from gates.evaluator.evaluation import evaluate
+
+    result = evaluate(task_root / "rms_norm", cheat_solution("pool_bounds", tmp_path), "cuda")
+    assert result.status == "REJECTED", f"{result.status} {result.reason}"
+    assert result.detector == "output_replay", result.reason
+    assert "drew the set again" in result.reason, result.reason
 
 
 @pytest.mark.gpu

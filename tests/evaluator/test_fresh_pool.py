@@ -1,12 +1,10 @@
 """The timing loop's input pool (CPU check of what CUDA timing relies on): every round's sets
 are new, and a timed output is accepted only if it is the output for the set at hand."""
 
-import random
-
 import torch
 
 from gates.evaluator.cases import plan_cases
-from gates.evaluator.fresh_pool import FreshPool
+from gates.evaluator.fresh_pool import FreshPool, pool_seeds
 from operators import REGISTRY
 
 DECLARATION = REGISTRY.declaration("rms_norm")
@@ -18,7 +16,7 @@ def reference(*inputs, **params):
 
 
 def _pool(seed: int, wanted: int = 6) -> FreshPool:
-    return FreshPool(DECLARATION, WORKLOAD, reference, random.Random(seed), wanted, "cpu")
+    return FreshPool(DECLARATION, WORKLOAD, reference, (seed, seed + 1), wanted, "cpu")
 
 
 def _first_values(inputs) -> tuple:
@@ -33,8 +31,10 @@ def test_every_set_is_new_to_the_cases_and_to_other_rounds():
         for c in cases
         if c.workload == WORKLOAD.name
     }
-    seeds = random.Random(nonce)
-    rounds = [FreshPool(DECLARATION, WORKLOAD, reference, seeds, 6, "cpu") for _ in range(2)]
+    rounds = [
+        FreshPool(DECLARATION, WORKLOAD, reference, pool_seeds(nonce, WORKLOAD.name, r), 6, "cpu")
+        for r in range(2)
+    ]
     drawn = [_first_values(inputs) for pool in rounds for inputs in pool.sets]
     assert len(drawn) == 12 and len(set(drawn)) == 12
     assert not seen & set(drawn)

@@ -2,7 +2,8 @@
 `test_evaluator_gpu.py`): every graph of a role is inspected by that role's inspection as it
 is captured and before any replay; both roles get the same input sets in each replay;
 warm replays rotate through every placement; the figure promotion does not use is sampled on
-every SECONDARY_EVERY-th replay; and a replay whose outputs are wrong is counted."""
+every SECONDARY_EVERY-th replay; a replay whose outputs are wrong is counted; and the witness
+hook sees each replay's own outputs."""
 
 import pytest
 import torch
@@ -184,3 +185,28 @@ def test_replays_that_compute_something_else_than_the_capture_are_counted():
     mismatches = torch.zeros((), dtype=torch.int64)
     time_workload(roles, StandInPool(), {}, 3, COLD_CALLS, mismatches, {}, device=device)
     assert int(mismatches) > 0
+
+
+def test_the_witness_hook_sees_every_replay_s_own_outputs_before_the_next_replay():
+    """What `replay_witnesses` copies is what the replay it follows computed for its sets."""
+    device = StandInDevice({candidate: 1.0, baseline: 1.0})
+    pool = StandInPool(2 * PLACEMENTS * CALLS_PER_GRAPH)
+    seen = []
+
+    def witness(role, figure, outputs, chosen):
+        assert device.replayed[-1].outputs is outputs
+        right = [
+            torch.equal(out[0], pool.sets[index][0] * 2)
+            for out, index in zip(outputs, chosen, strict=True)
+        ]
+        seen.append((role, figure, all(right)))
+
+    mismatches = torch.zeros((), dtype=torch.int64)
+    replays = 2 * SECONDARY_EVERY
+    time_workload(
+        ROLES, pool, {}, replays, COLD_CALLS, mismatches, {}, device=device, witness=witness
+    )
+    assert len(seen) == len(device.replayed) and all(right for *_, right in seen)
+    for role in ROLES:
+        assert sum(1 for r, f, _ in seen if (r, f) == (role, "warm")) == replays
+        assert sum(1 for r, f, _ in seen if (r, f) == (role, "cold")) == 2
