@@ -210,9 +210,12 @@ def check_witnesses(
             pools = {pool: drawn_sets(timed, workload, seeds, witness.pool_sets, device)}
         inputs = pools[pool][witness.set_index]
         with torch.no_grad():
-            reference = [t.detach().cpu() for t in timed.run_reference(*inputs)]
+            reference = list(timed.run_reference(*inputs))
+        if _agrees(timed.contract, [t.to(device) for t in produced], reference, errors):
+            continue
         where = _Witnessed(witness)
-        try:
+        try:  # on the host, as a case is checked, for the verdict and the cheat's name
+            reference = [t.detach().cpu() for t in reference]
             _check_outputs(timed, where, produced, reference, {}, errors)
         except CaseFailure as failure:
             if failure.gross:
@@ -221,6 +224,22 @@ def check_witnesses(
                     "had passed it"
                 ) from None
             raise
+
+
+def _agrees(contract, produced: list, reference: list, errors: Errors) -> bool:
+    """Whether every output keeps the contract, judged where the reference was computed (the
+    device: a witness at prefix_b8 is 9.4 MB, and the host's FP64 passes cost 0.1 s each);
+    a disagreement is then judged again on the host, which names it."""
+    if len(produced) != len(reference):
+        return False
+    for got, expected in zip(produced, reference, strict=True):
+        if got.dtype != expected.dtype or got.shape != expected.shape:
+            return False
+        if bool(_bad_elements(contract, got, expected).any()):
+            return False
+    for got, expected in zip(produced, reference, strict=True):
+        errors.add(got, expected)
+    return True
 
 
 def _digests(tensors) -> list[str]:
