@@ -31,7 +31,7 @@ from gates.evaluator.statistics import median, spread
 
 CALLS_PER_GRAPH = 20  # calls in a warm graph
 PLACEMENTS = 12  # warm graphs per role, each with its own outputs, replays rotating through them
-SECONDARY_EVERY = 3  # the figure promotion does not use is sampled on every third replay
+SECONDARY_EVERY = 5  # the figure promotion does not use is sampled on every fifth replay
 COLD_TRAFFIC = 8  # L2 sizes of traffic between two uses of a buffer set in a cold graph
 MAX_COLD_CALLS = 4096
 WARM_UP_CALLS = 3
