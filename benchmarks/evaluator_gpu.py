@@ -34,6 +34,7 @@ CHEATS = {
     "contract_widen": {"tampering", "output_replay"},
     "baseline_binding": {"tampering"},
     "pool_bounds": {"output_replay"},
+    "pool_bounds_eager": {"output_replay"},
     "value_memo": None,  # must pass without gaining speed, or be caught replaying
 }
 

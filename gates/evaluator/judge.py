@@ -87,7 +87,7 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
             key, why = next(iter(hidden_failures.items()))
             raise ShapeSpecificHardcoding(f"visible workloads pass but hidden {key} fails ({why})")
         timing = candidate.timing
-        if timing is not None and timing.cuda_graphs:
+        if timing is not None:
             timed = timed_declaration(declaration, captured)
             check_witnesses(
                 request.nonce, timed, candidate.witnesses, list(timing.workloads), witnessed,
@@ -186,31 +186,31 @@ class _Witnessed:
     """A replay witness where `_check_outputs` names a case."""
 
     def __init__(self, witness) -> None:
-        where = f"pool set {witness.set_index}, {witness.figure}"
-        self.key = f"{witness.workload} replayed call ({where})"
+        where = f"round {witness.round_index} set {witness.set_index}, {witness.figure}"
+        self.key = f"{witness.workload} timed call ({where})"
 
 
 def check_witnesses(
     nonce: str, timed, witnesses, timed_workloads: list[str], outputs: dict, device, errors
 ) -> None:
-    """Hold every replay witness to the reference for its set, drawn again here from the
-    nonce (`replay_witnesses.py`): the comparison at each replay ran where the solution's
-    kernels could reach it, this one does not. Every workload timed from graph replays must
-    have a witness; a grossly wrong one is a timed output computed wrong, a near miss a
-    numerical error, as on a case."""
+    """Hold every witness of a timed call to the reference for its set, drawn again here
+    from the nonce (`replay_witnesses.py`): the comparison at each timed call ran where the
+    solution's kernels could reach it, this one does not. Every timed workload must have a
+    witness; a grossly wrong one is a timed output computed wrong, a near miss a numerical
+    error, as on a case."""
     seen = {witness.workload for witness in witnesses}
     unwitnessed = [name for name in timed_workloads if name not in seen]
     if unwitnessed:
         raise TimedOutputWrong(f"no replayed outputs of {unwitnessed[0]} reached the judge")
     workloads = {workload.name: workload for workload in timed.workloads}
-    pools: dict[tuple[str, int], list] = {}
+    pools: dict[tuple[str, int, int], list] = {}
     for witness in witnesses:
         workload, produced = workloads.get(witness.workload), outputs.get(witness.key)
         if workload is None or produced is None or witness.set_index >= witness.pool_sets:
-            raise TimedOutputWrong(f"witness {witness.key} names no replayed call it could have")
-        pool = (workload.name, witness.pool_sets)
+            raise TimedOutputWrong(f"witness {witness.key} names no timed call it could have")
+        pool = (workload.name, witness.round_index, witness.pool_sets)
         if pool not in pools:
-            seeds = pool_seeds(nonce, workload.name, 0)
+            seeds = pool_seeds(nonce, workload.name, witness.round_index)
             pools = {pool: drawn_sets(timed, workload, seeds, witness.pool_sets, device)}
         inputs = pools[pool][witness.set_index]
         with torch.no_grad():
@@ -224,7 +224,7 @@ def check_witnesses(
         except CaseFailure as failure:
             if failure.gross:
                 raise TimedOutputWrong(
-                    f"{failure}; the judge drew the set again, the comparison at the replay "
+                    f"{failure}; the judge drew the set again, the comparison at the timed call "
                     "had passed it"
                 ) from None
             raise

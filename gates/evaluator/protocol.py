@@ -58,13 +58,15 @@ class CaseRecord(BaseModel):
 
 
 class ReplayWitness(BaseModel):
-    """One replayed call of the candidate whose outputs go to the judge: the set it got, by
-    its index in the workload's pool (whose seeds the judge derives from the nonce)."""
+    """One timed call of the candidate (a call of a replayed graph, or an eager call) whose
+    outputs go to the judge: the set it got, by its index in its round's pool (whose seeds
+    the judge derives from the nonce)."""
 
     model_config = ConfigDict(frozen=True)
 
     workload: str
-    figure: Literal["warm", "cold"]
+    figure: Literal["warm", "cold", "eager"]
+    round_index: int = Field(default=0, ge=0, description="the timing round whose pool it drew")
     set_index: int = Field(ge=0)
     pool_sets: int = Field(ge=2, description="sets in the pool; its draw depends on the count")
     key: str = Field(description="where its outputs are in the candidate's outputs file")
@@ -88,7 +90,7 @@ class CandidateReport(BaseModel):
     outputs_file: str | None = None
     timing: TimingReport | None = None
     witnesses: list[ReplayWitness] = Field(
-        default_factory=list, description="replayed calls whose outputs the judge checks"
+        default_factory=list, description="timed calls whose outputs the judge checks"
     )
     integrity: Integrity = "traced"
     notes: list[str] = Field(default_factory=list)

@@ -1,15 +1,18 @@
-"""Replay witnesses: the outputs of a few of the candidate's replayed calls, carried to the
-judge, which draws their input sets again from the nonce and holds them to the reference.
+"""Replay witnesses: the outputs of a few of the candidate's timed calls (calls of replayed
+graphs, or eager calls where the call cannot be captured), carried to the judge, which draws
+their input sets again from the nonce and holds them to the reference.
 
-The comparison made at every replay (`FreshPool.batch_mismatch`) runs in the candidate's
-device context, where the baseline's outputs and their bounds sit in memory that a kernel of
-the solution could write, given an address its Python found at import or capture. A witness
-is out of that reach: which replays and which call of each are copied is drawn with
-`secrets` after the replay is queued, when no Python of the solution runs any more; the
-copy goes to pageable host memory, which the device does not address (HMM aside: see
-docs/evaluator.md, Limits); and the judge checks it against inputs and references it makes
-in its own process. A kernel that computes wrong outputs only in replays, and hides them from
-the comparison there, is caught when any of its witnessed calls is wrong.
+The comparison made at every timed call (`FreshPool.batch_mismatch`, `FreshPool.mismatch`)
+runs in the candidate's device context, where the baseline's outputs and their bounds sit in
+memory that a kernel of the solution could write, given an address its Python found. A
+witness is out of that reach: whether a timed call is witnessed (and which call of a replay)
+is drawn with `secrets` after it was queued; its outputs are copied at once to pageable host
+memory, which the device does not address (HMM aside: see docs/evaluator.md, Limits); and
+the judge checks them against inputs and references it makes in its own process. A kernel
+that computes wrong outputs only while timed, and hides them from the comparison there, is
+caught when any of its witnessed calls is wrong. On the graph path no Python of the solution
+runs after the captures; on the eager path it runs in every call, but after a witnessed call
+the copy is already made.
 """
 
 from secrets import randbelow  # bound before the solution is imported
@@ -41,11 +44,16 @@ class WorkloadWitnesses:
     wanted number per figure, each replay equally likely (selection sampling)."""
 
     def __init__(self, log: WitnessLog, workload: str, pool, replays: dict[str, int]) -> None:
-        self.log, self.workload, self.pool = log, workload, pool
+        self.log, self.workload = log, workload
+        self.next_round(pool, 0)
         output_bytes = sum(t.numel() * t.element_size() for t in pool.expected[0])
         per_figure = max(1, min(MAX_WITNESSES, WITNESS_BYTES // max(1, output_bytes)))
         self.wanted = {figure: min(per_figure, count) for figure, count in replays.items()}
         self.remaining = dict(replays)
+
+    def next_round(self, pool, round_index: int) -> None:
+        """The eager loop draws a pool per round: later calls name sets of this one."""
+        self.pool, self.round_index = pool, round_index
 
     def __call__(self, role: str, figure: str, outputs: list, chosen: list[int]) -> None:
         """After one replay is queued: witness one of its calls, or not."""
@@ -66,6 +74,7 @@ class WorkloadWitnesses:
             ReplayWitness(
                 workload=self.workload,
                 figure=figure,
+                round_index=self.round_index,
                 set_index=chosen[call],
                 pool_sets=len(self.pool.sets),
                 key=key,

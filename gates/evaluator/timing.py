@@ -63,7 +63,7 @@ def time_roles(
     `figure` (warm or cold) is what promotion uses; by default warm when a workload's set
     fits in the L2, cold otherwise. `fingerprints` (per workload and reference role, taken
     before the import by `reference_fingerprints.take_fingerprints`) hold every graph of
-    the reference roles to what they ran then. `witnesses` collects the replayed calls whose
+    the reference roles to what they ran then. `witnesses` collects the timed calls whose
     outputs go to the judge (`replay_witnesses.py`)."""
     device = guard.device
     properties = torch.cuda.get_device_properties(device)
@@ -192,15 +192,20 @@ def _eager_rows(setup: TimingSetup) -> dict:
     for workload in declaration.workloads:
         samples = {role: [] for role in roles}
         foreign = mismatched = pool_size = 0
+        witness = None
         for round_index in range(setup.rounds):
             pool = setup.pool(workload, setup.per_round, round_index)
             pool_size = len(pool.sets)
+            if witness is None:
+                calls = {"eager": setup.rounds * setup.per_round}
+                witness = setup.witnesses.for_workload(workload.name, pool, calls)
+            witness.next_round(pool, round_index)
             names = list(roles)
             names = names[round_index % len(names) :] + names[: round_index % len(names)]
             for role in names:
                 times, wrong_stream, wrong_output = _time_role(
                     guard, roles[role], role, declaration.params, pool, setup.per_round,
-                    setup.flush,
+                    setup.flush, witness,
                 )  # fmt: skip
                 samples[role].append(times)
                 if role == "candidate":
@@ -224,8 +229,9 @@ def _eager_rows(setup: TimingSetup) -> dict:
     return rows
 
 
-def _time_role(guard, function, role, params, pool, count, flush):
-    """One round of samples for one role; returns per-sample milliseconds."""
+def _time_role(guard, function, role, params, pool, count, flush, witness=None):
+    """One round of samples for one role; returns per-sample milliseconds. `witness` is
+    offered every call's outputs (`replay_witnesses.py`; it keeps the candidate's only)."""
     # Several live copies at different addresses, used in turn: a ~5 us call's time depends on
     # where its buffers landed (pages, channels), and one placement per process made medians
     # of the same code differ between processes.
@@ -263,6 +269,8 @@ def _time_role(guard, function, role, params, pool, count, flush):
                 mismatches += 1
             for output, got in enumerate(produced[: len(pool.expected[chosen])]):
                 mismatches += pool.mismatch(got, chosen, output)
+            if witness is not None:
+                witness(role, "eager", [produced], [chosen])
             recent = _keep_recent(recent, produced, role)  # the same allocator pattern per role
     foreign = guard.streams.foreign_launches(stream)
     foreign += sum(1 for fact in tracer.facts if fact.side_stream)

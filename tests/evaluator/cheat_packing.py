@@ -5,14 +5,21 @@ import json
 from pathlib import Path
 
 CHEATS = Path(__file__).resolve().parent / "cheats"
+HELPERS = ("device_memory",)  # shared by several fixtures, packed beside those that import it
 
 
 def cheat_solution(name: str, folder: Path, definition: str = "rms_norm") -> Path:
-    """Write cheats/<name>.py plus cheats/rms_kernel.py as <folder>/<name>.json."""
+    """Write cheats/<name>.py plus cheats/rms_kernel.py (and the helpers it imports from
+    HELPERS) as <folder>/<name>.json."""
+    text = (CHEATS / f"{name}.py").read_text()
     sources = [
-        {"path": "cheat.py", "content": (CHEATS / f"{name}.py").read_text()},
+        {"path": "cheat.py", "content": text},
         {"path": "rms_kernel.py", "content": (CHEATS / "rms_kernel.py").read_text()},
     ]
+    for helper in HELPERS:
+        if f"from .{helper} import" in text:
+            content = (CHEATS / f"{helper}.py").read_text()
+            sources.append({"path": f"{helper}.py", "content": content})
     document = {
         "name": f"cheat_{name}",
         "definition": definition,

@@ -44,17 +44,20 @@ def test_timing_cheats_are_rejected_on_cuda(name, task_root, tmp_path):
 
 
 @pytest.mark.gpu
-def test_wrong_replays_hidden_from_the_comparison_in_the_candidate_process_fail_the_judge(
-    task_root, tmp_path
+@pytest.mark.parametrize("name", ["pool_bounds", "pool_bounds_eager"])
+def test_wrong_timed_outputs_hidden_from_the_comparison_in_the_candidate_process_fail_the_judge(
+    name, task_root, tmp_path
 ):
-    """`pool_bounds` widens the replay comparison's bounds to infinity through raw device
-    addresses, then replays copies of its input: only the judge's witnesses can see it."""
+    """The fixtures widen the timed comparison's bounds to infinity through raw device
+    addresses, then return copies of their input, in replayed graphs or (not capturable)
+    in eager calls: only the judge's witnesses can see it."""
     from gates.evaluator.evaluation import evaluate
 
-    result = evaluate(task_root / "rms_norm", cheat_solution("pool_bounds", tmp_path), "cuda")
+    result = evaluate(task_root / "rms_norm", cheat_solution(name, tmp_path), "cuda")
     assert result.status == "REJECTED", f"{result.status} {result.reason}"
     assert result.detector == "output_replay", result.reason
     assert "drew the set again" in result.reason, result.reason
+    assert result.integrity == ("graph" if name == "pool_bounds" else "traced"), result.notes
 
 
 @pytest.mark.gpu

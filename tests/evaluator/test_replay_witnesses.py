@@ -149,5 +149,24 @@ def test_a_timed_workload_without_a_witness_is_rejected():
     _replays(pool, log, 2 * SECONDARY_EVERY, _right)
     with pytest.raises(TimedOutputWrong, match="no replayed outputs of prefix_b1"):
         _judged(log, workloads=[WORKLOAD.name, "prefix_b1"])
-    with pytest.raises(TimedOutputWrong, match="names no replayed call"):
+    with pytest.raises(TimedOutputWrong, match="names no timed call"):
         _judged(log, pool_outputs={})
+
+
+def test_an_eager_witness_is_judged_on_its_own_round_s_pool():
+    """The eager loop draws a pool per round: a witness names its round, and the judge
+    draws that round's pool (a witness judged on another round's pool fails)."""
+    first = _pool()
+    later = FreshPool(
+        DECLARATION, WORKLOAD, reference, pool_seeds(NONCE, WORKLOAD.name, 3), 8, "cpu"
+    )
+    log = WitnessLog()
+    witness = log.for_workload(WORKLOAD.name, first, {"eager": 4})
+    witness.next_round(later, 3)
+    for index in range(4):
+        witness("candidate", "eager", [_right(later.sets[index], index)], [index])
+    assert [record.round_index for record in log.records] == [3] * 4
+    _judged(log)
+    log.records = [record.model_copy(update={"round_index": 0}) for record in log.records]
+    with pytest.raises(TimedOutputWrong):
+        _judged(log)
