@@ -167,12 +167,7 @@ def _check_case(declaration, case, inputs, record, produced, repeat, others, err
     # A repeat byte-identical to the first outputs gets the same verdict: checked once.
     same_repeat = repeat is not None and _digests(repeat) == _digests(produced)
     checked = [produced] if repeat is None or same_repeat else [produced, repeat]
-    device = reference[0].device if reference else torch.device("cpu")
-    contract = declaration.contract
-    if not all(_agrees(contract, [t.to(device) for t in c], reference, errors) for c in checked):
-        reference = [t.detach().cpu() for t in reference]
-        for outputs in checked:
-            _check_outputs(declaration, case, outputs, reference, others, errors)
+    _hold_to_contract(declaration, case.key, checked, reference, others, errors)
     if record.repeat_output_digests is not None:
         if repeat is None:
             raise CaseFailure("INCORRECT_NUMERICAL", f"{case.key}: the repeated call is missing")
@@ -180,14 +175,6 @@ def _check_case(declaration, case, inputs, record, produced, repeat, others, err
             raise CaseFailure(
                 "INCORRECT_NUMERICAL", f"{case.key}: two identical calls gave different outputs"
             )
-
-
-class _Witnessed:
-    """A replay witness where `_check_outputs` names a case."""
-
-    def __init__(self, witness) -> None:
-        where = f"round {witness.round_index} set {witness.set_index}, {witness.figure}"
-        self.key = f"{witness.workload} timed call ({where})"
 
 
 def check_witnesses(
@@ -203,24 +190,21 @@ def check_witnesses(
     if unwitnessed:
         raise TimedOutputWrong(f"no replayed outputs of {unwitnessed[0]} reached the judge")
     workloads = {workload.name: workload for workload in timed.workloads}
-    pools: dict[tuple[str, int, int], list] = {}
+    drawn_for, sets = None, []  # the last pool drawn again (witnesses come pool by pool)
     for witness in witnesses:
         workload, produced = workloads.get(witness.workload), outputs.get(witness.key)
         if workload is None or produced is None or witness.set_index >= witness.pool_sets:
             raise TimedOutputWrong(f"witness {witness.key} names no timed call it could have")
         pool = (workload.name, witness.round_index, witness.pool_sets)
-        if pool not in pools:
+        if pool != drawn_for:
             seeds = pool_seeds(nonce, workload.name, witness.round_index)
-            pools = {pool: drawn_sets(timed, workload, seeds, witness.pool_sets, device)}
-        inputs = pools[pool][witness.set_index]
+            drawn_for, sets = pool, drawn_sets(timed, workload, seeds, witness.pool_sets, device)
         with torch.no_grad():
-            reference = list(timed.run_reference(*inputs))
-        if _agrees(timed.contract, [t.to(device) for t in produced], reference, errors):
-            continue
-        where = _Witnessed(witness)
-        try:  # on the host, as a case is checked, for the verdict and the cheat's name
-            reference = [t.detach().cpu() for t in reference]
-            _check_outputs(timed, where, produced, reference, {}, errors)
+            reference = list(timed.run_reference(*sets[witness.set_index]))
+        call = f"round {witness.round_index} set {witness.set_index}, {witness.figure}"
+        where = f"{workload.name} timed call ({call})"
+        try:
+            _hold_to_contract(timed, where, [produced], reference, {}, errors)
         except CaseFailure as failure:
             if failure.gross:
                 raise TimedOutputWrong(
@@ -228,6 +212,18 @@ def check_witnesses(
                     "had passed it"
                 ) from None
             raise
+
+
+def _hold_to_contract(declaration, where: str, checked: list, reference: list, others, errors):
+    """Hold each output list in `checked` to the reference: on the device the reference ran
+    on, and when one disagrees, again on the host, which names what broke (`_check_outputs`)."""
+    device = reference[0].device if reference else torch.device("cpu")
+    contract = declaration.contract
+    if all(_agrees(contract, [t.to(device) for t in c], reference, errors) for c in checked):
+        return
+    reference = [t.detach().cpu() for t in reference]
+    for outputs in checked:
+        _check_outputs(declaration, where, outputs, reference, others, errors)
 
 
 def _agrees(contract, produced: list, reference: list, errors: Errors) -> bool:
@@ -250,23 +246,23 @@ def _digests(tensors) -> list[str]:
     return [tensor_digest(t) for t in tensors]
 
 
-def _check_outputs(declaration, case, produced, reference, others, errors: Errors) -> None:
+def _check_outputs(declaration, where: str, produced, reference, others, errors: Errors) -> None:
     contract = declaration.contract
     for spec, got, expected in zip(declaration.outputs, produced, reference, strict=True):
         if got.dtype != expected.dtype:
-            raise CaseFailure("INCORRECT_DTYPE", f"{case.key}: {spec.name} is {got.dtype}")
+            raise CaseFailure("INCORRECT_DTYPE", f"{where}: {spec.name} is {got.dtype}")
         if got.shape != expected.shape:
-            raise CaseFailure("INCORRECT_SHAPE", f"{case.key}: {spec.name} {tuple(got.shape)}")
+            raise CaseFailure("INCORRECT_SHAPE", f"{where}: {spec.name} {tuple(got.shape)}")
         violation = contract.check(spec.name, got, expected)
         if violation is not None:
             bad = _bad_elements(contract, got, expected)
             peers = {k: v[declaration.outputs.index(spec)] for k, v in others.items()}
-            cheat = diagnose(f"{case.key}: {spec.name}", got, expected, bad, peers)
+            cheat = diagnose(f"{where}: {spec.name}", got, expected, bad, peers)
             if cheat is not None:
                 raise cheat
             gross = mostly_gross(got, expected, bad)
             raise CaseFailure(
-                "INCORRECT_NUMERICAL", f"{case.key}: {violation.describe()}", gross=gross
+                "INCORRECT_NUMERICAL", f"{where}: {violation.describe()}", gross=gross
             )
         errors.add(got, expected)
 
