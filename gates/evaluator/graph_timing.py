@@ -180,7 +180,7 @@ def time_workload(
     laps["captures"] = laps.get("captures", 0.0) + captured - started
     for replay in range(replays):
         order = names[replay % len(names) :] + names[: replay % len(names)]
-        sampled = {figure} if replay % SECONDARY_EVERY else {"warm", "cold"}
+        sampled = _sampled(replay, figure)
         for role in order:
             state = graphs[role]
             warm, warm_outputs = state.warm[replay % PLACEMENTS]
@@ -206,11 +206,19 @@ def time_workload(
     }
 
 
+def _sampled(replay: int, figure: str) -> set[str]:
+    """The figures replay `replay` samples: the promoted one, and every SECONDARY_EVERY-th
+    replay the other as well."""
+    return {figure} if replay % SECONDARY_EVERY else {"warm", "cold"}
+
+
 def figure_replays(replays: int, figure: str) -> dict[str, int]:
-    """How many times `time_workload` replays each figure: the promoted one every replay, the
-    other every SECONDARY_EVERY-th."""
-    other = "cold" if figure == "warm" else "warm"
-    return {figure: replays, other: len(range(0, replays, SECONDARY_EVERY))}
+    """How many times `time_workload` replays each figure."""
+    counts = {"warm": 0, "cold": 0}
+    for replay in range(replays):
+        for name in _sampled(replay, figure):
+            counts[name] += 1
+    return counts
 
 
 def _timed_replay(graph, calls: int, drained: bool) -> tuple:

@@ -73,7 +73,8 @@ def time_roles(
     clock_before = measure_sm_clock_mhz()
     setup = TimingSetup(request, declaration, guard, roles, flush, bandwidth)
     setup.figure, setup.fingerprints = figure, fingerprints or {}
-    setup.witnesses = witnesses if witnesses is not None else WitnessLog()
+    if witnesses is not None:
+        setup.witnesses = witnesses
     try:
         rows = _graph_rows(setup, properties.L2_cache_size)
         used_graphs = True
