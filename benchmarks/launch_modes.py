@@ -100,7 +100,8 @@ def batched_child(cpus: str) -> dict:
     del cpus
     import torch
 
-    from gates.evaluator.timing import SPIN_CYCLES, capture_graph
+    from gates.evaluator.graph_timing import capture_graph
+    from gates.evaluator.timing import SPIN_CYCLES
 
     device = torch.device("cuda")
     declaration, function = _baseline()

@@ -79,7 +79,7 @@ def child(task: Path, names: list[str], workloads: list[str], imports: int) -> d
     import torch
 
     from gates.evaluator import loading
-    from gates.evaluator.timing import measure_sm_clock_mhz
+    from gates.evaluator.device_rates import measure_sm_clock_mhz
     from gates.tasks.solution import load_solution
     from operators import REGISTRY
 
@@ -125,7 +125,7 @@ def _sample(function, sets, params, buffers, variant: Variant) -> list[float]:
     """One round of PER_ROUND samples under `variant`; milliseconds per sample."""
     import torch
 
-    from gates.evaluator.timing import capture_graph
+    from gates.evaluator.graph_timing import capture_graph
 
     lives = [_live_inputs(sets[0], buffers["arena"], variant.arena) for _ in range(variant.copies)]
     if variant.outputs == "pools":

@@ -82,6 +82,20 @@ def warm_up(function, inputs, params) -> None:
     torch.cuda.synchronize()
 
 
+def capture_graph(function, inputs, params):
+    """One call captured after warm-up, as a function that replays it and returns its outputs
+    as the call returned them (for the probes in `benchmarks/`)."""
+    warm_up(function, inputs, params)
+    graph, outputs = capture(function, [inputs], params)
+    static = outputs[0][0] if len(outputs[0]) == 1 else outputs[0]
+
+    def replay():
+        graph.replay()
+        return static
+
+    return replay
+
+
 class GraphInspection:
     """Judges each of the candidate's graphs whose replays are timed and compared, so every
     replayed output was made by inspected nodes (a solution cannot show one honest capture

@@ -23,6 +23,7 @@ from gates.evaluator.detectors.concurrency import SideStreamWork
 from gates.evaluator.detectors.plausibility import check_plausible, roofline_floor_ms
 from gates.evaluator.detectors.replay import TimedOutputWrong
 from gates.evaluator.detectors.transient_patch import LoopIdentities, PatchedBetweenCalls
+from gates.evaluator.device_rates import measure_bandwidth, measure_sm_clock_mhz
 from gates.evaluator.fresh_pool import FreshPool, pool_seeds
 from gates.evaluator.graph_timing import (
     CALLS_PER_GRAPH,
@@ -41,7 +42,6 @@ from gates.evaluator.results import TimingReport, WorkloadTiming
 from gates.evaluator.statistics import spread, tick_median
 from gates.evaluator.tracing import CandidateTracer, TimedCallTracer
 
-BANDWIDTH_BYTES = 1 << 30
 # A flush of twice the L2 left part of the inputs cached in some processes on the H200
 # (medians of one kernel at 4.0 us in some processes, 4.7 us in others); eight times clears it.
 L2_FLUSH_FACTOR = 8
@@ -331,58 +331,6 @@ def _keep_recent(recent, produced, role):
             if tensor.data_ptr() == kept.data_ptr() and tensor.numel():
                 raise OutputMemoryReused(f"{role} returned the same buffer for two timed calls")
     return list(produced)
-
-
-def capture_graph(function, live, params):
-    """Capture one call in a CUDA graph (after warm-up) and return a replay that yields it."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            function(*live, **params)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        static = function(*live, **params)
-
-    def replay():
-        graph.replay()
-        return static
-
-    return replay
-
-
-def measure_sm_clock_mhz() -> float:
-    """The SM clock in MHz, from timing a kernel that spins a known number of cycles.
-
-    Reported with every timing so a reader can tell a throttled device from a slow kernel.
-    """
-    cycles = 20_000_000
-    torch.cuda._sleep(cycles)  # the first spin lifts an idle clock
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    start.record()
-    torch.cuda._sleep(cycles)
-    end.record()
-    end.synchronize()
-    return round(cycles / start.elapsed_time(end) / 1e3, 1)
-
-
-def measure_bandwidth(device) -> float:
-    """Device-memory bandwidth in bytes per millisecond, from timed copies (best of five)."""
-    source = torch.empty(BANDWIDTH_BYTES // 4, dtype=torch.int32, device=device)
-    target = torch.empty_like(source)
-    best = math.inf
-    for _ in range(5):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        target.copy_(source)
-        end.record()
-        end.synchronize()
-        best = min(best, start.elapsed_time(end))
-    del source, target
-    return 2 * BANDWIDTH_BYTES / best
 
 
 def _summarise(workload, inputs, outputs, samples, bandwidth) -> dict:
