@@ -31,13 +31,12 @@ class FreshPool:
         self.atol, self.rtol = factor * contract.atol, factor * contract.rtol
         self.exact = contract.mode == "bit_exact"
         self.seeds = seeds
-        draw = declaration.make_input_sets
-        self.sets = draw(workload, 1, seeds[0], "normal", device)
+        self.sets = _first_set(declaration, workload, seeds, device)
         self.expected = [_untimed_outputs(baseline, self.sets[0], declaration.params)]
         tensors = self.sets[0] + self.expected[0] * 5  # outputs, and their bounds in FP32
         set_bytes = sum(t.numel() * t.element_size() for t in tensors)
         count = min(wanted, max(2, POOL_BYTES // max(1, set_bytes)))
-        self.sets += draw(workload, count - 1, seeds[1], "normal", device)
+        self.sets += _other_sets(declaration, workload, seeds, count, device)
         for inputs in self.sets[1:]:
             self.expected.append(_untimed_outputs(baseline, inputs, declaration.params))
         columns = zip(*self.expected, strict=True)  # per output: its value in every set
@@ -133,8 +132,19 @@ def pool_seeds(nonce: str, workload: str, round_index: int) -> tuple[int, int]:
 def drawn_sets(declaration, workload, seeds: tuple[int, int], sets: int, device) -> list:
     """A pool's `sets` input sets, drawn again from its seeds as `FreshPool` drew them (a
     batched draw depends on its count, so the count must be the pool's)."""
-    first = declaration.make_input_sets(workload, 1, seeds[0], "normal", device)
-    return first + declaration.make_input_sets(workload, sets - 1, seeds[1], "normal", device)
+    return _first_set(declaration, workload, seeds, device) + _other_sets(
+        declaration, workload, seeds, sets, device
+    )
+
+
+def _first_set(declaration, workload, seeds: tuple[int, int], device) -> list:
+    """A pool's first set alone: its size decides how many sets the pool holds."""
+    return declaration.make_input_sets(workload, 1, seeds[0], "normal", device)
+
+
+def _other_sets(declaration, workload, seeds: tuple[int, int], sets: int, device) -> list:
+    """The other `sets - 1` sets of a pool of `sets`, in one batched draw."""
+    return declaration.make_input_sets(workload, sets - 1, seeds[1], "normal", device)
 
 
 def _untimed_outputs(function, inputs, params) -> list[torch.Tensor]:
