@@ -7,6 +7,10 @@ PyTorch's own kernels, so their outputs are held to the references' eager output
 rewrites the plain PyTorch parts too (fusions round differently), so a compiled mode's outputs
 are held to the references' outputs in that same mode, which run first. A mode that fails is a
 row with its error, so one failure never hides the others.
+
+Every row is also a ratio against `stock`, what a PyTorch user deploys without this project
+(its fastest timed row), and on a GPU the report states the byte floor: the time to read every
+weight once per use at the device's measured copy bandwidth.
 """
 
 import datetime
@@ -17,6 +21,7 @@ from collections.abc import Callable
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+from examples.byte_floor import ByteFloor, byte_floor
 from examples.config import ExampleSize
 from examples.deployment import Mode, deploy
 from examples.expectation import compare_outputs, registry_calls_per_output
@@ -41,6 +46,9 @@ class ForwardTiming(BaseModel):
     median_ms: float | None = None
     min_ms: float | None = None
     samples: int = 0
+    speedup_vs_stock: float | None = Field(
+        default=None, description="the stock figure's median over this row's (above 1: faster)"
+    )
     error: str | None = Field(default=None, description="why this mode did not run")
 
 
@@ -59,6 +67,24 @@ class TimingReport(BaseModel):
     warmup: int
     clock: str
     rows: list[ForwardTiming]
+    stock: str | None = Field(
+        default=None, description="the row every speedup is against: stock's fastest mode"
+    )
+    floor: ByteFloor | None = Field(default=None, description="the byte floor (CUDA only)")
+
+    def with_stock_ratios(self) -> "TimingReport":
+        """The report with `stock` set to stock's fastest timed row and each row's ratio to it."""
+        timed = [r for r in self.rows if r.profile == "stock" and r.median_ms is not None]
+        if not timed:
+            return self
+        stock = min(timed, key=lambda row: row.median_ms)
+        rows = [
+            row.model_copy(update={"speedup_vs_stock": round(stock.median_ms / row.median_ms, 3)})
+            if row.median_ms
+            else row
+            for row in self.rows
+        ]
+        return self.model_copy(update={"rows": rows, "stock": f"stock, {stock.mode}"})
 
 
 def time_example(
@@ -90,6 +116,7 @@ def time_example(
         warmup=warmup,
         clock=f"{clock}, median of {iterations} after {warmup} warm-up calls",
         rows=[],
+        floor=byte_floor(model, device),
     )
     for mode in modes:
         mode_reference, against = reference, "torch, eager"
@@ -107,7 +134,7 @@ def time_example(
                 mode_reference = outputs if compiled else reference
                 against = f"torch, {mode}" if compiled else "torch, eager"
             torch._dynamo.reset()
-            report = report.model_copy(update={"rows": [*report.rows, row]})
+            report = report.model_copy(update={"rows": [*report.rows, row]}).with_stock_ratios()
             on_row(report)
     return report
 

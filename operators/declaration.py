@@ -105,6 +105,11 @@ class OperatorDeclaration(BaseModel):
     preferred: Callable[..., Any] | None = Field(
         default=None, description="the production Triton kernel; None means the reference"
     )
+    stock: Callable[..., Any] | None = Field(
+        default=None,
+        description="what a PyTorch user deploys without this project (profile `stock`): a "
+        "stock PyTorch formulation such as SDPA for attention; None means the reference",
+    )
     contract: Contract
     workloads: tuple[Workload, ...] = Field(min_length=1)
 

@@ -1,7 +1,9 @@
 """Which implementation each operator call runs, under a `kernel_profile`.
 
-`none` runs the preferred (production) kernel, `torch` the reference, `auto` or a profile
-name the verified tuned kernels with the preferred kernel as fallback. Resolution happens once
+`none` runs the preferred (production) kernel, `torch` the reference, `stock` what a PyTorch
+user deploys without this project (the reference, or the operator's stock PyTorch formulation
+such as SDPA for attention), `auto` or a profile name the verified tuned kernels with the
+preferred kernel as fallback. Resolution happens once
 per selection, before any compiled region, so a traced call only reads a cache: the
 selection's table of what a compiled graph calls (`compiled`). That table belongs to the
 selection object, so `torch.compile`'s guards on it see a change of profile and trace again;
@@ -24,6 +26,8 @@ from operators.profiles import TUNED_ROOT, TunedKernel, load_profile, matching_p
 from operators.registry import REGISTRY, OperatorRegistry
 
 PROFILE_VARIABLE = "CONTROLLER_KERNEL_PROFILE"
+BUILTIN_PROFILES: tuple[str, ...] = ("none", "torch", "stock", "auto")
+"""Profiles every tree has; an installed profile cannot take one of these names."""
 
 
 class ResolvedOperator:
@@ -88,7 +92,11 @@ class KernelSelection:
     def _compiled_call(self, name: str) -> Callable[..., Any]:
         resolved = self._resolved[name]
         declaration = self.registry.declaration(name)
-        if self.profile == "torch" or declaration.preferred is None and resolved.tuned is None:
+        if self.profile == "torch":
+            return declaration.reference
+        if self.profile == "stock":
+            return declaration.stock or declaration.reference
+        if declaration.preferred is None and resolved.tuned is None:
             return declaration.reference
         try:
             if resolved.tuned is not None:
@@ -102,6 +110,8 @@ class KernelSelection:
         preferred = declaration.preferred or declaration.reference
         if self.profile == "torch":
             return ResolvedOperator(name, declaration.reference, None)
+        if self.profile == "stock":
+            return ResolvedOperator(name, declaration.stock or declaration.reference, None)
         if self.profile == "none":
             return ResolvedOperator(name, preferred, None)
         return ResolvedOperator(name, preferred, self._tuned_kernels().get(name))

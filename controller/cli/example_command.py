@@ -49,8 +49,9 @@ def add_parser(subparsers) -> None:
     run_parser.add_argument(
         "--profile",
         action="append",
-        help="with --time: a kernel profile to time (none, torch, auto or an installed "
-        "name); repeat for several (default: none and torch)",
+        help="with --time: a kernel profile to time (none, torch, stock, auto or an "
+        "installed name); repeat for several (default: none, torch and stock; stock is what a "
+        "PyTorch user deploys without this project, the references with SDPA attention)",
     )
     run_parser.add_argument("--iterations", type=int, default=20, help="timed forwards per row")
     run_parser.add_argument("--warmup", type=int, default=3, help="untimed forwards per row")
@@ -144,7 +145,7 @@ def _time(arguments, size, device) -> int:
         arguments.batch,
         arguments.seed,
         device,
-        arguments.profile or ["none", "torch"],
+        arguments.profile or ["none", "torch", "stock"],
         modes,
         arguments.iterations,
         arguments.warmup,
@@ -170,7 +171,10 @@ def _print_timing(report, output: Path) -> None:
         f"(torch {environment.torch}, triton {environment.triton}, python "
         f"{environment.python}, driver {environment.driver}); {report.clock}"
     )
-    print(f"  {'profile':<10} {'mode':<16} {'median ms':>10} {'min ms':>8} {'prepare s':>9}  ok")
+    print(
+        f"  {'profile':<10} {'mode':<16} {'median ms':>10} {'min ms':>8} {'x stock':>8} "
+        f"{'prepare s':>9}  ok"
+    )
     for row in report.rows:
         if row.error:
             print(f"  {row.profile:<10} {row.mode:<16} failed: {row.error}")
@@ -178,8 +182,17 @@ def _print_timing(report, output: Path) -> None:
         mark = "yes" if row.within_expectation else "NO (" + ", ".join(row.outside) + ")"
         if row.within_expectation is None:
             mark = "reference of this mode"
+        ratio = f"{row.speedup_vs_stock:.3f}" if row.speedup_vs_stock else "-"
         print(
             f"  {row.profile:<10} {row.mode:<16} {row.median_ms:>10.2f} {row.min_ms:>8.2f} "
-            f"{row.prepare_seconds:>9.1f}  {mark}"
+            f"{ratio:>8} {row.prepare_seconds:>9.1f}  {mark}"
+        )
+    if report.stock:
+        print(f"  x stock: {report.stock}'s median over the row's (above 1: faster than stock)")
+    if report.floor:
+        floor = report.floor
+        print(
+            f"  byte floor {floor.milliseconds:.2f} ms: {floor.weight_bytes / 1e9:.2f} GB of "
+            f"weights read once per use at {floor.bandwidth_gb_per_s:.0f} GB/s (measured copy)"
         )
     print(f"JSON written to {output}")

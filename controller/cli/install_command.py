@@ -27,15 +27,14 @@ def run(arguments) -> int:
     import re
 
     from controller.errors import ControllerError
+    from operators.selection import BUILTIN_PROFILES
 
-    if not re.fullmatch(r"[a-z][a-z0-9_]*", arguments.profile) or arguments.profile in {
-        "none",
-        "torch",
-        "auto",
-    }:
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", arguments.profile) or (
+        arguments.profile in BUILTIN_PROFILES
+    ):
         raise ControllerError(
-            f"--profile {arguments.profile!r}: use a snake_case name other than none, torch "
-            "and auto (they are built-in profiles)"
+            f"--profile {arguments.profile!r}: use a snake_case name other than "
+            f"{', '.join(BUILTIN_PROFILES)} (they are built-in profiles)"
         )
     if not arguments.export.is_dir():
         raise ControllerError(f"{arguments.export} does not exist; pass a tune run's export/")

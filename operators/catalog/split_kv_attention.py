@@ -5,6 +5,7 @@ heads. The prefix may be empty, which is how the prefix encoder attends to itsel
 """
 
 import torch
+import torch.nn.functional as F
 import triton
 import triton.language as tl
 
@@ -38,6 +39,21 @@ def split_kv_attention_reference(
     values = torch.cat((v_cache, v), dim=2).float().repeat_interleave(group, dim=1)
     scores = torch.matmul(q.float(), keys.transpose(-1, -2)) * scale
     return torch.matmul(torch.softmax(scores, dim=-1), values).to(q.dtype)
+
+
+def split_kv_attention_sdpa(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    scale: float = PI05.head_dim**-0.5,
+) -> torch.Tensor:
+    """What a PyTorch user writes: BF16 `scaled_dot_product_attention` over the joined K/V,
+    grouped-query (FlashAttention on a GPU, the math path on a CPU); profile `stock` runs it."""
+    keys = torch.cat((k_cache, k), dim=2)
+    values = torch.cat((v_cache, v), dim=2)
+    return F.scaled_dot_product_attention(q, keys, values, scale=scale, enable_gqa=True)
 
 
 @triton.jit
@@ -350,6 +366,7 @@ DECLARATION = OperatorDeclaration(
     ),
     reference=split_kv_attention_reference,
     preferred=split_kv_attention_triton,
+    stock=split_kv_attention_sdpa,
     contract=Contract(
         mode="tolerance",
         roundings=2,
