@@ -26,6 +26,7 @@ from examples.config import ExampleSize
 from examples.deployment import Mode, deploy
 from examples.expectation import compare_outputs, registry_calls_per_output
 from examples.model import build_model, make_inputs
+from examples.paired_timing import call_times
 from operators import use_kernel_profile
 from operators.environment import EnvironmentIdentity, current_environment_identity
 
@@ -189,20 +190,4 @@ def _summary(error: Exception) -> str:
 def _latencies(forward, inputs, iterations: int, warmup: int) -> list[float]:
     for _ in range(warmup):
         forward(inputs)
-    if inputs.noise.device.type != "cuda":
-        spans = []
-        for _ in range(iterations):
-            start = time.perf_counter()
-            forward(inputs)
-            spans.append((time.perf_counter() - start) * 1e3)
-        return spans
-    torch.cuda.synchronize()
-    events = []
-    for _ in range(iterations):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        forward(inputs)
-        end.record()
-        events.append((start, end))
-    torch.cuda.synchronize()
-    return [start.elapsed_time(end) for start, end in events]
+    return call_times(forward, inputs, iterations)

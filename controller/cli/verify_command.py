@@ -4,9 +4,10 @@ fast is it end to end?
 The example model runs on N fixed input seeds per batch size: an FP32 reference and the BF16
 baseline (both `kernel_profile=torch`) and the profile. Each continuous output's errors against
 the FP32 reference may exceed the baseline's by at most 25% on average and 2x at worst;
-discrete outputs must equal the baseline's. On CUDA the forward is also timed (captured in one
-CUDA graph and under torch.compile) under none, torch and the profile. Exit 0 when the gate
-passes, 1 when it does not, 2 on bad input or a baseline far from the FP32 reference.
+discrete outputs must equal the baseline's. On CUDA the forward is also timed, captured in one
+CUDA graph, under the profile, none and stock (the references with SDPA attention), paired and
+interleaved over rounds; a profile not faster than none in every round fails. Exit 0 when the
+gate passes, 1 when it does not, 2 on bad input or a baseline far from the FP32 reference.
 """
 
 import datetime
@@ -123,9 +124,12 @@ def _print(report, output: Path) -> None:
             f"{verdict.candidate_worst_max_abs:.3g} ({verdict.baseline_worst_max_abs:.3g}): {state}"
         )
     for timing in report.timing:
-        for row in timing["rows"]:
-            figure = f"{row['median_ms']:.2f} ms" if row.get("median_ms") else row.get("error")
-            print(f"  batch {timing['batch']} {row['profile']:<8} {row['mode']:<8} {figure}")
+        figures = ", ".join(f"{name} {ms:.2f} ms" for name, ms in timing.median_ms.items())
+        print(f"  batch {timing.batch} ({timing.mode}, {timing.rounds} paired rounds): {figures}")
+        for ratio in timing.ratios:
+            print(f"    {ratio.describe()}")
+    for failure in report.speed_failures:
+        print(f"  FAIL: {failure}")
     for note in report.notes:
         print(f"  note: {note}")
     print(f"{'PASSED' if report.passed else 'FAILED'}; report in {output}")

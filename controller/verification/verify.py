@@ -1,6 +1,7 @@
 """`controller verify`: run the example model over fixed seeds under an FP32 reference, the
 BF16 baseline and a kernel profile, gate the profile's numerics, and on CUDA time the forward
-end to end under `none`, `torch` and the profile, eager-captured and under torch.compile."""
+end to end under the profile, `none` and `stock`, each captured in one CUDA graph, paired and
+interleaved: a tuned profile that is not faster than `none` beyond noise fails."""
 
 import datetime
 from pathlib import Path
@@ -20,9 +21,10 @@ from controller.verification.model_gate import (
     collect_references,
     judge,
 )
+from examples.paired_timing import PairedTiming
 
 MODEL_SEED = 0
-TIMED_MODES = ("graph", "compile")
+BUILT_IN_BASELINES = ("none", "stock")
 
 
 class VerifyReport(BaseModel):
@@ -40,8 +42,12 @@ class VerifyReport(BaseModel):
     passed: bool
     error: str | None = None
     outputs: list[OutputVerdict] = Field(default_factory=list)
-    timing: list[dict] = Field(
-        default_factory=list, description="per batch, the example timing report (CUDA only)"
+    timing: list[PairedTiming] = Field(
+        default_factory=list,
+        description="per batch, the profile, none and stock timed paired and interleaved (CUDA)",
+    )
+    speed_failures: list[str] = Field(
+        default_factory=list, description="each batch where the profile is not faster than none"
     )
     notes: list[str] = Field(default_factory=list)
 
@@ -163,18 +169,37 @@ def verify_profile(
     if forwards.device.type != "cuda":
         note = "end-to-end timing skipped: it needs CUDA (the Triton interpreter is not timed)"
         return report.model_copy(update={"notes": [note]})
-    return report.model_copy(update={"timing": _timing(profile, forwards, batches)})
+    timing = [_paired_timing(profile, selection, forwards, batch) for batch in batches]
+    failures = [failure for paired in timing for failure in speed_failures(profile, paired)]
+    return report.model_copy(
+        update={
+            "timing": timing,
+            "speed_failures": failures,
+            "passed": report.passed and not failures,
+        }
+    )
 
 
-def _timing(profile: str, forwards: ExampleForwards, batches: list[int]) -> list[dict]:
-    from examples.timing import time_example
+def _paired_timing(profile: str, selection, forwards: ExampleForwards, batch: int):
+    from examples.paired_timing import time_paired
+    from operators import KernelSelection
 
-    profiles = sorted({"none", "torch", profile})
+    profiles = {profile: selection}
+    for name in BUILT_IN_BASELINES:
+        profiles.setdefault(name, KernelSelection(name))
+    pairs = [(profile, name) for name in BUILT_IN_BASELINES if name != profile]
+    inputs = forwards.inputs(batch, MODEL_SEED)
+    return time_paired(forwards.model, inputs, profiles, pairs)
+
+
+def speed_failures(profile: str, timing: PairedTiming) -> list[str]:
+    """The model-level latency gate: a tuned profile must be faster than `none` in every round."""
+    versus_none = timing.ratio(profile, "none")
+    if versus_none is None or versus_none.faster_beyond_noise:
+        return []
     return [
-        time_example(
-            forwards.size, batch, MODEL_SEED, forwards.device, profiles, list(TIMED_MODES), 20, 3
-        ).model_dump(mode="json")
-        for batch in batches
+        f"batch {timing.batch}: {versus_none.describe()} is not faster beyond noise "
+        f"({timing.rounds} paired rounds, {timing.mode} mode)"
     ]
 
 

@@ -1,0 +1,100 @@
+"""Paired, interleaved model timing and the model-level latency gate built on it: a profile
+that slows the model is reported slower beyond noise and fails `verify`'s speed check."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from controller.verification.verify import speed_failures
+from examples.config import TINY
+from examples.model import build_model, make_inputs
+from examples.paired_timing import PairedTiming, SpeedRatio, time_paired
+from operators.environment import current_kernel_environment
+from operators.profiles import file_digest
+from operators.selection import KernelSelection
+
+SLOW_SOURCE = '''"""rms_norm that sleeps first: right, and slower by a known amount."""
+
+import time
+
+from operators.catalog.rms_norm import rms_norm_reference
+
+
+def kernel(x, weight, eps=1e-6):
+    time.sleep(0.01)
+    return rms_norm_reference(x, weight, eps)
+
+
+def applies(*args, **kwargs):
+    return True
+'''
+
+
+def slow_profile(root: Path) -> Path:
+    folder = root / "slow"
+    (folder / "rms_norm").mkdir(parents=True)
+    source = folder / "rms_norm" / "kernel.py"
+    source.write_text(SLOW_SOURCE)
+    profile = {
+        "name": "slow",
+        "environment": current_kernel_environment().model_dump(),
+        "operators": {"rms_norm": {"source": "rms_norm/kernel.py"}},
+        "files": {"rms_norm/kernel.py": file_digest(source)},
+    }
+    (folder / "profile.json").write_text(json.dumps(profile))
+    return root
+
+
+def test_a_slower_profile_is_slower_beyond_noise_in_every_round(tmp_path):
+    # The references stand in for the baseline: under the interpreter `none` takes seconds.
+    model = build_model(TINY, 0, "cpu")
+    inputs = make_inputs(TINY, 1, 0, "cpu")
+    profiles = {
+        "slow": KernelSelection("slow", tuned_root=slow_profile(tmp_path)),
+        "torch": KernelSelection("torch"),
+    }
+    timing = time_paired(
+        model, inputs, profiles, [("slow", "torch")], mode="eager", rounds=3, calls=2
+    )
+    assert timing.rounds == 3 and all(len(ms) == 3 for ms in timing.round_ms.values())
+    (ratio,) = timing.ratios
+    assert ratio.slower_beyond_noise and not ratio.faster_beyond_noise
+    assert ratio.highest < 1 and timing.median_ms["slow"] > timing.median_ms["torch"]
+
+
+def paired(lowest: float, highest: float) -> PairedTiming:
+    ratio = SpeedRatio(
+        candidate="h200",
+        baseline="none",
+        median=(lowest + highest) / 2,
+        lowest=lowest,
+        highest=highest,
+        faster_beyond_noise=lowest > 1,
+        slower_beyond_noise=highest < 1,
+    )
+    return PairedTiming(
+        batch=8,
+        mode="graph",
+        clock="CUDA events",
+        rounds=10,
+        calls_per_round=5,
+        median_ms={"h200": 20.0, "none": 21.0},
+        round_ms={"h200": [20.0], "none": [21.0]},
+        ratios=[ratio],
+    )
+
+
+@pytest.mark.parametrize(
+    ("lowest", "highest", "fails"),
+    [(1.02, 1.06, False), (0.99, 1.06, True), (0.9, 0.95, True)],
+)
+def test_the_speed_gate_needs_every_round_faster_than_none(lowest, highest, fails):
+    failures = speed_failures("h200", paired(lowest, highest))
+    assert bool(failures) == fails
+    if fails:
+        assert "batch 8" in failures[0] and "against none" in failures[0]
+
+
+def test_the_speed_gate_has_nothing_to_say_about_none_itself():
+    assert speed_failures("none", paired(0.9, 0.95)) == []
