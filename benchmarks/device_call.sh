@@ -44,6 +44,21 @@ for part in "$@"; do
       run example_captured 240 python3 -m controller example run --size pi05 --batch 1 --time \
         $profiles --mode graph --mode compile --iterations 10 --warmup 2 \
         --output "$OUT/example-time-captured-b1.json" ;;
+    speed)  # issue 26: the model under stock, none and h200 (when installed), per batch
+      profiles="--profile stock --profile none"
+      [ -f tuned/h200/profile.json ] && profiles="$profiles --profile h200"
+      for b in ${BATCHES:-1 8}; do
+        run speed_b$b "${SPEED_SECONDS:-300}" python3 -m controller example run --size pi05 \
+          --batch "$b" --time $profiles ${SPEED_MODES:---mode graph --mode reduce-overhead} \
+          --iterations 20 --warmup 3 --output "$OUT/speed-b$b.json"
+      done ;;
+    kernels)  # where the forward's device time goes, by kernel, for each PROFILE:MODE
+      for spec in ${KERNEL_SPECS:-stock:reduce-overhead none:graph}; do
+        for b in ${BATCHES:-1 8}; do
+          run "kernels_${spec%%:*}_b$b" 240 python3 benchmarks/model_kernels.py \
+            --profile "${spec%%:*}" --mode "${spec##*:}" --batch "$b"
+        done
+      done ;;
     zygote) run zygote 60 python3 benchmarks/zygote_threads.py ;;
     bias) run bias 240 python3 benchmarks/graph_bias_probe.py ;;
     queue) TAIL=${TAIL:-40} run queue 240 python3 benchmarks/replay_queue_probe.py ;;
