@@ -85,6 +85,12 @@ class Workload(BaseModel):
     name: str
     axes: dict[str, int]
     weight: float = Field(default=1.0, gt=0)
+    calls_per_forward: float | None = Field(
+        default=None,
+        ge=0,
+        description="calls of this size in one forward of the model the shapes come from; "
+        "promotion weighs the workload by it x its time (None: the weight stands in)",
+    )
 
 
 class OperatorDeclaration(BaseModel):

@@ -8,7 +8,7 @@ import json
 from controller.flows.tune_incumbents import all_incumbents, attempt_summaries
 from controller.runs.records import read_json
 from controller.runs.store import RunStore, write_atomic, write_json_atomic
-from gates.tuning.reading import read_evaluation
+from gates.tuning.reading import EvaluationReading, read_evaluation
 
 PLOT = "latency.svg"
 PANEL_WIDTH, PANEL_HEIGHT, MARGIN = 560, 150, 48
@@ -30,12 +30,21 @@ def write_tuning_evidence(store: RunStore, device: str) -> None:
         for incumbent in all_incumbents(store.run_dir)
     ]
     series = latency_series(store)
+    latest = latest_timing(store)
     write_json_atomic(
         evidence / "tuning.json",
         {
             "device": device,
             "controller_overhead_s": controller_overheads(store),
             "incumbents": history,
+            "latest_timing": {
+                "attempt": latest[0],
+                "weights": f"calls per forward x time ({latest[1].weights_source()})",
+                "slower": list(latest[1].slower),
+                "workloads": [row.model_dump() for row in latest[1].workloads],
+            }
+            if latest
+            else None,
             "attempts": [s.model_dump(mode="json") for s in summaries],
             "latency_us": series,
         },
@@ -102,6 +111,50 @@ def latency_series(store: RunStore) -> dict[str, dict[str, list]]:
     return series
 
 
+def latest_timing(store: RunStore) -> tuple[int, EvaluationReading] | None:
+    """The newest attempt whose evaluation timed anything, with its reading."""
+    for record in reversed(store.history().attempts):
+        evaluation = read_json(store.attempt_dir(record.number) / "evaluation.json")
+        reading = read_evaluation(evaluation) if evaluation else None
+        if reading is not None and reading.timed:
+            return record.number, reading
+    return None
+
+
+def regime_markdown(attempt: int, reading: EvaluationReading) -> list[str]:
+    """Both figures of every role per workload, and the weights that made the model time."""
+    lines = [
+        "",
+        f"### Timing by regime (attempt {attempt})",
+        "",
+        f"Weighted figure: the model's time, each workload weighted by calls per forward x "
+        f"its time ({reading.weights_source()}). Promotion refuses a workload slower beyond "
+        "noise warm or cold. Times in us, warm / cold.",
+        "",
+        "| workload | promotion figure | calls per forward | baseline | incumbent | candidate |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in reading.workloads:
+        source = f" ({row.figure_source})" if row.figure_source else ""
+        calls = f"{row.model_calls:g} ({row.weight_source or 'declared-weight'})"
+        roles = [
+            _warm_cold(getattr(row, f"{role}_warm_us"), getattr(row, f"{role}_cold_us"))
+            for role in ("baseline", "incumbent", "candidate")
+        ]
+        lines.append(
+            f"| {row.name} | {row.promotion_figure}{source} | {calls} | {' | '.join(roles)} |"
+        )
+    for slower in reading.slower:
+        lines.append(f"- {slower}")
+    return lines
+
+
+def _warm_cold(warm: float | None, cold: float | None) -> str:
+    if warm is None and cold is None:
+        return "-"
+    return " / ".join("-" if value is None else f"{value:.2f}" for value in (warm, cold))
+
+
 def tuning_markdown(store: RunStore, device: str) -> str:
     """The Tuning section of report.md."""
     incumbents = all_incumbents(store.run_dir)
@@ -121,7 +174,7 @@ def tuning_markdown(store: RunStore, device: str) -> str:
     else:
         speedup = best.reading.weighted_speedup() if best.reading else None
         shown = f"x{speedup:.3f}" if speedup else "n/a"
-        lines.append(f"- incumbent: attempt {best.attempt}, {shown} weighted over production")
+        lines.append(f"- incumbent: attempt {best.attempt}, {shown} in model time over production")
     overheads = sorted(controller_overheads(store).values())
     if overheads:
         lines.append(
@@ -144,6 +197,9 @@ def tuning_markdown(store: RunStore, device: str) -> str:
         lines.append(
             f"| {label} | {f'x{speedup:.3f}' if speedup else '-'} | {rows or 'not timed'} |"
         )
+    latest = latest_timing(store)
+    if latest:
+        lines += regime_markdown(*latest)
     rejected = [s for s in summaries if s.outcome != "promoted"]
     lines += ["", "### Rejected attempts", ""]
     if not rejected:

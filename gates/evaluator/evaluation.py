@@ -25,6 +25,7 @@ from gates.evaluator.launcher import (
     finish_worker,
     start_worker,
 )
+from gates.evaluator.model_weights import model_weights
 from gates.evaluator.promotion import promotion_verdict
 from gates.evaluator.protocol import (
     CandidateReport,
@@ -34,7 +35,7 @@ from gates.evaluator.protocol import (
     JudgeReport,
     write_json_atomic,
 )
-from gates.evaluator.results import TimingReport
+from gates.evaluator.results import TimingReport, WorkloadWeight
 from gates.tasks.captured import LAYOUTS_FILE, captured_package_is_current
 from gates.tasks.generation import render_package
 from gates.tasks.package import digest_files, load_task
@@ -65,7 +66,8 @@ def evaluate(
         raise GateError(
             f"solution is for {solution.definition!r}, the task is {task.definition.name!r}"
         )
-    _check_task_is_current(task)
+    declaration = _check_task_is_current(task)
+    weights = model_weights(task.folder, declaration)
     if device == "cuda":
         import torch
 
@@ -95,7 +97,7 @@ def evaluate(
         snapshot = SourceSnapshot(
             protected_roots(REPOSITORY_ROOT, Path(task_folder), Path(solution_path))
         )
-        outcome = _run_phases(request, request_path, timeout)
+        outcome = _run_phases(request, request_path, timeout, weights)
         try:
             snapshot.check()
         except SourcesRewritten as cheat:
@@ -113,8 +115,11 @@ def evaluate(
     )
 
 
-def _run_phases(request: EvaluationRequest, request_path: Path, timeout: float) -> dict:
-    """Candidate first; the judge starts beside it, held, so its imports cost no wall time."""
+def _run_phases(
+    request: EvaluationRequest, request_path: Path, timeout: float, weights: dict
+) -> dict:
+    """Candidate first; the judge starts beside it, held, so its imports cost no wall time.
+    `weights` (calls per forward by workload) weigh the promotion's model time."""
     started = time.monotonic()
     report_file = Path(request.work_dir) / "candidate-report.json"
     judge_worker = start_worker("judge", request, request_path, (str(report_file),), held=True)
@@ -153,17 +158,20 @@ def _run_phases(request: EvaluationRequest, request_path: Path, timeout: float) 
     outcome["integrity"] = candidate.integrity
     outcome["notes"] = candidate.notes
     if judge.status == "PASSED" and candidate.timing is not None:
-        outcome["timing"] = decided_promotion(candidate.timing, bool(request.incumbent))
+        outcome["timing"] = decided_promotion(candidate.timing, bool(request.incumbent), weights)
     return outcome
 
 
-def decided_promotion(timing: TimingReport, incumbent: bool) -> TimingReport:
+def decided_promotion(
+    timing: TimingReport, incumbent: bool, weights: dict[str, WorkloadWeight] | None = None
+) -> TimingReport:
     """The timing with its promotion verdict made again, in this process, with its
-    thresholds: the candidate process shares its interpreter with the solution, so its
-    verdict and the numbers its rule read are not trusted; only the paired times it
-    measured are."""
+    thresholds and the task's calls per forward (`model_weights`): the candidate process
+    shares its interpreter with the solution, so its verdict and the numbers its rule read
+    are not trusted; only the paired times it measured are."""
     roles = ["candidate", "baseline", *(["incumbent"] if incumbent else [])]
-    return timing.model_copy(update={"promotion": promotion_verdict(timing, roles)})
+    verdict = promotion_verdict(timing, roles, weights=weights)
+    return timing.model_copy(update={"promotion": verdict})
 
 
 def _run_candidate(request, request_path, timeout) -> tuple[dict | None, CandidateReport | None]:
@@ -215,8 +223,9 @@ def _rejected(detector: str, cheat: str, reason: str) -> dict:
     }
 
 
-def _check_task_is_current(task) -> None:
-    """Refuse a package that no longer matches the registered operator it names."""
+def _check_task_is_current(task):
+    """Refuse a package that no longer matches the registered operator it names; returns
+    the operator's declaration."""
     from operators import REGISTRY
 
     if task.definition.name not in REGISTRY:
@@ -231,3 +240,4 @@ def _check_task_is_current(task) -> None:
             f"task package {task.folder} is stale (the operator changed); regenerate it with "
             "`controller generate --force`"
         )
+    return declaration

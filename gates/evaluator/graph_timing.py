@@ -287,12 +287,18 @@ def graph_row(workload, times: dict, figure: str, rounds: int, set_bytes: int, f
         row[f"{role}_round_medians_us"] = [
             median(promoted[i : i + chunk]) * 1e3 for i in range(0, len(promoted), chunk)
         ]
-    candidate = times["candidate"][figure]
+    other = "cold" if figure == "warm" else "warm"
+    row["other_figure_ratios"] = {}
     for role in times:
         if role != "candidate":
-            row["paired_ratios"][role] = [
-                c / o for c, o in zip(candidate, times[role][figure], strict=True) if o > 0
-            ]
+            row["paired_ratios"][role] = _pairs(times, role, figure)
+            row["other_figure_ratios"][role] = _pairs(times, role, other)
     if "baseline" in times:
         row["speedup"] = row["baseline_median_us"] / row["candidate_median_us"]
     return row
+
+
+def _pairs(times: dict, role: str, figure: str) -> list[float]:
+    """Candidate over `role`, replay by replay, on one figure (both sampled the same replays)."""
+    candidate = times["candidate"][figure]
+    return [c / o for c, o in zip(candidate, times[role][figure], strict=True) if o > 0]

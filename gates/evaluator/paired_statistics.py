@@ -3,8 +3,9 @@ of interleaved measurements, with a bootstrap confidence interval.
 
 Pairs cancel what moves both roles together (clocks, the process's launch cost, the
 neighbours on the host); the interval is a percentile bootstrap of the median ratio per
-workload and of the weighted geometric mean of the median ratios across workloads, from a
-fixed seed so the same samples always give the same verdict.
+workload and of the model-time ratio across workloads (each workload's median ratio weighted
+by its share of the model's time), from a fixed seed so the same samples always give the same
+verdict.
 """
 
 import math
@@ -50,6 +51,24 @@ def weighted_ratio_interval(
     point = math.exp(
         sum(w * math.log(numpy.median(r)) for w, (_, r) in zip(weights, usable, strict=True))
     )
+    low, high = _percentiles(estimates, confidence)
+    return point, low, high
+
+
+def model_time_ratio_interval(
+    ratios_by_workload: list[tuple[float, list[float]]], confidence: float
+) -> tuple[float, float, float]:
+    """(ratio, low, high) of the model's time with the candidate over its time without:
+    sum of share x median ratio, each weight being a workload's share of the model's time
+    (calls per forward x the role's time), each workload's pairs resampled independently."""
+    usable = [(weight, ratios) for weight, ratios in ratios_by_workload if ratios and weight > 0]
+    if not usable:
+        return math.nan, math.nan, math.nan
+    shares = numpy.asarray([weight for weight, _ in usable]) / sum(w for w, _ in usable)
+    generator = numpy.random.default_rng(BOOTSTRAP_SEED)
+    medians = numpy.stack([_resampled_medians(r, generator) for _, r in usable])
+    estimates = shares @ medians
+    point = float(sum(s * numpy.median(r) for s, (_, r) in zip(shares, usable, strict=True)))
     low, high = _percentiles(estimates, confidence)
     return point, low, high
 

@@ -1,70 +1,150 @@
 """The latency promotion rule, on paired ratios: a candidate replaces the baseline (and the
-incumbent) when its weighted mean time ratio is better by the required gain with the
-interval's upper end under 1 (clear of no improvement), and no workload is slower beyond
-noise (its ratio interval entirely above 1 + the noise margin). Thresholds live here only and
-are recorded in every verdict."""
+incumbent) when the model's time with it is shorter by the required gain with the interval's
+upper end under 1 (clear of no improvement), and no workload is slower beyond noise (its ratio
+interval entirely above 1 + the noise margin) on either figure, warm or cold. The model's time
+weighs each workload by its calls per forward x the compared role's time on the workload's
+promotion figure, so a gain on a short call cannot outvote a loss on a long one. Thresholds
+live here only and are recorded in every verdict."""
 
 from gates.evaluator.paired_statistics import (
+    model_time_ratio_interval,
     paired_ratios,
     ratio_interval,
-    weighted_ratio_interval,
 )
 from gates.evaluator.results import (
     Promotion,
     PromotionThresholds,
     RatioInterval,
     RoleComparison,
+    SlowerRegime,
+    WorkloadWeight,
 )
 
 THRESHOLDS = PromotionThresholds(required_gain=0.03, noise_margin=0.01, confidence=0.95)
+FIGURES = ("warm", "cold")
+
+
+def _field(row, key: str, default=None):
+    return row.get(key, default) if isinstance(row, dict) else getattr(row, key, default)
 
 
 def role_pairs(row, role: str) -> list[float]:
-    """A workload's paired ratios candidate/`role`: per replay pair when timed in pairs,
-    else per round (round medians, rounds interleaved)."""
-    get = row.get if isinstance(row, dict) else lambda key, default=None: getattr(row, key, default)
-    pairs = (get("paired_ratios") or {}).get(role)
+    """A workload's paired ratios candidate/`role` on its promotion figure: per replay pair
+    when timed in pairs, else per round (round medians, rounds interleaved)."""
+    pairs = (_field(row, "paired_ratios") or {}).get(role)
     if pairs:
         return list(pairs)
-    candidate = get("candidate_round_medians_us") or []
-    other = get(f"{role}_round_medians_us") or []
+    candidate = _field(row, "candidate_round_medians_us") or []
+    other = _field(row, f"{role}_round_medians_us") or []
     return paired_ratios(list(candidate), list(other))
 
 
-def promotion_verdict(report, roles: list[str], thresholds=THRESHOLDS) -> Promotion:
-    """Whether the candidate beats every other role by the rule, with the numbers and why."""
+def figure_pairs(row, role: str) -> dict[str, list[float]]:
+    """The paired ratios candidate/`role` on each figure that was timed in pairs."""
+    figure = _field(row, "promotion_figure") or "warm"
+    pairs = {figure: role_pairs(row, role)}
+    other = (_field(row, "other_figure_ratios") or {}).get(role)
+    if other:
+        pairs["cold" if figure == "warm" else "warm"] = list(other)
+    return {name: ratios for name, ratios in pairs.items() if ratios}
+
+
+def figure_time_us(row, role: str, figure: str) -> float | None:
+    """A role's per-call median on one figure (the warm one is `<role>_median_us`)."""
+    if figure == "cold" and _field(row, f"{role}_cold_us") is not None:
+        return _field(row, f"{role}_cold_us")
+    if figure == "warm" or _field(row, "method") == "eager":
+        return _field(row, f"{role}_median_us")
+    return None
+
+
+def _round_median(row, role: str) -> float:
+    """A role's time where the row has no median on the figure: its round medians' median."""
+    rounds = sorted(_field(row, f"{role}_round_medians_us") or [1.0])
+    return rounds[len(rounds) // 2]
+
+
+def row_weights(workloads) -> dict[str, WorkloadWeight]:
+    """Weights from the timing rows themselves (the declared or captured relative weight),
+    for a verdict made without the task's calls per forward."""
+    return {
+        name: WorkloadWeight(calls_per_forward=_field(row, "weight", 1.0), source="declared-weight")
+        for name, row in workloads.items()
+    }
+
+
+def promotion_verdict(
+    report, roles: list[str], thresholds=THRESHOLDS, weights: dict | None = None
+) -> Promotion:
+    """Whether the candidate beats every other role by the rule, with the numbers and why.
+    `weights` (calls per forward by workload) default to the rows' own weights."""
     workloads = report["workloads"] if isinstance(report, dict) else report.workloads
+    weights = {**row_weights(workloads), **(weights or {})}
     comparisons, reasons = {}, []
     for other in (role for role in roles if role != "candidate"):
-        per_workload, worse = {}, []
-        weighted = []
-        for name, row in workloads.items():
-            weight = row["weight"] if isinstance(row, dict) else row.weight
-            ratios = role_pairs(row, other)
-            estimate, low, high = ratio_interval(ratios, thresholds.confidence)
-            per_workload[name] = RatioInterval(
-                ratio=estimate, low=low, high=high, pairs=len(ratios)
-            )
-            weighted.append((weight, ratios))
-            if low > 1 + thresholds.noise_margin:
-                worse.append(name)
-        ratio, low, high = weighted_ratio_interval(weighted, thresholds.confidence)
-        mean = RatioInterval(
-            ratio=ratio, low=low, high=high, pairs=sum(len(r) for _, r in weighted)
-        )
-        comparisons[other] = RoleComparison(weighted=mean, workloads=per_workload, worse=worse)
+        comparison = _compare(workloads, other, weights, thresholds)
+        comparisons[other] = comparison
+        reasons += [slower.describe(other) for slower in comparison.slower]
+        ratio, high = comparison.weighted.ratio, comparison.weighted.high
         if not ratio <= 1 - thresholds.required_gain:
             gain = thresholds.required_gain
-            reasons.append(f"weighted ratio to {other} {ratio:.4f} is not {gain:.0%} under 1")
+            reasons.append(f"model-time ratio to {other} {ratio:.4f} is not {gain:.0%} under 1")
         elif not high < 1:
-            reasons.append(f"the interval of the ratio to {other} reaches {high:.4f} (not under 1)")
-        if worse:
-            reasons.append(f"{', '.join(worse)} slower than {other} beyond noise")
+            reasons.append(
+                f"the interval of the model-time ratio to {other} reaches {high:.4f} (not under 1)"
+            )
     promoted = not reasons
     reason = (
-        f"weighted ratio at least {thresholds.required_gain:.0%} under 1 against every role, "
-        "interval under 1, no workload slower beyond noise"
+        f"model-time ratio at least {thresholds.required_gain:.0%} under 1 against every role, "
+        "interval under 1, no workload slower beyond noise warm or cold"
         if promoted
         else "; ".join(reasons)
     )
-    return Promotion(promoted=promoted, reason=reason, thresholds=thresholds, against=comparisons)
+    return Promotion(
+        promoted=promoted,
+        reason=reason,
+        thresholds=thresholds,
+        against=comparisons,
+        weights={name: weights[name] for name in workloads},
+    )
+
+
+def _compare(workloads, other: str, weights: dict, thresholds) -> RoleComparison:
+    """The candidate against `other`: every workload on both figures, and the model time."""
+    per_workload, figures, slower, weighted = {}, {}, [], []
+    for name, row in workloads.items():
+        figure = _field(row, "promotion_figure") or "warm"
+        figures[name] = {}
+        for timed, ratios in figure_pairs(row, other).items():
+            estimate, low, high = ratio_interval(ratios, thresholds.confidence)
+            interval = RatioInterval(ratio=estimate, low=low, high=high, pairs=len(ratios))
+            figures[name][timed] = interval
+            if low > 1 + thresholds.noise_margin:
+                slower.append(
+                    SlowerRegime(
+                        workload=name,
+                        figure=timed,
+                        candidate_us=figure_time_us(row, "candidate", timed),
+                        role_us=figure_time_us(row, other, timed),
+                        interval=interval,
+                    )
+                )
+        ratios = role_pairs(row, other)
+        estimate, low, high = ratio_interval(ratios, thresholds.confidence)
+        per_workload[name] = RatioInterval(ratio=estimate, low=low, high=high, pairs=len(ratios))
+        role_time = figure_time_us(row, other, figure) or _round_median(row, other)
+        weighted.append((weights[name].calls_per_forward * role_time, ratios))
+    ratio, low, high = model_time_ratio_interval(weighted, thresholds.confidence)
+    total = sum(weight for weight, ratios in weighted if ratios) or 1.0
+    return RoleComparison(
+        weighted=RatioInterval(
+            ratio=ratio, low=low, high=high, pairs=sum(len(r) for _, r in weighted)
+        ),
+        workloads=per_workload,
+        figures=figures,
+        model_time_share={
+            name: weight / total for name, (weight, _) in zip(workloads, weighted, strict=True)
+        },
+        worse=sorted({item.workload for item in slower}),
+        slower=slower,
+    )

@@ -6,8 +6,12 @@ candidate) so the JSON reads the same as a table of the roles.
 """
 
 import math
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
+
+Figure = Literal["warm", "cold"]
+WeightSource = Literal["captured", "declared", "declared-weight"]
 
 
 class PromotionThresholds(BaseModel):
@@ -35,14 +39,61 @@ class RatioInterval(BaseModel):
         return None if math.isnan(value) else value
 
 
+class WorkloadWeight(BaseModel):
+    """How often the model runs one workload: its share of the model's time is this many
+    calls x the compared role's time on the workload's promotion figure."""
+
+    model_config = ConfigDict(frozen=True)
+
+    calls_per_forward: float = Field(ge=0)
+    source: WeightSource = Field(
+        description="captured (a capture's call count over its steps), declared (the "
+        "declaration's calls per forward) or declared-weight (no calls per forward declared: "
+        "the declared relative weight)"
+    )
+
+
+class SlowerRegime(BaseModel):
+    """One workload slower than a role beyond noise on one figure (warm or cold)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workload: str
+    figure: Figure
+    candidate_us: float | None = None
+    role_us: float | None = None
+    interval: RatioInterval
+
+    def describe(self, role: str) -> str:
+        """`prefix_b8 slower than baseline beyond noise (warm: 18.21 us vs 17.16 us, ...)`."""
+        times = ""
+        if self.candidate_us is not None and self.role_us is not None:
+            times = f" {self.candidate_us:.2f} us vs {self.role_us:.2f} us,"
+        ratio = self.interval
+        return (
+            f"{self.workload} slower than {role} beyond noise ({self.figure}:{times} ratio "
+            f"{ratio.ratio:.3f} [{ratio.low:.3f}, {ratio.high:.3f}])"
+        )
+
+
 class RoleComparison(BaseModel):
-    """The candidate against one role: weighted mean ratio and each workload's."""
+    """The candidate against one role: the model-time ratio, each workload's ratio on its
+    promotion figure and on both figures, and the regimes slower beyond noise."""
 
     model_config = ConfigDict(frozen=True)
 
     weighted: RatioInterval
     workloads: dict[str, RatioInterval] = Field(default_factory=dict)
+    figures: dict[str, dict[str, RatioInterval]] = Field(
+        default_factory=dict, description="per workload, the ratio on each figure timed"
+    )
+    model_time_share: dict[str, float] = Field(
+        default_factory=dict, description="each workload's share of the role's model time"
+    )
     worse: list[str] = Field(default_factory=list, description="workloads slower beyond noise")
+    slower: list[SlowerRegime] = Field(
+        default_factory=list, description="each workload and figure slower beyond noise"
+    )
 
 
 class Promotion(BaseModel):
@@ -54,6 +105,9 @@ class Promotion(BaseModel):
     reason: str
     thresholds: PromotionThresholds | None = None
     against: dict[str, RoleComparison] = Field(default_factory=dict)
+    weights: dict[str, WorkloadWeight] = Field(
+        default_factory=dict, description="calls per forward of each workload, and their source"
+    )
 
 
 class WorkloadTiming(BaseModel):
@@ -78,8 +132,17 @@ class WorkloadTiming(BaseModel):
     candidate_round_medians_us: list[float] = Field(default_factory=list)
     candidate_cold_us: float | None = None
     promotion_figure: str = Field(default="warm", description="warm or cold: what promotion uses")
+    figure_source: str = Field(
+        default="l2-size",
+        description="why that figure: task (evaluation.json), captured (the model's producer "
+        "had just written the inputs, or not), l2-size (warm when a set fits in the L2)",
+    )
     paired_ratios: dict[str, list[float]] = Field(
         default_factory=dict, description="candidate/role per interleaved pair, by role"
+    )
+    other_figure_ratios: dict[str, list[float]] = Field(
+        default_factory=dict,
+        description="candidate/role per pair on the figure promotion does not use, by role",
     )
     speedup: float | None = None
     fresh_sets_per_round: int = 0

@@ -35,6 +35,8 @@ def latency_verdict(reading: EvaluationReading) -> Verdict:
         "promoted": reading.promoted,
         "promotion_reason": reading.promotion_reason,
         "weighted_speedup": reading.weighted_speedup(),
+        "weights": f"calls per forward x time ({reading.weights_source()})",
+        "slower": list(reading.slower),
         "workloads": [row.model_dump() for row in reading.workloads],
     }
     if not reading.timed:
@@ -44,7 +46,10 @@ def latency_verdict(reading: EvaluationReading) -> Verdict:
         return Verdict(gate=LATENCY, passed=False, summary=summary, details=details)
     speedups = ", ".join(_speedup(row) for row in reading.workloads)
     if reading.promoted:
-        summary = f"promoted: x{reading.weighted_speedup():.3f} weighted over baseline ({speedups})"
+        summary = (
+            f"promoted: x{reading.weighted_speedup():.3f} in model time over baseline "
+            f"(calls per forward x time, {reading.weights_source()}; {speedups})"
+        )
         return Verdict(gate=LATENCY, passed=True, summary=summary, details=details)
     summary = (
         f"not promoted: {_one_line(reading.promotion_reason)}; {_slowest(reading)}; "
@@ -57,7 +62,7 @@ def _speedup(row) -> str:
     interval = ""
     if row.speedup_low is not None and row.speedup_high is not None:
         interval = f" [{row.speedup_low:.3f}, {row.speedup_high:.3f}]"
-    return f"{row.name} x{row.speedup:.3f}{interval}"
+    return f"{row.name} x{row.speedup:.3f} {row.promotion_figure}{interval}"
 
 
 def _slowest(reading: EvaluationReading) -> str:

@@ -131,5 +131,5 @@ DECLARATION = OperatorDeclaration(
         roundings=2,
         reason="row sum order and the rsqrt approximation differ from eager",
     ),
-    workloads=action_workloads(),
+    workloads=action_workloads(per_layer=2, once=1),
 )

@@ -124,5 +124,5 @@ DECLARATION = OperatorDeclaration(
         mode="bit_exact",
         reason="two BF16 roundings like eager, the product then the sum (FMA is forbidden)",
     ),
-    workloads=action_workloads(),
+    workloads=action_workloads(per_layer=2),
 )

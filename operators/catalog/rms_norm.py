@@ -104,5 +104,5 @@ DECLARATION = OperatorDeclaration(
         roundings=3,
         reason="row sum order, rsqrt approximation and the fused scale differ from eager",
     ),
-    workloads=row_workloads(),
+    workloads=row_workloads(action_per_layer=0, prefix_per_layer=2),
 )
