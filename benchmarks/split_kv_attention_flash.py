@@ -1,0 +1,383 @@
+"""A FlashAttention-class kernel for `split_kv_attention`, shipped as a scripted tune session.
+
+Why it is faster than the production kernel: all query heads of one key/value head are rows of
+one program (the action call's 8 heads x 50 tokens are 400 rows), so K/V are read once per
+group of rows instead of once per head; and the keys are split among programs (flash-decoding)
+so that a 50-token call fills the GPU at batch 1, with a second small launch that merges the
+slices' softmax statistics. A call whose rows already fill the GPU is not split.
+
+Numerics are the production kernel's: scores and sums in float32, online softmax in base 2,
+and the weights reach the value product as a high and a low BF16 part (one BF16 rounding of a
+near-one-hot softmax would move a cancelling output past the contract). Merging slices only
+rescales float32 partial sums, which the contract's reordering allowance covers.
+
+`benchmarks/attention_session.py` writes this file, imports made relative, into
+`benchmarks/sessions/tune_split_kv_attention.json` as the solution's operator file.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from operators import triton_runtime  # noqa: F401  (selects the interpreter before any kernel)
+from operators.catalog.rounding import round_to_bfloat16
+from operators.catalog.shapes import PI05
+from operators.kernel_launch import compiler_visible, launch
+
+LOG2_E = 1.4426950408889634
+
+
+@triton.jit
+def _key_block_pointers(
+    cache_ptr,
+    current_ptr,
+    keys,
+    dims,
+    prefix,
+    cache_token_stride,
+    current_token_stride,
+):
+    """Pointers to a block of keys (or values) that may straddle the cache and the current."""
+    in_cache = keys < prefix
+    cache_rows = tl.where(in_cache, keys, 0) * cache_token_stride
+    current_rows = tl.where(in_cache, 0, keys - prefix) * current_token_stride
+    cached = cache_ptr + cache_rows[:, None] + dims[None, :]
+    current = current_ptr + current_rows[:, None] + dims[None, :]
+    return tl.where(in_cache[:, None], cached, current)
+
+
+@triton.jit
+def _partial_attention_kernel(
+    q_ptr,
+    k_cache_ptr,
+    v_cache_ptr,
+    k_ptr,
+    v_ptr,
+    out_ptr,
+    partial_ptr,
+    partial_max_ptr,
+    partial_sum_ptr,
+    query_heads,
+    kv_heads,
+    tokens,
+    prefix,
+    head_dim,
+    q_batch_stride,
+    q_head_stride,
+    q_token_stride,
+    cache_batch_stride,
+    cache_head_stride,
+    cache_token_stride,
+    kv_batch_stride,
+    kv_head_stride,
+    kv_token_stride,
+    score_scale,
+    keys_per_split,
+    padded_rows,
+    SPLIT: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_KEYS: tl.constexpr,
+    BLOCK_DIM: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
+    # Program (row block, key slice, batch x kv head). A row is (query head of the group,
+    # query token); the group's rows share every key and value this program loads.
+    group = query_heads // kv_heads
+    batch = tl.program_id(2) // kv_heads
+    kv_head = tl.program_id(2) % kv_heads
+    rows = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    present = rows < group * tokens
+    head = kv_head * group + rows // tokens
+    query = rows % tokens
+    dims = tl.arange(0, BLOCK_DIM)
+    dim_present = dims < head_dim
+    q_rows = batch * q_batch_stride + head * q_head_stride + query * q_token_stride
+    q_mask = present[:, None] & dim_present[None, :]
+    q = tl.load(q_ptr + q_rows[:, None] + dims[None, :], mask=q_mask, other=0.0)
+    if UPCAST:  # the interpreter multiplies BF16 dot operands as raw integers
+        q = q.to(tl.float32)
+
+    cache_base = batch * cache_batch_stride + kv_head * cache_head_stride
+    current_base = batch * kv_batch_stride + kv_head * kv_head_stride
+    length = prefix + tokens
+    first_key = tl.program_id(1) * keys_per_split
+    last_key = tl.minimum(first_key + keys_per_split, length)
+    acc = tl.zeros((BLOCK_ROWS, BLOCK_DIM), dtype=tl.float32)
+    row_max = tl.full((BLOCK_ROWS,), float("-inf"), dtype=tl.float32)
+    row_sum = tl.zeros((BLOCK_ROWS,), dtype=tl.float32)
+    for start in range(first_key, last_key, BLOCK_KEYS):
+        keys = start + tl.arange(0, BLOCK_KEYS)
+        valid = keys < last_key
+        kv_mask = valid[:, None] & dim_present[None, :]
+        key = tl.load(
+            _key_block_pointers(
+                k_cache_ptr + cache_base,
+                k_ptr + current_base,
+                keys,
+                dims,
+                prefix,
+                cache_token_stride,
+                kv_token_stride,
+            ),
+            mask=kv_mask,
+            other=0.0,
+        )
+        if UPCAST:
+            scores = tl.dot(q, tl.trans(key.to(tl.float32)), input_precision="ieee")
+        else:
+            scores = tl.dot(q, tl.trans(key))
+        scores = scores * tl.cast(score_scale, tl.float32)  # float32 under Inductor too
+        scores = tl.where(valid[None, :], scores, float("-inf"))
+        new_max = tl.maximum(row_max, tl.max(scores, axis=1))
+        correction = tl.exp2(row_max - new_max)
+        weights = tl.exp2(scores - new_max[:, None])
+        row_sum = row_sum * correction + tl.sum(weights, axis=1)
+        high = round_to_bfloat16(weights)
+        low = round_to_bfloat16(weights - high)
+        value = tl.load(
+            _key_block_pointers(
+                v_cache_ptr + cache_base,
+                v_ptr + current_base,
+                keys,
+                dims,
+                prefix,
+                cache_token_stride,
+                kv_token_stride,
+            ),
+            mask=kv_mask,
+            other=0.0,
+        )
+        acc = acc * correction[:, None]
+        if UPCAST:
+            acc += tl.dot(high + low, value.to(tl.float32), input_precision="ieee")
+        else:
+            acc = tl.dot(high.to(value.dtype), value, acc)
+            acc = tl.dot(low.to(value.dtype), value, acc)
+        row_max = new_max
+
+    if SPLIT:  # unnormalised float32 sums and the softmax statistics, merged by the next launch
+        slot = tl.program_id(2) * tl.num_programs(1) + tl.program_id(1)
+        slot_rows = slot * padded_rows + rows
+        tl.store(partial_ptr + slot_rows[:, None] * BLOCK_DIM + dims[None, :], acc)
+        tl.store(partial_max_ptr + slot_rows, row_max)
+        tl.store(partial_sum_ptr + slot_rows, row_sum)
+    else:
+        out = round_to_bfloat16(acc / row_sum[:, None])
+        out_rows = ((batch * query_heads + head) * tokens + query) * head_dim
+        tl.store(out_ptr + out_rows[:, None] + dims[None, :], out, mask=q_mask)
+
+
+@triton.jit
+def _merge_slices_kernel(
+    partial_ptr,
+    partial_max_ptr,
+    partial_sum_ptr,
+    out_ptr,
+    query_heads,
+    kv_heads,
+    tokens,
+    head_dim,
+    splits,
+    padded_rows,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_SLICE_DIM: tl.constexpr,
+    BLOCK_DIM: tl.constexpr,
+):
+    # Program (row block, dimension block, batch x kv head): rescale each key slice's sums to
+    # the common maximum, add them, divide once, round once.
+    group = query_heads // kv_heads
+    batch = tl.program_id(2) // kv_heads
+    kv_head = tl.program_id(2) % kv_heads
+    rows = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    present = rows < group * tokens
+    dims = tl.program_id(1) * BLOCK_SLICE_DIM + tl.arange(0, BLOCK_SLICE_DIM)
+    acc = tl.zeros((BLOCK_ROWS, BLOCK_SLICE_DIM), dtype=tl.float32)
+    row_max = tl.full((BLOCK_ROWS,), float("-inf"), dtype=tl.float32)
+    row_sum = tl.zeros((BLOCK_ROWS,), dtype=tl.float32)
+    for split in range(0, splits):
+        slot_rows = (tl.program_id(2) * splits + split) * padded_rows + rows
+        slice_max = tl.load(partial_max_ptr + slot_rows, mask=present, other=0.0)
+        slice_sum = tl.load(partial_sum_ptr + slot_rows, mask=present, other=1.0)
+        slice_acc = tl.load(
+            partial_ptr + slot_rows[:, None] * BLOCK_DIM + dims[None, :],
+            mask=present[:, None],
+            other=0.0,
+        )
+        new_max = tl.maximum(row_max, slice_max)
+        old_scale = tl.exp2(row_max - new_max)
+        slice_scale = tl.exp2(slice_max - new_max)
+        acc = acc * old_scale[:, None] + slice_acc * slice_scale[:, None]
+        row_sum = row_sum * old_scale + slice_sum * slice_scale
+        row_max = new_max
+    out = round_to_bfloat16(acc / row_sum[:, None])
+    head = kv_head * group + rows // tokens
+    query = rows % tokens
+    out_rows = ((batch * query_heads + head) * tokens + query) * head_dim
+    mask = present[:, None] & (dims[None, :] < head_dim)
+    tl.store(out_ptr + out_rows[:, None] + dims[None, :], out, mask=mask)
+
+
+TUNING = {
+    "rows": 64,
+    "keys": 64,
+    "programs": 132,
+    "num_warps": 4,
+    "num_stages": 2,
+    "rows_long": 128,
+    "keys_long": 64,
+    "programs_long": 132,
+    "num_warps_long": 8,
+    "num_stages_long": 2,
+    "merge_rows": 16,
+    "merge_dim": 64,
+}
+"""Launch settings on a GPU. A call is `long` when its query tokens exceed 64 (the prefix
+encoder); `programs` is how many programs the key split aims for (the H200 has 132 SMs); the
+merge launch takes `merge_rows` x `merge_dim` tiles."""
+TUNING_SPACE = {
+    "rows": (64, 128),
+    "keys": (32, 64),
+    "programs": (66, 132, 264),
+    "num_warps": (4, 8),
+    "num_stages": (1, 2, 3),
+    "rows_long": (64, 128),
+    "keys_long": (32, 64),
+    "programs_long": (66, 132, 264),
+    "num_warps_long": (4, 8),
+    "num_stages_long": (1, 2, 3),
+    "merge_rows": (8, 16, 32),
+    "merge_dim": (64, 128, 256),
+}
+"""What `autotune` may try for each launch setting; the numerics never depend on them."""
+INTERPRETED = {
+    "rows": 64,
+    "keys": 64,
+    "programs": 16,
+    "num_warps": 4,
+    "num_stages": 1,
+    "merge_rows": 64,
+    "merge_dim": 256,
+}
+"""Under the interpreter every program costs a fixed overhead: few, large ones, still split."""
+
+
+class Plan:
+    """One call's launch: blocks, the key split, and the launch options of both kernels."""
+
+    def __init__(self, settings: dict, batch: int, kv_heads: int, group_rows: int, length: int):
+        self.rows = settings["rows"]
+        self.keys = settings["keys"]
+        self.row_blocks = triton.cdiv(group_rows, self.rows)
+        base = self.row_blocks * batch * kv_heads
+        key_blocks = triton.cdiv(length, self.keys)
+        splits = min(key_blocks, max(1, settings["programs"] // base))
+        blocks_per_split = triton.cdiv(key_blocks, splits)
+        self.keys_per_split = blocks_per_split * self.keys
+        self.splits = triton.cdiv(key_blocks, blocks_per_split)
+        self.num_warps = settings["num_warps"]
+        self.num_stages = settings["num_stages"]
+        self.merge_rows = settings["merge_rows"]
+        self.merge_dim = settings["merge_dim"]
+
+
+def settings_for(tokens: int, tuning: dict | None = None) -> dict:
+    """The launch settings of a call with `tokens` query tokens (interpreter: INTERPRETED)."""
+    if triton_runtime.interpreting():
+        return INTERPRETED
+    tuning = TUNING if tuning is None else tuning
+    names = ("rows", "keys", "programs", "num_warps", "num_stages")
+    chosen = {name: tuning[f"{name}_long" if tokens > 64 else name] for name in names}
+    return chosen | {"merge_rows": tuning["merge_rows"], "merge_dim": tuning["merge_dim"]}
+
+
+def attend(q, k_cache, v_cache, k, v, scale: float, settings: dict) -> torch.Tensor:
+    """The kernels under explicit launch settings (a benchmark sweeps them through this)."""
+    batch, query_heads, tokens, head_dim = q.shape
+    kv_heads, prefix = k.shape[1], k_cache.shape[2]
+    q, k_cache, v_cache, k, v = (
+        t if t.stride(-1) == 1 else t.contiguous() for t in (q, k_cache, v_cache, k, v)
+    )
+    if k_cache.stride() != v_cache.stride():
+        k_cache, v_cache = k_cache.contiguous(), v_cache.contiguous()
+    if k.stride() != v.stride():
+        k, v = k.contiguous(), v.contiguous()
+    if prefix == 0:  # never read; a real tensor keeps launchers from seeing a null pointer
+        k_cache, v_cache = k, v
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    if out.numel() == 0:
+        return out
+    group_rows = query_heads // kv_heads * tokens
+    plan = Plan(settings, batch, kv_heads, group_rows, prefix + tokens)
+    block_dim = max(16, triton.next_power_of_2(head_dim))
+    padded_rows = plan.row_blocks * plan.rows
+    slots = batch * kv_heads * plan.splits if plan.splits > 1 else 0
+    partial = torch.empty((slots, padded_rows, block_dim), dtype=torch.float32, device=q.device)
+    partial_max = torch.empty((slots, padded_rows), dtype=torch.float32, device=q.device)
+    partial_sum = torch.empty((slots, padded_rows), dtype=torch.float32, device=q.device)
+    if slots == 0:  # never written; real tensors keep launchers from seeing a null pointer
+        partial, partial_max, partial_sum = out, out, out
+    launch(
+        _partial_attention_kernel,
+        (plan.row_blocks, plan.splits, batch * kv_heads),
+        q,
+        k_cache,
+        v_cache,
+        k,
+        v,
+        out,
+        partial,
+        partial_max,
+        partial_sum,
+        query_heads,
+        kv_heads,
+        tokens,
+        prefix,
+        head_dim,
+        *q.stride()[:3],
+        *k_cache.stride()[:3],
+        *k.stride()[:3],
+        float(scale * LOG2_E),
+        plan.keys_per_split,
+        padded_rows,
+        SPLIT=plan.splits > 1,
+        BLOCK_ROWS=plan.rows,
+        BLOCK_KEYS=plan.keys,
+        BLOCK_DIM=block_dim,
+        UPCAST=triton_runtime.interpreting(),
+        num_warps=plan.num_warps,
+        num_stages=plan.num_stages,
+    )
+    if plan.splits > 1:
+        merge_dim = min(plan.merge_dim, block_dim)
+        launch(
+            _merge_slices_kernel,
+            (triton.cdiv(group_rows, plan.merge_rows), block_dim // merge_dim, batch * kv_heads),
+            partial,
+            partial_max,
+            partial_sum,
+            out,
+            query_heads,
+            kv_heads,
+            tokens,
+            head_dim,
+            plan.splits,
+            padded_rows,
+            BLOCK_ROWS=plan.merge_rows,
+            BLOCK_SLICE_DIM=merge_dim,
+            BLOCK_DIM=block_dim,
+            num_warps=4,
+        )
+    return out
+
+
+@compiler_visible
+def split_kv_attention_triton(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    scale: float = PI05.head_dim**-0.5,
+) -> torch.Tensor:
+    """Grouped rows, online softmax over key blocks, keys split among programs when it helps."""
+    return attend(q, k_cache, v_cache, k, v, scale, settings_for(q.shape[2]))

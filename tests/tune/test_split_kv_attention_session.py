@@ -1,0 +1,77 @@
+"""The grouped, split-KV attention kernel that `benchmarks/sessions/tune_split_kv_attention.json`
+submits: the session carries the kernel module as it is, the kernel meets the operator's
+contract under the interpreter at scaled-down sizes (key split and merge included), and the
+H200 benchmark script runs end to end on the CPU."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from operators.catalog import split_kv_attention
+from operators.catalog.checking import first_violation, scaled_down
+from operators.declaration import DISTRIBUTIONS
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS.parent))
+
+from benchmarks import attention_gpu, attention_session  # noqa: E402
+from benchmarks import split_kv_attention_flash as flash  # noqa: E402
+
+SPLIT_EVERYWHERE = {**flash.INTERPRETED, "rows": 32, "keys": 16, "programs": 64, "merge_rows": 8}
+"""Small blocks and many programs: every scaled-down workload's keys are split, then merged."""
+
+
+def test_the_session_writes_the_kernel_module_over_the_operator_file():
+    (write,) = json.loads(attention_session.SESSION_FILE.read_text())["attempts"][0]
+    assert write["tool"] == "write"
+    assert write["path"] == "solution/operators/catalog/split_kv_attention.py"
+    assert write["content"] == attention_session.solution_source(
+        flash.__loader__.get_data(flash.__file__).decode()
+    ), "stale session: run python benchmarks/attention_session.py"
+    assert "from ...operators.catalog.rounding import round_to_bfloat16" in write["content"]
+
+
+@pytest.mark.parametrize("settings", [None, SPLIT_EVERYWHERE], ids=["default", "split"])
+def test_the_kernel_meets_the_contract_on_every_distribution(settings):
+    declaration = scaled_down(split_kv_attention.DECLARATION)
+    kernel = flash.split_kv_attention_triton
+    if settings is not None:
+
+        def kernel(q, k_cache, v_cache, k, v, scale):
+            return flash.attend(q, k_cache, v_cache, k, v, scale, settings)
+
+    for workload in declaration.workloads:
+        for distribution in DISTRIBUTIONS:
+            violation = first_violation(declaration, kernel, workload, 3, distribution)
+            assert violation is None, f"{workload.name}, {distribution}: {violation}"
+
+
+def test_the_split_settings_split_every_scaled_down_workload():
+    declaration = scaled_down(split_kv_attention.DECLARATION)
+    for workload in declaration.workloads:
+        axes = declaration.axis_sizes(workload)
+        plan = flash.Plan(
+            SPLIT_EVERYWHERE,
+            axes["batch"],
+            axes["kv_heads"],
+            axes["query_heads"] // axes["kv_heads"] * axes["tokens"],
+            axes["prefix"] + axes["tokens"],
+        )
+        assert plan.splits > 1, workload.name
+
+
+def test_the_benchmark_runs_on_the_cpu_and_writes_its_report(tmp_path, capsys):
+    assert attention_gpu.main(["--device", "cpu", "--quick", "--out", str(tmp_path)]) == 0
+    assert "| workload | production us | new us |" in capsys.readouterr().out
+    report = json.loads((tmp_path / "attention_gpu.json").read_text())
+    assert report["session_current"] is True
+    assert [result["contract"] for result in report["results"]] == ["ok"] * 3
+    roles = {timing["role"] for timing in report["results"][0]["timings"]}
+    assert {"production", "new", "sdpa", "variant0"} <= roles
+
+
+def test_the_benchmark_refuses_full_sizes_under_the_interpreter(capsys):
+    assert attention_gpu.main(["--device", "cpu"]) == 2
+    assert "--quick" in capsys.readouterr().err
