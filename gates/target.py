@@ -9,9 +9,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from gates.changes.limits import ChangeLimits
 from gates.errors import GateError
 
 TABLE = "tool.controller"
+_LIMITS = ChangeLimits()
 
 
 class HiddenParity(BaseModel):
@@ -64,9 +66,15 @@ class TargetConfig(BaseModel):
     hidden_parity: HiddenParity | None = Field(
         default=None, description="driver for configurations drawn per run (other batch, seed)"
     )
-    max_file_bytes: int = Field(default=1_000_000, gt=0, description="largest changed file")
-    max_change_bytes: int = Field(default=4_000_000, gt=0, description="all changed files")
-    max_changed_files: int = Field(default=200, gt=0, description="number of changed paths")
+    max_file_bytes: int = Field(
+        default=_LIMITS.max_file_bytes, gt=0, description="largest changed file"
+    )
+    max_change_bytes: int = Field(
+        default=_LIMITS.max_change_bytes, gt=0, description="all changed files"
+    )
+    max_changed_files: int = Field(
+        default=_LIMITS.max_changed_files, gt=0, description="number of changed paths"
+    )
 
     @field_validator("parity_configurations")
     @classmethod
@@ -76,6 +84,15 @@ class TargetConfig(BaseModel):
             if not module or not function:
                 raise ValueError(f"{driver!r} is not `module:function`")
         return drivers
+
+    @property
+    def limits(self) -> ChangeLimits:
+        """The size and count limits every flow's scope gate applies to this target."""
+        return ChangeLimits(
+            max_file_bytes=self.max_file_bytes,
+            max_change_bytes=self.max_change_bytes,
+            max_changed_files=self.max_changed_files,
+        )
 
     @property
     def runtime_package(self) -> str:

@@ -150,7 +150,7 @@ class TuneFlow:
             candidate=candidate.path,
             task=self.task_dir(run),
             task_digest=self.task_digest,
-            ruff_config=run.base_path / "pyproject.toml",
+            base=run.base_path,
             device=self.device,
             incumbent=incumbent.solution if incumbent.attempt > 0 else None,
             timeout_s=self.timeout_s,

@@ -1,17 +1,20 @@
 """Gate 1, scope: the candidate commit changes only what a registration may change.
 
 Judged from the commit itself (the same change list the report shows and the branch holds).
-Rejects paths that are not valid UTF-8, changes over the size and count limits, paths outside
+Rejects paths that are not valid UTF-8, changes over the size and count limits and binary
+files (the rules every flow shares, `gates/changes/limits.py`), paths outside
 `allowed_paths`, any change to a protected path (listed, or implicitly: the parity drivers'
 modules, expectation files, `pyproject.toml`), tool configuration files (they would change how
-ruff or pytest judge), symlinks, binary files, an existing test function that was edited or
+ruff or pytest judge), symlinks, an existing test function that was edited or
 removed, and changed source or tests that patch other modules at run time (`patching.py`).
 """
 
 import ast
+import functools
 import time
 from pathlib import Path
 
+from gates.changes.limits import ChangedFile, file_violation, limit_violations
 from gates.python_source import parse_python
 from gates.registration.judged_commit import CommitChange, JudgedCommit
 from gates.registration.patching import patching_violations
@@ -48,7 +51,9 @@ def check(base: Path, commit: JudgedCommit, config: TargetConfig, operator: str 
     """Judge the commit's changed paths against the target's path rules and limits."""
     started = time.monotonic()
     changes = commit.changes()
-    violations = _limit_violations(changes, config)
+    violations = limit_violations(
+        [ChangedFile(path=c.path, size=c.size) for c in changes], config.limits
+    )
     for change in changes:
         violations.extend(_violations(base, commit, config, change, operator))
     changed = [f"{c.kind} {c.path}" for c in changes]
@@ -74,22 +79,6 @@ def is_tool_file(path: str, config: TargetConfig) -> bool:
     return tool and path not in config.allowed_tool_files
 
 
-def _limit_violations(changes: list[CommitChange], config: TargetConfig) -> list[str]:
-    found = []
-    if len(changes) > config.max_changed_files:
-        found.append(
-            f"{len(changes)} changed paths, over the limit of {config.max_changed_files} "
-            "(max_changed_files)"
-        )
-    total = sum(change.size for change in changes)
-    if total > config.max_change_bytes:
-        found.append(
-            f"the change adds {total:,} bytes, over the limit of {config.max_change_bytes:,} "
-            "(max_change_bytes)"
-        )
-    return found
-
-
 def _violations(base, commit, config: TargetConfig, change: CommitChange, operator: str):
     path = change.path
     if not change.utf8:
@@ -111,17 +100,12 @@ def _violations(base, commit, config: TargetConfig, change: CommitChange, operat
     if change.mode == SYMLINK_MODE:
         yield f"{path}: symlinks are not allowed"
         return
-    if change.size > config.max_file_bytes:
-        yield (
-            f"{path}: {change.size:,} bytes, over the per-file limit of "
-            f"{config.max_file_bytes:,} (max_file_bytes)"
-        )
+    read = functools.cache(lambda: commit.read(path))
+    refused = file_violation(ChangedFile(path=path, size=change.size), read, config.limits)
+    if refused:
+        yield refused
         return
-    content = commit.read(path)
-    if b"\0" in content or not _is_text(content):
-        yield f"{path}: binary files are not allowed"
-        return
-    text = content.decode()
+    text = read().decode()
     if change.kind == "modified" and is_test_file(path):
         yield from _weakened_tests(path, (Path(base) / path).read_text(), text)
     if path.endswith(".py"):
@@ -133,14 +117,6 @@ def _operator_module(config: TargetConfig, operator: str) -> str | None:
     """The module a new operator lives in (`operators.catalog.gelu_tanh`), which its own tests
     may monkeypatch."""
     return f"{config.registry_module}.{operator}" if operator else None
-
-
-def _is_text(content: bytes) -> bool:
-    try:
-        content.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _weakened_tests(path: str, before: str, after: str):

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from gates.changes.ruff_rules import base_configuration, ruff_verdict
 from gates.registration import (
     GATE_NAMES,
     aten_sequence,
@@ -26,7 +27,6 @@ from gates.registration import (
     effectiveness,
     registry_gates,
     registry_hits,
-    ruff_check,
     scope,
     structure,
     target_tests,
@@ -165,7 +165,8 @@ def _scope(attempt: Attempt) -> Verdict:
 
 
 def _ruff(attempt: Attempt) -> Verdict:
-    return ruff_check.check(attempt.base, attempt.export("ruff"))
+    configuration = base_configuration(attempt.base)
+    return ruff_verdict(attempt.base, attempt.export("ruff"), configuration, attempt.config.limits)
 
 
 def _structure(attempt: Attempt) -> Verdict:

@@ -14,8 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gates.changes.limits import ChangeLimits
+from gates.changes.ruff_rules import base_configuration, ruff_verdict
 from gates.errors import GateError
-from gates.tuning import scope, style
+from gates.tuning import scope
 from gates.tuning.reading import read_evaluation
 from gates.tuning.verdicts import correctness_verdict, latency_verdict
 from gates.verdict import Verdict
@@ -33,7 +35,8 @@ class TuningCheck(BaseModel):
     candidate: Path = Field(description="the snapshot of the agent's workspace")
     task: Path = Field(description="the controller's own copy of the task package")
     task_digest: str
-    ruff_config: Path | None = None
+    base: Path | None = Field(None, description="BASE's tree, whose ruff configuration applies")
+    limits: ChangeLimits = Field(default_factory=ChangeLimits, description="size and count")
     device: str = "cpu"
     incumbent: Path | None = Field(None, description="the incumbent solution; None: baseline")
     timeout_s: float = 600.0
@@ -51,10 +54,18 @@ class TuningOutcome(BaseModel):
 
 CHEAP_GATES: tuple[tuple[str, Callable[[TuningCheck], Verdict]], ...] = (
     # Rationale: only the solution's sources are the agent's to change.
-    ("scope", lambda check: scope.check(check.start, check.candidate, check.task_digest)),
-    # Rationale: shipped sources read like the rest of the target.
-    ("ruff", lambda check: style.check(check.start, check.candidate, check.ruff_config)),
+    (
+        "scope",
+        lambda check: scope.check(check.start, check.candidate, check.task_digest, check.limits),
+    ),
+    # Rationale: shipped sources read like the rest of the target, by registration's rules.
+    ("ruff", lambda check: _ruff(check)),
 )
+
+
+def _ruff(check: TuningCheck) -> Verdict:
+    configuration = base_configuration(check.base) if check.base is not None else None
+    return ruff_verdict(check.start, check.candidate, configuration, check.limits)
 
 
 def check_tuning_attempt(check: TuningCheck, evaluator: Evaluator) -> TuningOutcome:
