@@ -1,37 +1,42 @@
-"""The `autotune` agent: no model and no key; it searches the launch settings a kernel declares
-(`TUNING_SPACE` beside `TUNING` in the solution's entry file) and writes one point per attempt
-as the candidate, which the controller's gates judge like any other.
+"""The `autotune` agent: no model and no key. It screens every point of the space a kernel
+declares (`TUNING_SPACE` beside `TUNING` in the solution's entry file) inside the fence, with a
+cheap timing on CUDA (`controller.screening`), then writes the best-ranked point not yet
+submitted as this attempt's candidate, which the controller's gates judge like any other.
 
-With `autotune:<points>` above 1 it first screens that many points with `controller evaluate`
-inside the fence (compile, contract, and on a GPU the time against the baseline), prunes the
-ones that fail, and submits the fastest. Every step is written to the transcript.
+`autotune:<few>` submits at most that many of the screen's best points in a run (default 3),
+one per attempt. The screen of a space is kept for the later attempts of the run in this
+process (a resumed run screens again). Every point, its status and its screen time go to the
+transcript.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
-import shutil
 import sys
 import time
 from pathlib import Path
 
-from controller.agents.autotune_search import SearchPlan, plan_points
+from controller.agents.autotune_screen import screen_in_fence
+from controller.agents.autotune_search import next_submission
 from controller.agents.base import AgentSession, SessionResult, TraceEvent, Usage
-from controller.agents.tools import FencedTools, interpreter_paths, updated_policy
+from controller.agents.tools import FencedTools
 from controller.errors import ControllerError
-from gates.tuning.launch_settings import Point, declared_settings, with_point
+from controller.screening.report import ScreenReport, space_points
+from gates.tuning.launch_settings import declared_settings, with_point
 
-SCREEN_FOLDER = ".autotune"
-SOURCE_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_SUBMISSIONS = 3
+BUDGET_SHARE = 0.9  # of one tool call's timeout, for the whole screen
 
 
 class AutotuneAgent:
-    """Searches the declared launch-settings space, budgeted by points per attempt."""
+    """Screens the whole declared space once, then submits its best points one per attempt."""
 
-    def __init__(self, points_per_attempt: int = 1) -> None:
-        self.points_per_attempt = points_per_attempt
-        self.spec = "autotune" if points_per_attempt == 1 else f"autotune:{points_per_attempt}"
+    def __init__(self, submissions: int = DEFAULT_SUBMISSIONS, screen=screen_in_fence) -> None:
+        self.submissions = submissions
+        self.spec = "autotune" if submissions == DEFAULT_SUBMISSIONS else f"autotune:{submissions}"
+        self._screen = screen
+        self._screens: dict[str, ScreenReport] = {}
 
     @classmethod
     def from_argument(cls, argument: str) -> AutotuneAgent:
@@ -39,8 +44,8 @@ class AutotuneAgent:
             return cls()
         if not argument.isdigit() or int(argument) < 1:
             raise ControllerError(
-                f"agent spec 'autotune:{argument}': give the points per attempt as a positive "
-                "integer, e.g. autotune:4"
+                f"agent spec 'autotune:{argument}': give how many screened points to submit "
+                "as a positive integer, e.g. autotune:3"
             )
         return cls(int(argument))
 
@@ -62,88 +67,62 @@ class AutotuneAgent:
             return _ended(
                 transcript, "error", f"{entry} declares no TUNING and TUNING_SPACE to search"
             )
-        history = _history(session.workspace)
-        plan = plan_points(settings, history, self.points_per_attempt)
-        transcript.append({"role": "autotune", "step": "plan", **plan.model_dump(mode="json")})
-        if not plan.points:
-            transcript.append(
-                {"role": "autotune", "step": "done", "note": "every reachable point was tried"}
-            )
+        report = self._screened(session, source, settings, transcript)
+        choice = next_submission(
+            report, settings.point, _history(session.workspace), self.submissions
+        )
+        transcript.append({"role": "autotune", "step": "choose", **choice.model_dump(mode="json")})
+        if choice.point is None:
             return _ended(transcript, "finished", None, started)
         tools = FencedTools(session)
-        chosen = plan.points[0]
-        if len(plan.points) > 1:
-            chosen = self._screen(session, tools, solution, entry, source, plan, transcript)
         outcome = tools.call(
-            "write", {"path": f"solution/{entry}", "content": with_point(source, chosen)}
+            "write", {"path": f"solution/{entry}", "content": with_point(source, choice.point)}
         )
         transcript.append(
             {
                 "role": "autotune",
                 "step": "write",
-                "point": chosen,
+                "point": choice.point,
                 "ok": outcome.ok,
                 "output": outcome.output[:500],
             }
         )
         return _ended(transcript, "finished", None, started, tools.events)
 
-    def _screen(self, session, tools, solution, entry, source, plan: SearchPlan, transcript):
-        """Evaluate each point in the fence; the fastest passing one (first on a CPU) wins."""
-        device = "cuda" if getattr(session.policy, "gpu", False) else "cpu"
-        scratch = session.workspace / SCREEN_FOLDER
-        results: list[tuple[Point, dict]] = []
-        try:
-            for index, point in enumerate(plan.points):
-                folder = scratch / f"point-{index}"
-                shutil.copytree(solution, folder, ignore=shutil.ignore_patterns("__pycache__"))
-                (folder / entry).write_text(with_point(source, point))
-                measured = self._evaluate(session, folder, device)
-                transcript.append(
-                    {"role": "autotune", "step": "screen", "point": point, **measured}
-                )
-                results.append((point, measured))
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-        passing = [(point, m) for point, m in results if m.get("status") == "PASSED"]
-        if not passing:
-            return plan.points[0]
-        timed = [(point, m) for point, m in passing if m.get("weighted_us")]
-        if timed:
-            return min(timed, key=lambda item: item[1]["weighted_us"])[0]
-        return passing[0][0]
-
-    def _evaluate(self, session: AgentSession, folder: Path, device: str) -> dict:
-        """`controller evaluate` in the fence, with this interpreter and its import path."""
-        _, readable = interpreter_paths()
-        search_path = [Path(p) for p in os.environ.get("PYTHONPATH", "").split(":") if p]
-        extra = (*readable, Path(sys.prefix), SOURCE_ROOT, *search_path)
-        environment = dict(session.policy.env_values)
-        if search_path:
-            environment["PYTHONPATH"] = os.pathsep.join(str(p) for p in search_path)
-        policy = updated_policy(
-            session.policy,
-            readable=tuple(session.policy.readable) + tuple(p for p in extra if p.exists()),
-            env_values=environment,
-            timeout_s=session.limits.turn_timeout_s,
-        )
-        argv = [sys.executable, "-m", "controller", "evaluate", "task", "--solution"]
-        argv += [str(folder.relative_to(session.workspace)), "--device", device, "--json"]
-        result = session.fence.run(argv, policy, cwd=session.workspace.resolve())
-        try:
-            document = json.loads(_text(result.stdout))
-        except ValueError:
-            return {"status": "SCREEN_FAILED", "reason": _text(result.stderr)[-300:]}
-        measured = {"status": document["status"], "reason": document.get("reason", "")[:300]}
-        workloads = (document.get("timing") or {}).get("workloads") or {}
-        if workloads:
-            total = sum(row["weight"] for row in workloads.values()) or 1.0
-            measured["weighted_us"] = (
-                sum(row["weight"] * row["candidate_median_us"] for row in workloads.values())
-                / total
+    def _screened(self, session, source, settings, transcript) -> ScreenReport:
+        """The screen of this space (kept from an earlier attempt when the sources, the task
+        and the device are the same), every point written to the transcript."""
+        key = _screen_key(session, source)
+        report = self._screens.get(key)
+        if report is not None:
+            transcript.append(
+                {
+                    "role": "autotune",
+                    "step": "screen_kept",
+                    "note": f"the screen of an earlier attempt ({len(report.points)} points)",
+                }
             )
-            measured["speedups"] = {name: row["speedup"] for name, row in workloads.items()}
-        return measured
+            return report
+        points = space_points(settings)
+        budget = session.limits.turn_timeout_s * BUDGET_SHARE
+        report = self._screen(session, points, budget)
+        self._screens[key] = report
+        summary = report.model_dump(mode="json", exclude={"points"})
+        transcript.append(
+            {"role": "autotune", "step": "screen_summary", **summary, "counts": report.counts()}
+        )
+        for screened in report.points:
+            transcript.append({"role": "autotune", "step": "screen", **screened.model_dump()})
+        return report
+
+
+def _screen_key(session: AgentSession, source: str) -> str:
+    """Same sources but their TUNING, same task, same device: the same screen."""
+    digest = hashlib.sha256(with_point(source, {}).encode())
+    identity = session.workspace / "task" / "identity.json"
+    digest.update(identity.read_bytes() if identity.is_file() else b"")
+    digest.update(b"cuda" if getattr(session.policy, "gpu", False) else b"cpu")
+    return digest.hexdigest()
 
 
 def _history(workspace: Path) -> list[dict]:
@@ -152,12 +131,6 @@ def _history(workspace: Path) -> list[dict]:
     except (OSError, ValueError):
         return []
     return history if isinstance(history, list) else []
-
-
-def _text(value) -> str:
-    if value is None:
-        return ""
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def _ended(transcript, reason, error, started=None, events=()) -> SessionResult:

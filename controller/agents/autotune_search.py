@@ -1,76 +1,76 @@
-"""The autotune agent's search plan: which launch-settings points to try next, from the space
-the kernel declares and what earlier attempts of the run found. Pure, so it is easy to test.
+"""Which point the autotune agent submits next, from its screen of the whole declared space and
+what earlier attempts of the run submitted. Pure, so it is easy to test.
 
-Points are the incumbent with one setting changed, then two, in the space's declared order;
-a point already tried is skipped, and a setting value that was part of a point failing to
-compile or breaking the contract is pruned unless some passing point used it.
+The screen's best-ranked points go to the full evaluator in order, one per attempt, at most
+`few` per run; the incumbent and points already submitted are skipped. Where the screen timed
+the points, one that screened no faster than the incumbent is not worth an evaluation (the
+latency gate needs a 3% gain), so the agent stops there.
 """
 
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from gates.tuning.launch_settings import DeclaredSettings, Point
-
-BROKEN = frozenset(
-    {"COMPILE_ERROR", "RUNTIME_ERROR", "INCORRECT_SHAPE", "INCORRECT_DTYPE", "INCORRECT_NUMERICAL"}
-)
-"""Evaluator statuses that condemn a point's settings (a detector's finding does not)."""
+from controller.screening.report import ScreenReport, point_key
+from gates.tuning.launch_settings import Point
 
 
-class SearchPlan(BaseModel):
-    """The points to try in this attempt, and why others were left out."""
+class Submission(BaseModel):
+    """The point to submit in this attempt (None: nothing left worth submitting) and why."""
 
     model_config = ConfigDict(frozen=True)
 
-    incumbent: Point
-    points: list[Point]
-    tried: int
-    pruned: list[str]
-    remaining: int
+    point: Point | None
+    rank: int | None = None
+    """Its place among the screen's passing points (1: the fastest)."""
+    weighted_us: float | None = None
+    submitted_before: int
+    reason: str
 
 
-def plan_points(
-    settings: DeclaredSettings, history: list[dict[str, Any]], count: int
-) -> SearchPlan:
-    """Up to `count` untried, unpruned points near the incumbent."""
-    incumbent = dict(settings.point or {})
-    tried = [entry["tuning"] for entry in history if entry.get("tuning")]
-    seen = {_key(point) for point in tried} | {_key(incumbent)}
-    passing = [
-        entry["tuning"] for entry in history if entry.get("tuning") and _reached_latency(entry)
-    ]
-    vouched = {
-        (name, repr(value)) for point in passing + [incumbent] for name, value in point.items()
-    }
-    pruned = set()
-    for entry in history:
-        if entry.get("tuning") and entry.get("status") in BROKEN:
-            for name, value in entry["tuning"].items():
-                if (name, repr(value)) not in vouched:
-                    pruned.add((name, repr(value)))
-    candidates = []
-    for reach in (1, 2):
-        for point in settings.neighbours(incumbent, reach):
-            if _key(point) in seen:
-                continue
-            if any((name, repr(value)) in pruned for name, value in point.items()):
-                continue
-            seen.add(_key(point))
-            candidates.append(point)
-    return SearchPlan(
-        incumbent=incumbent,
-        points=candidates[:count],
-        tried=len(tried),
-        pruned=sorted(f"{name}={value}" for name, value in pruned),
-        remaining=max(0, len(candidates) - count),
+def next_submission(
+    report: ScreenReport, incumbent: Point, history: list[dict[str, Any]], few: int
+) -> Submission:
+    """The best-ranked screened point not yet submitted, unless `few` were already."""
+    start = point_key(report.points[0].point) if report.points else None
+    submitted = {point_key(entry["tuning"]) for entry in history if entry.get("tuning")} - {start}
+    done = len(submitted)
+    if done >= few:
+        return Submission(
+            point=None,
+            submitted_before=done,
+            reason=f"the screen's best {few} points were submitted already",
+        )
+    current = point_key(incumbent)
+    own = next((p for p in report.points if point_key(p.point) == current), None)
+    ceiling = own.weighted_us if report.timed and own is not None else None
+    for rank, screened in enumerate(report.ranked(), start=1):
+        key = point_key(screened.point)
+        if key == current or key in submitted:
+            continue
+        if ceiling is not None and screened.weighted_us >= ceiling:
+            return Submission(
+                point=None,
+                submitted_before=done,
+                reason=f"no point left that screened faster than the incumbent "
+                f"({ceiling:.3f} us weighted)",
+            )
+        timed = f", {screened.weighted_us:.3f} us weighted" if screened.weighted_us else ""
+        return Submission(
+            point=screened.point,
+            rank=rank,
+            weighted_us=screened.weighted_us,
+            submitted_before=done,
+            reason=f"rank {rank} of {len(report.ranked())} passing points{timed}",
+        )
+    if report.points and all(p.status == "not_screened" for p in report.points[1:]):
+        for screened in report.points[1:]:
+            if point_key(screened.point) not in submitted | {current}:
+                return Submission(
+                    point=screened.point,
+                    submitted_before=done,
+                    reason="the screen reached no point; the nearest untried point unscreened",
+                )
+    return Submission(
+        point=None, submitted_before=done, reason="every passing point was submitted already"
     )
-
-
-def _reached_latency(entry: dict[str, Any]) -> bool:
-    """The point passed correctness: it was promoted or only the latency gate rejected it."""
-    return entry.get("outcome") == "promoted" or entry.get("gate") == "latency"
-
-
-def _key(point: Point) -> tuple:
-    return tuple(sorted((name, repr(value)) for name, value in point.items()))

@@ -16,7 +16,7 @@ from typing import Any
 import prompts
 from controller.candidate import Candidate
 from controller.errors import ControllerError
-from controller.flows import tune_evidence, tune_export
+from controller.flows import tune_evidence, tune_export, tune_screen_evidence
 from controller.flows import tune_incumbents as incumbents
 from controller.flows.base import RunContext
 from controller.gitrepo import CONTROLLER_IDENTITY, git
@@ -203,6 +203,7 @@ class TuneFlow:
 
     def write_evidence(self, run: RunContext) -> None:
         tune_evidence.write_tuning_evidence(run.store, self.device)
+        tune_screen_evidence.write_screen_evidence(run.store)
 
     def _summaries(self, run: RunContext) -> list[incumbents.AttemptSummary]:
         return incumbents.attempt_summaries(run.store)

@@ -1,0 +1,187 @@
+"""The screen of a declared space (`controller.screening`): every point visited under the
+Triton interpreter on a tiny kernel, failing points dropped with their reasons, the rest
+ranked by a timing injected at the timer's boundary; the graph timer's plan on a stand-in
+device; the worker's command line on the CPU (contract only, no timing)."""
+
+import io
+import json
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from controller.screening.report import ScreenedPoint, ScreenReport, space_points
+from controller.screening.screen import ContractCheck, screen_points
+from controller.screening.timer import GraphTimer
+from gates.tasks.solution import BuildSpec, Solution, SourceFile
+from gates.tuning.launch_settings import declared_settings
+from operators import REGISTRY
+from operators.catalog.checking import scaled_down
+
+KERNEL = textwrap.dedent(
+    '''
+    """RMSNorm with the row split in column blocks of BLOCK: too small a block drops columns."""
+
+    import torch
+    import triton
+    import triton.language as tl
+
+    from operators import triton_runtime  # noqa: F401
+
+    TUNING = {"block": 128, "num_warps": 4}
+    TUNING_SPACE = {"block": (64, 96, 128, 256), "num_warps": (1, 4)}
+
+
+    @triton.jit
+    def _kernel(x_ptr, w_ptr, out_ptr, hidden, eps, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        columns = tl.arange(0, BLOCK)
+        mask = columns < hidden
+        x = tl.load(x_ptr + row * hidden + columns, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + columns, mask=mask, other=0.0).to(tl.float32)
+        inverse = tl.rsqrt(tl.sum(x * x, axis=0) / hidden + eps)
+        tl.store(out_ptr + row * hidden + columns, (x * inverse * w).to(tl.bfloat16), mask=mask)
+
+
+    def tiny_norm(x, weight, eps=1e-6):
+        out = torch.zeros_like(x)
+        hidden = x.shape[-1]
+        _kernel[(x.numel() // hidden,)](x, weight, out, hidden, eps, BLOCK=TUNING["block"],
+                                        num_warps=TUNING["num_warps"])
+        return out
+    '''
+)
+
+
+def _solution() -> Solution:
+    return Solution(
+        name="tiny_norm",
+        definition="rms_norm",
+        author="tests",
+        spec=BuildSpec(
+            language="triton", target_hardware=["cpu"], entry_point="tiny_norm.py::tiny_norm"
+        ),
+        sources=[SourceFile(path="tiny_norm.py", content=KERNEL)],
+    )
+
+
+class PointTimes:
+    """Timing injected at the timer's boundary: a point's time from its own TUNING."""
+
+    weights = {"action_b1": 10.0, "prefix_b1": 1.0}
+
+    def __init__(self):
+        self.timed = []
+
+    def time(self, function):
+        tuning = sys.modules[function.__module__].TUNING
+        self.timed.append(dict(tuning))
+        base = 1.0 + 64.0 / tuning["block"] + 0.1 * tuning["num_warps"]
+        return {"action_b1": base, "prefix_b1": 4 * base}
+
+
+def test_the_screen_visits_every_point_drops_failures_with_reasons_and_ranks_the_rest():
+    settings = declared_settings(KERNEL)
+    points = space_points(settings)
+    assert len(points) == 8 and points[0] == settings.point  # every point, incumbent first
+    small = scaled_down(REGISTRY.declaration("rms_norm"))  # hidden 96
+    check = ContractCheck(small, small.workloads[-1:], "cpu")
+    timer, out = PointTimes(), io.StringIO()
+    reached = screen_points(
+        _solution(), list(enumerate(points)), check, timer, out, time.monotonic() + 60
+    )
+    records = [ScreenedPoint.model_validate_json(line) for line in out.getvalue().splitlines()]
+    assert reached == 8 and [r.index for r in records] == list(range(8))
+    by_block = {}
+    for record in records:
+        by_block.setdefault(record.point["block"], set()).add(record.status)
+        assert record.screen_s > 0
+    assert by_block[64] == {"contract_failed"}  # columns 64..95 never written
+    assert by_block[96] == {"compile_error"}  # tl.arange needs a power of two
+    reasons = {r.point["block"]: r.reason for r in records if not r.passed}
+    assert "power of 2" in reasons[96]
+    assert reasons[64].startswith("tokens13: output 'y'") and "|got-ref|" in reasons[64]
+    assert {tuple(sorted(t.items())) for t in map(dict, timer.timed)} == {
+        (("block", b), ("num_warps", w)) for b in (128, 256) for w in (1, 4)
+    }  # only passing points are timed
+    report = ScreenReport(device="cuda", timed=True, points=records)
+    best = report.ranked()[0]
+    assert best.point == {"block": 256, "num_warps": 1}
+    assert best.weighted_us == pytest.approx(10 * 1.35 + 4 * 1.35)
+
+
+def test_a_screen_stops_at_its_deadline_and_says_how_far_it_got():
+    settings = declared_settings(KERNEL)
+    small = scaled_down(REGISTRY.declaration("rms_norm"))
+    check = ContractCheck(small, small.workloads[-1:], "cpu")
+    ticks = iter(range(100))
+    out = io.StringIO()
+    reached = screen_points(
+        _solution(), list(enumerate(space_points(settings))), check, None, out, 4,
+        clock=lambda: next(ticks),
+    )  # fmt: skip
+    assert reached == 2  # two clock reads per point: the deadline falls after the second
+    statuses = [json.loads(line)["status"] for line in out.getvalue().splitlines()]
+    assert statuses == ["checked", "checked"]  # no timer: the contract only
+
+
+class StandInGraphs:
+    """Graph timing's device interface on the CPU: replays take 2 us per call."""
+
+    def __init__(self):
+        self.captured = []
+
+    def warm_up(self, function, inputs, params):
+        function(*inputs, **params)
+
+    def capture(self, function, input_sets, params):
+        self.captured.append(len(input_sets))
+        return ("graph", len(input_sets)), []
+
+    def timed_replay(self, graph, calls, drained):
+        return calls
+
+    def milliseconds(self, calls):
+        return 0.002 * calls
+
+    def synchronize(self):
+        pass
+
+
+def test_the_graph_timer_follows_the_evaluators_figure_per_workload():
+    declaration = scaled_down(REGISTRY.declaration("rms_norm"))
+    device = StandInGraphs()
+    one_set = 13 * 96 * 2 * 2 + 96 * 2  # x and y of tokens13, and the weight
+    timer = GraphTimer(declaration, None, l2_bytes=one_set * 4, tensor_device="cpu", device=device)
+    assert set(timer.figures.values()) == {"warm"}
+    times = timer.time(lambda x, weight, eps: x)
+    assert set(times) == {w.name for w in declaration.workloads}
+    assert all(value == pytest.approx(2.0) for value in times.values())
+    assert device.captured == [20] * len(declaration.workloads)  # warm: 20 calls rotating
+    cold = GraphTimer(declaration, None, l2_bytes=200, tensor_device="cpu", device=device)
+    assert set(cold.figures.values()) == {"cold"}  # not even one row's set fits
+    assert all(plan.replays >= 3 and len(plan.sets) >= 20 for plan in cold.plans)
+
+
+def test_the_worker_screens_on_the_cpu_without_timing(tmp_path):
+    from gates.tasks.generation import write_package
+
+    task, _ = write_package(REGISTRY.declaration("rms_norm"), tmp_path)
+    settings = declared_settings(
+        (task / "solution" / "operators" / "catalog" / "rms_norm.py").read_text()
+    )
+    points = space_points(settings)[:3]
+    listed = tmp_path / "points.json"
+    listed.write_text(json.dumps(list(enumerate(points))))
+    out = tmp_path / "out.jsonl"
+    command = [sys.executable, "-m", "controller.screening.worker", str(task)]
+    command += [str(task / "solution"), str(listed), str(out), "--device", "cpu"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    records = [ScreenedPoint.model_validate_json(line) for line in out.read_text().splitlines()]
+    assert [r.point for r in records] == points
+    assert {r.status for r in records} == {"checked"} and all(
+        r.weighted_us is None for r in records
+    )
