@@ -1,12 +1,12 @@
 """Gate: the new operator's declaration tells the truth about its contract and its calls.
 
 Every later tuning run judges kernels by this declaration, so a lax contract or workloads the
-model never runs make every later verdict meaningless. A tolerance is bounded (without a
-preferred kernel it is what tuned kernels are held to, while `none` and `torch` run the
-reference); and the declared tensors, constant axes and workloads must fit and cover the calls
-the selected call sites made in the parity runs, with workload weights that follow the call
-counts. The parity model may be a scaled-down one, so a declared size covers every seen size up
-to it (a seen zero only by a declared zero).
+model never runs make every later verdict meaningless. Without a preferred kernel every
+profile runs the reference, so the contract is bit-exact; a tolerance is bounded; and the
+declared tensors, constant axes and workloads must fit and cover the calls the selected call
+sites made in the parity runs, with workload weights that follow the call counts. The parity
+model may be a scaled-down one, so a declared size covers every seen size up to it (a seen
+zero only by a declared zero).
 """
 
 from typing import Any
@@ -53,7 +53,7 @@ def check(
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         summary = "the parity probe's records of the calls are malformed"
         return Verdict(gate=GATE, passed=False, summary=summary)
-    problems = contract_problems(declaration.contract)
+    problems = contract_problems(declaration.contract, snapshot.preferred is not None)
     if not calls:
         problems.append(f"the parity runs recorded no call of ops.{operator} at the call sites")
     problems += [
@@ -85,16 +85,20 @@ def check(
     return Verdict(gate=GATE, passed=True, summary=summary, details=details)
 
 
-def contract_problems(contract: Contract) -> list[str]:
-    """A tolerance counts at most MAX_ROUNDINGS unshared roundings, with or without a preferred
-    kernel: an operator registered with only its reference declares the contract its tuned
-    kernels must keep (a fused kernel sums in another order than the BLAS library)."""
-    if contract.mode == "tolerance" and contract.roundings > MAX_ROUNDINGS:
-        return [
-            f"a tolerance of {contract.roundings} BF16 roundings is past the bound of "
-            f"{MAX_ROUNDINGS}; count the roundings the kernel and the reference do not share"
-        ]
-    return []
+def contract_problems(contract: Contract, has_preferred: bool) -> list[str]:
+    problems = []
+    roundings = contract.roundings
+    if contract.mode != "bit_exact" and not has_preferred:
+        problems.append(
+            f"without a preferred kernel every profile runs the reference, so the contract is "
+            f"bit_exact (declared a tolerance of {roundings} roundings)"
+        )
+    if contract.mode == "tolerance" and roundings > MAX_ROUNDINGS:
+        problems.append(
+            f"a tolerance of {roundings} BF16 roundings is past the bound of {MAX_ROUNDINGS}; "
+            "count the roundings the kernel and the reference do not share"
+        )
+    return problems
 
 
 def const_axis_problems(

@@ -1,5 +1,5 @@
-"""The new declaration tells the truth: a scripted attempt declaring a tolerance past the bound,
-a const axis and a workload smaller than the calls is rejected, and the verdict
+"""The new declaration tells the truth: a scripted attempt declaring a lax tolerance without a
+preferred kernel, a const axis and a workload smaller than the calls is rejected, and the verdict
 shows the declaration beside the shapes its call sites saw (honest declarations pass in every
 register run test)."""
 
@@ -47,10 +47,11 @@ def test_an_untruthful_declaration_is_rejected(make_candidate, judge):
     verdict = judge(make_candidate({"operators/catalog/gelu_tanh.py": source}))
     assert not verdict.passed
     assert verdict.summary.startswith(
-        "the gelu_tanh declaration is untruthful: a tolerance of 4000 BF16 roundings is past "
-        "the bound of 8"
+        "the gelu_tanh declaration is untruthful: without a preferred kernel every profile "
+        "runs the reference, so the contract is bit_exact"
     )
     problems = "\n".join(verdict.details["problems"])
+    assert "a tolerance of 4000 BF16 roundings is past the bound of 8" in problems
     assert "axis width is declared const 1 but the call sites pass 8" in problems
     assert "no declared workload covers {'rows': 2}" in problems
     declared = verdict.details["declaration"]
@@ -59,17 +60,6 @@ def test_an_untruthful_declaration_is_rejected(make_candidate, judge):
     report = "\n".join(declaration_truth.declaration_markdown(verdict.details))
     assert "| float32[1, 8] -> float32[1, 8] | 2 | rows=1, width=8 | one |" in report
     assert "| float32[2, 8] -> float32[2, 8] | 2 | rows=2, width=8 | none covers it |" in report
-
-
-def test_a_tolerance_is_bounded_with_or_without_a_preferred_kernel():
-    # Without a preferred kernel a tolerance is the contract tuned kernels are held to.
-    within = Contract(mode="tolerance", roundings=2, reason="another FP32 sum order")
-    past = Contract(mode="tolerance", roundings=9, reason="room")
-    assert declaration_truth.contract_problems(within) == []
-    assert declaration_truth.contract_problems(past) == [
-        "a tolerance of 9 BF16 roundings is past the bound of 8; count the roundings the "
-        "kernel and the reference do not share"
-    ]
 
 
 def rows_declaration(workloads: tuple[Workload, ...], dtype: str = "bfloat16"):
