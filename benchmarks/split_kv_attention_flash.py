@@ -47,6 +47,16 @@ def _key_block_pointers(
 
 
 @triton.jit
+def _block_mask(rows_present, dims, head_dim, EVEN_DIM: tl.constexpr):
+    """Which elements of a (rows, head dimension) block exist; with EVEN_DIM the mask varies
+    along rows only, so loads along the head dimension stay whole 16-byte vectors."""
+    if EVEN_DIM:
+        return rows_present[:, None]
+    else:
+        return rows_present[:, None] & (dims[None, :] < head_dim)
+
+
+@triton.jit
 def _partial_attention_kernel(
     q_ptr,
     k_cache_ptr,
@@ -78,6 +88,7 @@ def _partial_attention_kernel(
     BLOCK_ROWS: tl.constexpr,
     BLOCK_KEYS: tl.constexpr,
     BLOCK_DIM: tl.constexpr,
+    EVEN_DIM: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
     # Program (row block, key slice, batch x kv head). A row is (query head of the group,
@@ -90,9 +101,8 @@ def _partial_attention_kernel(
     head = kv_head * group + rows // tokens
     query = rows % tokens
     dims = tl.arange(0, BLOCK_DIM)
-    dim_present = dims < head_dim
     q_rows = batch * q_batch_stride + head * q_head_stride + query * q_token_stride
-    q_mask = present[:, None] & dim_present[None, :]
+    q_mask = _block_mask(present, dims, head_dim, EVEN_DIM)
     q = tl.load(q_ptr + q_rows[:, None] + dims[None, :], mask=q_mask, other=0.0)
     if UPCAST:  # the interpreter multiplies BF16 dot operands as raw integers
         q = q.to(tl.float32)
@@ -108,7 +118,7 @@ def _partial_attention_kernel(
     for start in range(first_key, last_key, BLOCK_KEYS):
         keys = start + tl.arange(0, BLOCK_KEYS)
         valid = keys < last_key
-        kv_mask = valid[:, None] & dim_present[None, :]
+        kv_mask = _block_mask(valid, dims, head_dim, EVEN_DIM)
         key = tl.load(
             _key_block_pointers(
                 k_cache_ptr + cache_base,
@@ -179,37 +189,34 @@ def _merge_slices_kernel(
     head_dim,
     splits,
     padded_rows,
+    BLOCK_SPLITS: tl.constexpr,
     BLOCK_ROWS: tl.constexpr,
     BLOCK_SLICE_DIM: tl.constexpr,
     BLOCK_DIM: tl.constexpr,
 ):
-    # Program (row block, dimension block, batch x kv head): rescale each key slice's sums to
-    # the common maximum, add them, divide once, round once.
+    # Program (row block, dimension block, batch x kv head): every slice's sums in one load,
+    # rescaled to the common maximum, added, divided once, rounded once.
     group = query_heads // kv_heads
     batch = tl.program_id(2) // kv_heads
     kv_head = tl.program_id(2) % kv_heads
+    split = tl.arange(0, BLOCK_SPLITS)
     rows = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
     present = rows < group * tokens
+    slot_rows = (tl.program_id(2) * splits + split)[:, None] * padded_rows + rows[None, :]
+    stored = (split < splits)[:, None] & present[None, :]
+    slice_max = tl.load(partial_max_ptr + slot_rows, mask=stored, other=float("-inf"))
+    slice_sum = tl.load(partial_sum_ptr + slot_rows, mask=stored, other=0.0)
+    row_max = tl.where(present, tl.max(slice_max, axis=0), 0.0)
+    slice_scale = tl.exp2(slice_max - row_max[None, :])
+    row_sum = tl.sum(slice_sum * slice_scale, axis=0)
     dims = tl.program_id(1) * BLOCK_SLICE_DIM + tl.arange(0, BLOCK_SLICE_DIM)
-    acc = tl.zeros((BLOCK_ROWS, BLOCK_SLICE_DIM), dtype=tl.float32)
-    row_max = tl.full((BLOCK_ROWS,), float("-inf"), dtype=tl.float32)
-    row_sum = tl.zeros((BLOCK_ROWS,), dtype=tl.float32)
-    for split in range(0, splits):
-        slot_rows = (tl.program_id(2) * splits + split) * padded_rows + rows
-        slice_max = tl.load(partial_max_ptr + slot_rows, mask=present, other=0.0)
-        slice_sum = tl.load(partial_sum_ptr + slot_rows, mask=present, other=1.0)
-        slice_acc = tl.load(
-            partial_ptr + slot_rows[:, None] * BLOCK_DIM + dims[None, :],
-            mask=present[:, None],
-            other=0.0,
-        )
-        new_max = tl.maximum(row_max, slice_max)
-        old_scale = tl.exp2(row_max - new_max)
-        slice_scale = tl.exp2(slice_max - new_max)
-        acc = acc * old_scale[:, None] + slice_acc * slice_scale[:, None]
-        row_sum = row_sum * old_scale + slice_sum * slice_scale
-        row_max = new_max
-    out = round_to_bfloat16(acc / row_sum[:, None])
+    sums = tl.load(
+        partial_ptr + slot_rows[:, :, None] * BLOCK_DIM + dims[None, None, :],
+        mask=stored[:, :, None],
+        other=0.0,
+    )
+    acc = tl.sum(sums * slice_scale[:, :, None], axis=0)
+    out = round_to_bfloat16(acc / tl.where(present, row_sum, 1.0)[:, None])
     head = kv_head * group + rows // tokens
     query = rows % tokens
     out_rows = ((batch * query_heads + head) * tokens + query) * head_dim
@@ -259,6 +266,9 @@ INTERPRETED = {
     "merge_dim": 256,
 }
 """Under the interpreter every program costs a fixed overhead: few, large ones, still split."""
+MERGE_ELEMENTS = 8192
+"""Most partial sums one merge program loads at once (all slices of its rows): 64 registers
+per thread at 4 warps; `merge_rows` shrinks to fit when there are many slices."""
 
 
 class Plan:
@@ -343,15 +353,18 @@ def attend(q, k_cache, v_cache, k, v, scale: float, settings: dict) -> torch.Ten
         BLOCK_ROWS=plan.rows,
         BLOCK_KEYS=plan.keys,
         BLOCK_DIM=block_dim,
+        EVEN_DIM=head_dim == block_dim,
         UPCAST=triton_runtime.interpreting(),
         num_warps=plan.num_warps,
         num_stages=plan.num_stages,
     )
     if plan.splits > 1:
+        block_splits = triton.next_power_of_2(plan.splits)
         merge_dim = min(plan.merge_dim, block_dim)
+        merge_rows = max(1, min(plan.merge_rows, MERGE_ELEMENTS // (block_splits * merge_dim)))
         launch(
             _merge_slices_kernel,
-            (triton.cdiv(group_rows, plan.merge_rows), block_dim // merge_dim, batch * kv_heads),
+            (triton.cdiv(group_rows, merge_rows), block_dim // merge_dim, batch * kv_heads),
             partial,
             partial_max,
             partial_sum,
@@ -362,7 +375,8 @@ def attend(q, k_cache, v_cache, k, v, scale: float, settings: dict) -> torch.Ten
             head_dim,
             plan.splits,
             padded_rows,
-            BLOCK_ROWS=plan.merge_rows,
+            BLOCK_SPLITS=block_splits,
+            BLOCK_ROWS=merge_rows,
             BLOCK_SLICE_DIM=merge_dim,
             BLOCK_DIM=block_dim,
             num_warps=4,
