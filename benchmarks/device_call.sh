@@ -52,6 +52,30 @@ for part in "$@"; do
           --batch "$b" --time $profiles ${SPEED_MODES:---mode graph --mode reduce-overhead} \
           --iterations 20 --warmup 3 --output "$OUT/speed-b$b.json"
       done ;;
+    h200)  # issue 26: the h200 profile through the project's own flow. Each operator named in
+      # H200_OPS is tuned by a scripted session carrying its hand-written kernel
+      # (benchmarks/sessions/tune_<op>.json), judged by every gate under Landlock, installed
+      # with `controller install`, then the profile is verified (numerics and the model's time
+      # against none and stock) and packed into $OUT/tuned-h200.tgz.
+      target="$OUT/target"; mkdir -p "$target" && cp pyproject.toml "$target/" \
+        && git -C "$target" init -q -b main && git -C "$target" add -A \
+        && git -C "$target" -c user.name=tune -c user.email=tune@localhost commit -qm target
+      for op in ${H200_OPS:-}; do
+        run "tune_$op" "${TUNE_SECONDS:-240}" python3 -m controller tune run --operator "$op" \
+          --device cuda ${FENCE:---fence landlock} --target "$target" --runs-dir "$OUT/runs/$op" \
+          --max-attempts 1 --agent "scripted:benchmarks/sessions/tune_$op.json"
+        for run_dir in "$OUT/runs/$op"/tune-*; do
+          python3 -m controller status "$run_dir" > "$OUT/status_$op.txt" 2>&1
+          [ -d "$run_dir/export" ] && python3 -m controller install "$run_dir/export" \
+            --profile h200 --replace >> "$OUT/install.log" 2>&1
+        done
+        tail -n 3 "$OUT/status_$op.txt" "$OUT/install.log" 2>/dev/null
+      done
+      if [ -f tuned/h200/profile.json ]; then
+        tar czf "$OUT/tuned-h200.tgz" tuned/h200
+        run verify_h200 "${VERIFY_SECONDS:-300}" python3 -m controller verify --profile h200 \
+          --inputs 2 --output "$OUT/verify-h200.json"
+      fi ;;
     kernels)  # where the forward's device time goes, by kernel, for each PROFILE:MODE
       for spec in ${KERNEL_SPECS:-stock:reduce-overhead none:graph}; do
         for b in ${BATCHES:-1 8}; do
@@ -70,5 +94,5 @@ done
 # One archive back: reports only (logs, JSON, Markdown, charts, each under 2 MB); fixtures,
 # run checkouts and caches stay behind (a device call returns at most 16 MB a file).
 (cd "$OUT" && find . -type f \( -name '*.log' -o -name '*.json' -o -name '*.md' -o -name '*.png' \
-  -o -name '*.svg' -o -name '*.txt' \) -size -2M -print0 | tar czf /tmp/results.tgz --null -T - \
+  -o -name '*.svg' -o -name '*.txt' -o -name 'tuned-*.tgz' \) -size -2M -print0 | tar czf /tmp/results.tgz --null -T - \
   && rm -rf ./* && mv /tmp/results.tgz .)
