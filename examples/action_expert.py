@@ -60,10 +60,8 @@ class Modulation(nn.Module):
         self.gate_weight = weights.matrix(size.width, size.width, gain=1.5)
 
     def forward(self, condition: torch.Tensor):
-        return (
-            F.linear(condition, self.scale_weight),
-            F.linear(condition, self.shift_weight),
-            F.linear(condition, self.gate_weight),
+        return ops.stacked_projection(
+            condition, self.scale_weight, self.shift_weight, self.gate_weight
         )
 
 

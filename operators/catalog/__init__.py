@@ -11,6 +11,7 @@ from operators.catalog import (
     rms_norm,
     rotate_qk,
     split_kv_attention,
+    stacked_projection,
 )
 from operators.registry import REGISTRY
 
@@ -21,6 +22,7 @@ CATALOG = (
     gated_gelu.DECLARATION,
     rotate_qk.DECLARATION,
     split_kv_attention.DECLARATION,
+    stacked_projection.DECLARATION,
 )
 
 for _declaration in CATALOG:
