@@ -6,10 +6,12 @@ writes it as a folder (capture.json plus one safetensors fixture per layout), wh
 `controller generate --captured` turns into weighted workloads.
 """
 
+import contextlib
 import hashlib
 import inspect
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from operators.errors import OperatorError
 from operators.layouts import TensorLayout, layout_of
+from operators.ops import record_registry_calls
 from operators.registry import REGISTRY
 from operators.safetensors_file import load_tensors, save_tensors
+from operators.write_recency import WriteRecency
 
 CAPTURE_FILE = "capture.json"
 FIXTURES_FOLDER = "fixtures"
@@ -41,12 +45,25 @@ class CapturedLayout(BaseModel):
         default=None, description="what the production kernel returns on the same inputs"
     )
     count: int = Field(ge=1, description="calls with this layout in the measured steps")
+    just_written_calls: int | None = Field(
+        default=None,
+        ge=0,
+        description="calls whose inputs (most of their bytes) the ops just before had written; "
+        "None when writes were not watched",
+    )
     fixture: str = Field(description="safetensors file of the first call's inputs")
 
     @property
     def production_layout_differs(self) -> bool:
         """The baseline must copy into the model's output layout to match this call."""
         return self.production_outputs is not None and self.production_outputs != self.outputs
+
+    @property
+    def inputs_just_written(self) -> bool | None:
+        """Whether most calls found their inputs just written (warm); None when unknown."""
+        if self.just_written_calls is None:
+            return None
+        return 2 * self.just_written_calls >= self.count
 
 
 class Capture(BaseModel):
@@ -75,14 +92,47 @@ class CallCapture:
         self.check_production = check_production
         self._layouts: dict[str, dict] = {}
         self._fixtures: dict[str, dict[str, torch.Tensor]] = {}
+        self._writes: WriteRecency | None = None
+        self._starts: list[bool] = []  # per registry call in progress: inputs just written
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator["CallCapture"]:
+        """Observe every registry call inside the block, and every op's writes, so each
+        layout also counts the calls whose inputs were just written."""
+        self._writes = WriteRecency()
+        try:
+            with record_registry_calls(observer=self), self._writes:
+                yield self
+        finally:
+            self._writes = None
+
+    def call_starting(self, name: str, args: tuple, kwargs: dict) -> None:
+        """Before a registry call runs: were its inputs just written (when writes are watched)."""
+        if self._writes is not None:
+            tensors = [value for value in args if isinstance(value, torch.Tensor)]
+            tensors += [value for value in kwargs.values() if isinstance(value, torch.Tensor)]
+            self._starts.append(self._writes.call_started(tensors))
 
     def __call__(self, name: str, args: tuple, kwargs: dict, result: Any) -> None:
+        writes = self._writes
+        if writes is None:
+            self._observe(name, args, kwargs, result, None)
+            return
+        try:
+            self._observe(name, args, kwargs, result, self._starts.pop())
+        finally:
+            writes.call_finished(result)
+
+    def _observe(self, name, args, kwargs, result, just_written: bool | None) -> None:
         tensors, scalars = _bind(name, args, kwargs)
         inputs = {arg: layout_of(value) for arg, value in tensors.items()}
         aliases = _alias_groups(tensors)
         key = _layout_key(name, inputs, scalars, aliases)
         if key in self._layouts:
-            self._layouts[key]["count"] += 1
+            layout = self._layouts[key]
+            layout["count"] += 1
+            if just_written is not None and layout["just_written_calls"] is not None:
+                layout["just_written_calls"] += int(just_written)
             return
         outputs = result if isinstance(result, tuple | list) else (result,)
         self._layouts[key] = {
@@ -94,6 +144,7 @@ class CallCapture:
             "outputs": [layout_of(output) for output in outputs],
             "production_outputs": self._production_outputs(name, args, kwargs),
             "count": 1,
+            "just_written_calls": None if just_written is None else int(just_written),
             "fixture": f"{FIXTURES_FOLDER}/{name}-{key}.safetensors",
         }
         self._fixtures[key] = {arg: value.detach().clone() for arg, value in tensors.items()}

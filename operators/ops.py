@@ -34,6 +34,10 @@ def _labelled_call(name: str, args: tuple, kwargs: dict) -> Any:
 
 
 def _recorded_call(name: str, caller, args: tuple, kwargs: dict) -> Any:
+    for observer in _call_observers:
+        starting = getattr(observer, "call_starting", None)  # an observer that sees both ends
+        if starting is not None:
+            starting(name, args, kwargs)
     result = active_selection().resolve(name)(*args, **kwargs)
     for observer in _call_observers:
         observer(name, args, kwargs, result)
@@ -79,7 +83,8 @@ def record_registry_hits() -> Iterator[Counter]:
 def record_registry_calls(observer: CallObserver | None = None) -> Iterator[Counter]:
     """Count registry calls by (operator, caller file, caller qualname, argument signatures,
     keyword signatures, output signatures) inside the block; `observer(name, args, kwargs,
-    result)`, when given, sees each call after it returned."""
+    result)`, when given, sees each call after it returned (and, when it has a
+    `call_starting(name, args, kwargs)` method, before it runs)."""
     counter: Counter = Counter()
     _call_counters.append(counter)
     if observer is not None:

@@ -12,7 +12,8 @@ def add_parser(subparsers) -> None:
         description=(
             "Run DRIVER eagerly for --steps steps and record every registry call: operator, "
             "argument shapes, strides, dtypes, scalar parameters, aliasing, output layouts and "
-            "call counts per layout, with the first inputs of each layout as safetensors "
+            "call counts per layout, how many calls found their inputs just written by the op "
+            "before (timed warm), with the first inputs of each layout as safetensors "
             "fixtures. `controller generate --captured DIR` turns it into task packages."
         ),
     )
@@ -25,14 +26,13 @@ def add_parser(subparsers) -> None:
 def run(arguments) -> int:
     from controller.errors import ControllerError
     from controller.profiling.driver import load_driver
-    from operators import record_registry_calls
     from operators.call_capture import CallCapture
 
     if arguments.steps < 1:
         raise ControllerError(f"--steps {arguments.steps}: give at least 1")
     step = load_driver(arguments.driver)
     capture = CallCapture()
-    with record_registry_calls(observer=capture):
+    with capture.recording():
         for _ in range(arguments.steps):
             step()
     written = capture.write(

@@ -34,6 +34,9 @@ class CapturedWorkload(BaseModel):
     outputs: list[TensorLayout] = Field(
         default_factory=list, description="what the model's own implementation returned"
     )
+    inputs_just_written: bool | None = Field(
+        default=None, description="the model had just written its inputs: timed warm, else cold"
+    )
 
 
 def load_captured(task_folder: Path) -> list[CapturedWorkload]:
@@ -61,6 +64,7 @@ def load_captured(task_folder: Path) -> list[CapturedWorkload]:
             fixture=item["fixture"],
             count=item.get("count", 1),
             outputs=item.get("outputs", []),
+            inputs_just_written=item.get("inputs_just_written"),
         )
         for item in json.loads(path.read_text())["workloads"]
     ]
@@ -123,7 +127,9 @@ def _captured_layout(declaration, spec, value: torch.Tensor, layout: TensorLayou
 class CapturedTiming:
     """The declaration as timing sees a captured task: the captured workloads (every axis at
     its captured size, weight = call count), their inputs drawn in the captured layouts, so
-    the baseline and candidates are timed on what the model runs."""
+    the baseline and candidates are timed on what the model runs; `promotion_figures` says
+    which figure each workload's promotion uses where the capture knows (warm when the model
+    had just written its inputs)."""
 
     def __init__(self, declaration: OperatorDeclaration, captured: list["CapturedWorkload"]):
         self._declaration = declaration
@@ -133,6 +139,11 @@ class CapturedTiming:
             for name, item in zip(names, captured, strict=True)
         )
         self._layouts = {name: item.inputs for name, item in zip(names, captured, strict=True)}
+        self.promotion_figures = {
+            name: "warm" if item.inputs_just_written else "cold"
+            for name, item in zip(names, captured, strict=True)
+            if item.inputs_just_written is not None
+        }
 
     def __getattr__(self, name: str):
         return getattr(self._declaration, name)

@@ -60,8 +60,9 @@ def time_roles(
 ) -> TimingReport:  # fmt: skip
     """Time every role on every declared workload from CUDA-graph replays (the eager loop
     when the candidate cannot be captured and the task allows it); returns the report.
-    `figure` (warm or cold) is what promotion uses; by default warm when a workload's set
-    fits in the L2, cold otherwise. `fingerprints` (per workload and reference role, taken
+    `figure` (warm or cold) is what promotion uses; by default a captured workload's (warm
+    when the model had just written its inputs), else warm when a workload's set fits in the
+    L2, cold otherwise. `fingerprints` (per workload and reference role, taken
     before the import by `reference_fingerprints.take_fingerprints`) hold every graph of
     the reference roles to what they ran then. `witnesses` collects the timed calls whose
     outputs go to the judge (`replay_witnesses.py`)."""
@@ -139,7 +140,8 @@ def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
         pool = setup.pool(workload, setup.replays * WARM_REPLAYS_FACTOR * CALLS_PER_GRAPH)
         pool.stack_checks()
         set_bytes = pool.set_bytes
-        figure = setup.figure or ("warm" if set_bytes <= l2_bytes else "cold")
+        captured = getattr(declaration, "promotion_figures", {}).get(workload.name)
+        figure, figure_source = promotion_figure(setup.figure, captured, set_bytes, l2_bytes)
         tracer = TimedCallTracer(expected_stream=None)
         candidate = _traced(setup.roles["candidate"], tracer)  # captures run its Python
         roles = {**setup.roles, "candidate": candidate}
@@ -161,6 +163,7 @@ def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
         floor_us = roofline_floor_ms(set_bytes, setup.bandwidth) * 1e3
         row = graph_row(workload, times, figure, setup.rounds, set_bytes, floor_us)
         row["fresh_sets_per_round"] = len(pool.sets)
+        row["figure_source"] = figure_source
         rows[workload.name] = row
         guard.check_environment(f"while timing {workload.name}")
         setup.check_plausible(workload.name, row, "candidate_cold_us")
@@ -174,6 +177,19 @@ def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
             "inputs"
         )
     return rows
+
+
+def promotion_figure(
+    task: str | None, captured: str | None, set_bytes: int, l2_bytes: int
+) -> tuple[str, str]:
+    """(figure, why) for one workload: the task's `promotion_figure` when it names one; a
+    capture's, which follows whether the model had just written the inputs; else warm when
+    a set fits in the L2."""
+    if task:
+        return task, "task"
+    if captured:
+        return captured, "captured"
+    return ("warm" if set_bytes <= l2_bytes else "cold"), "l2-size"
 
 
 def _traced(function, tracer):

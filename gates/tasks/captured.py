@@ -2,11 +2,13 @@
 
 Each captured layout becomes one workload whose tensor inputs are the first real call's
 fixture (copied into the package, so its identity covers them) and whose weight is how often
-the measured steps made that call. `captured_layouts.json` carries each workload's strides,
-aliasing and output layouts, and the definition names every non-row-major layout. Where the
-production kernel's outputs do not take the layout the model's own implementation produced,
-the baseline places them in it (`operators.layout_copy`), so the baseline and every candidate
-are judged and timed producing what the model needs.
+the measured steps made that call (promotion weighs it by that count over the steps, the calls
+per forward). Whether the model's producing op had just written its inputs decides the figure
+its promotion uses (warm when it had, cold when not). `captured_layouts.json` carries each
+workload's strides, aliasing and output layouts, and the definition names every non-row-major
+layout. Where the production kernel's outputs do not take the layout the model's own
+implementation produced, the baseline places them in it (`operators.layout_copy`), so the
+baseline and every candidate are judged and timed producing what the model needs.
 """
 
 import json
@@ -63,7 +65,12 @@ def render_captured_package(
         trace.model_dump_json(exclude_none=True) + "\n" for trace in traces
     ).encode()
     files[LAYOUTS_FILE] = _json_bytes(
-        {"driver": capture.driver, "arguments": capture.arguments, "workloads": described}
+        {
+            "driver": capture.driver,
+            "arguments": capture.arguments,
+            "steps": capture.steps,
+            "workloads": described,
+        }
     )
     return files
 
@@ -276,6 +283,7 @@ def _described(layout: CapturedLayout, uuid: str, fixture: str) -> dict:
             else [value.model_dump(mode="json") for value in layout.production_outputs]
         ),
         "production_layout_differs": layout.production_layout_differs,
+        "inputs_just_written": layout.inputs_just_written,
     }
 
 
