@@ -54,9 +54,9 @@ SHORT_VARIANTS = [
         (128, 32, 8, 2),
         (128, 32, 8, 3),
     )
-    for programs in (66, 132, 264)
+    for programs in (1, 66, 132, 264)
 ]
-"""Launch settings tried for the action calls (50 query tokens)."""
+"""Launch settings tried for the action calls (50 query tokens); programs 1 never splits."""
 LONG_VARIANTS = [
     {"rows": rows, "keys": keys, "num_warps": warps, "num_stages": stages, "programs": programs}
     for rows, keys, warps, stages in (
@@ -172,7 +172,11 @@ def measure(
     if problem is None:
         roles["new"] = flash.split_kv_attention_triton
     variants = [] if problem else (SHORT_VARIANTS if tokens <= 64 else LONG_VARIANTS)
-    variants = [{**v, **m} for v in variants for m in MERGE_VARIANTS[: 1 if quick else None]]
+    variants = [
+        {**variant, **merge}
+        for variant in variants
+        for merge in MERGE_VARIANTS[: 1 if variant["programs"] == 1 else None]
+    ]
     if quick:
         variants = [{**default, "programs": 64}]
     for number, variant in enumerate(variants):
