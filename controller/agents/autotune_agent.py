@@ -27,6 +27,7 @@ from gates.tuning.launch_settings import declared_settings, with_point
 
 DEFAULT_SUBMISSIONS = 3
 BUDGET_SHARE = 0.9  # of one tool call's timeout, for the whole screen
+CPU_BUDGET_S = 60.0  # the interpreter only checks the contract: a cheaper screen will do
 
 
 class AutotuneAgent:
@@ -105,6 +106,8 @@ class AutotuneAgent:
             return report
         points = space_points(settings)
         budget = session.limits.turn_timeout_s * BUDGET_SHARE
+        if not getattr(session.policy, "gpu", False):
+            budget = min(budget, CPU_BUDGET_S)
         report = self._screen(session, points, budget)
         self._screens[key] = report
         summary = report.model_dump(mode="json", exclude={"points"})

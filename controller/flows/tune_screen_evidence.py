@@ -91,7 +91,7 @@ def screen_markdown(attempt, summary, points, plot, note) -> str:
             )
     dropped = [p for p in points if not p.passed and p.status != "not_screened"]
     if dropped:
-        lines += ["", f"Dropped {len(dropped)} points; the first: "]
+        lines += ["", f"Dropped {len(dropped)} points; the first:"]
         for point in dropped[:3]:
             lines.append(
                 f"- `{json.dumps(point.point, sort_keys=True)}` {point.status}: {point.reason}"

@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
         shard, shards = (int(part) for part in arguments.compile_shard.split("/"))
         return _compile_shard(arguments, points[shard::shards], deadline)
     if arguments.device == "cuda" and arguments.jobs > 1 and len(points) > arguments.jobs:
-        _compile_ahead(argv, arguments.jobs, deadline)
+        compile_ahead(argv, arguments.jobs, deadline)
     from gates.errors import GateError
 
     try:
@@ -80,7 +80,7 @@ def _load(arguments):
     return solution, timed, timed.workloads, timed
 
 
-def _compile_ahead(argv: list[str], jobs: int, deadline: float) -> None:
+def compile_ahead(argv: list[str], jobs: int, deadline: float) -> None:
     """Compile every point in `jobs` children before this process touches the device."""
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "controller.screening.worker", *argv]

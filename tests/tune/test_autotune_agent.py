@@ -1,5 +1,6 @@
-"""The autotune agent: its search plan, its source rewrite, and a run through the real engine
-and gates (timing faked at the evaluator boundary); plus A/A: the baseline never promotes."""
+"""The autotune agent: which screened point it submits, its source rewrite, and a run through
+the real engine and gates (the screen injected at the fence boundary, timing faked at the
+evaluator boundary); plus A/A: the baseline never promotes."""
 
 import json
 import subprocess
@@ -10,9 +11,11 @@ import pytest
 from tune_fixtures import FakeEvaluator, fake_timing, only_run, tune_arguments
 
 from controller.agents import make_agent
-from controller.agents.autotune_search import plan_points
+from controller.agents.autotune_agent import AutotuneAgent
+from controller.agents.autotune_search import next_submission
 from controller.cli.tune_command import run_tune
 from controller.errors import ControllerError
+from controller.screening.report import ScreenedPoint, ScreenReport, space_points
 from gates.tuning.launch_settings import DeclaredSettings, declared_settings, with_point
 from gates.tuning.reading import read_evaluation
 from gates.tuning.verdicts import latency_verdict
@@ -23,29 +26,69 @@ SPACE = DeclaredSettings(
 )
 
 
-def test_the_plan_tries_the_nearest_steps_first_then_two_settings_skipping_what_was_tried():
-    plan = plan_points(SPACE, [], 10)
-    assert plan.points[:4] == [
+def _screened(times: dict[tuple, float | None], timed: bool = True) -> ScreenReport:
+    """A screen of SPACE: a time per (rows, warps), None for a point that failed to compile."""
+    points = []
+    for index, point in enumerate(space_points(SPACE)):
+        value = times.get((point["rows"], point["warps"]), 5.0)
+        if value is None:
+            points.append(ScreenedPoint(index=index, point=point, status="compile_error",
+                                        reason="out of resource: shared memory"))  # fmt: skip
+        else:
+            status = "timed" if timed else "checked"
+            weighted = value if timed else None
+            points.append(ScreenedPoint(index=index, point=point, status=status,
+                                        weighted_us=weighted, screen_s=0.1))  # fmt: skip
+    return ScreenReport(device="cuda" if timed else "cpu", timed=timed, points=points)
+
+
+def test_the_space_is_every_point_incumbent_first_nearest_steps_next():
+    points = space_points(SPACE)
+    assert len(points) == 9 and len({json.dumps(p, sort_keys=True) for p in points}) == 9
+    assert points[:4] == [
+        {"rows": 1, "warps": 4},  # the incumbent
         {"rows": 2, "warps": 4},  # one step up each setting
         {"rows": 1, "warps": 8},
         {"rows": 1, "warps": 2},  # one step down
-        {"rows": 4, "warps": 4},  # two steps
     ]
-    assert plan.points[4] == {"rows": 2, "warps": 8}  # then two settings at once
-    history = [{"attempt": 1, "outcome": "rejected", "gate": "latency", "tuning": plan.points[0]}]
-    assert plan_points(SPACE, history, 1).points == [{"rows": 1, "warps": 8}]
 
 
-def test_a_value_that_broke_the_contract_is_pruned_unless_a_passing_point_used_it():
-    broken = {"attempt": 1, "gate": "correctness", "status": "COMPILE_ERROR"}
-    history = [{**broken, "tuning": {"rows": 4, "warps": 8}}]
-    plan = plan_points(SPACE, history, 20)
-    assert all(p["rows"] != 4 and p["warps"] != 8 for p in plan.points)
-    assert plan.pruned == ["rows=4", "warps=8"]
-    vouched = [*history, {"attempt": 2, "gate": "latency", "tuning": {"rows": 1, "warps": 8}}]
-    assert plan_points(SPACE, vouched, 20).pruned == ["rows=4"]
-    detected = [{"attempt": 1, "gate": "correctness", "status": "REJECTED", "tuning": {"rows": 4}}]
-    assert plan_points(SPACE, detected, 20).pruned == []  # a detector's finding is no verdict
+def test_the_best_screened_points_are_submitted_in_order_skipping_failures_and_the_tried():
+    report = _screened({(1, 4): 5.0, (4, 8): None, (2, 8): 3.0, (4, 4): 3.5, (1, 8): 4.0})
+    first = next_submission(report, SPACE.point, [], few=3)
+    assert first.point == {"rows": 2, "warps": 8} and first.rank == 1  # (4, 8) failed
+    history = [{"attempt": 1, "gate": "latency", "tuning": first.point}]
+    second = next_submission(report, SPACE.point, history, few=3)
+    assert second.point == {"rows": 4, "warps": 4} and second.submitted_before == 1
+    history.append({"attempt": 2, "gate": "latency", "tuning": second.point})
+    assert next_submission(report, SPACE.point, history, few=2).point is None  # few reached
+    third = next_submission(report, SPACE.point, history, few=3)
+    assert third.point == {"rows": 1, "warps": 8}
+    history.append({"attempt": 3, "gate": "latency", "tuning": third.point})
+    done = next_submission(report, SPACE.point, history, few=9)
+    assert done.point is None and "faster than the incumbent" in done.reason  # rest at 5.0
+
+
+def test_after_a_promotion_the_incumbent_is_the_bar_and_is_not_submitted_again():
+    report = _screened({(2, 8): 3.0, (4, 4): 3.5})
+    history = [{"attempt": 1, "outcome": "promoted", "tuning": {"rows": 2, "warps": 8}}]
+    nxt = next_submission(report, {"rows": 2, "warps": 8}, history, few=3)
+    assert nxt.point is None and "3.000 us" in nxt.reason  # (4, 4) screened slower
+
+
+def test_without_timing_passing_points_go_nearest_first():
+    report = _screened({(2, 4): None}, timed=False)
+    assert next_submission(report, SPACE.point, [], few=3).point == {"rows": 1, "warps": 8}
+
+
+def test_a_screen_that_reached_no_point_falls_back_to_the_nearest_untried_point():
+    points = [
+        ScreenedPoint(index=i, point=p, status="not_screened", reason="budget")
+        for i, p in enumerate(space_points(SPACE))
+    ]
+    report = ScreenReport(device="cuda", timed=True, points=points)
+    chosen = next_submission(report, SPACE.point, [], few=3)
+    assert chosen.point == {"rows": 2, "warps": 4} and "reached no point" in chosen.reason
 
 
 def test_a_rewritten_point_stays_ruff_clean_for_every_catalog_kernel(tmp_path):
@@ -68,9 +111,9 @@ def test_a_rewritten_point_stays_ruff_clean_for_every_catalog_kernel(tmp_path):
     assert subprocess.run([*ruff, "check", *config], capture_output=True).returncode == 0
 
 
-def test_the_agent_spec_takes_points_per_attempt():
-    assert make_agent("autotune").points_per_attempt == 1
-    assert make_agent("autotune:3").spec == "autotune:3"
+def test_the_agent_spec_takes_how_many_screened_points_to_submit():
+    assert make_agent("autotune").submissions == 3
+    assert make_agent("autotune:5").spec == "autotune:5"
     with pytest.raises(ControllerError, match="positive integer"):
         make_agent("autotune:many")
 
@@ -98,25 +141,61 @@ def _task(factory) -> Path:
     return folder
 
 
-def test_autotune_runs_the_search_through_the_gates(tune_target, tmp_path):
+class ScreenAtTheFence:
+    """The screen injected where the agent would run it in the fence: rows_per_program 4 and
+    num_warps 8 fail to compile, the rest are timed from the point's settings."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, session, points, budget_s):
+        self.calls += 1
+        screened = []
+        for index, point in enumerate(points):
+            rows, warps = point["rows_per_program"], point["num_warps"]
+            if rows == 4 or warps == 8:
+                screened.append(ScreenedPoint(index=index, point=point, status="compile_error",
+                                              reason="out of resource: registers"))  # fmt: skip
+                continue
+            weighted = 10.0 - rows + 0.1 * warps
+            screened.append(ScreenedPoint(index=index, point=point, status="timed",
+                                          weighted_us=weighted, screen_s=0.2))  # fmt: skip
+        return ScreenReport(device="cuda", timed=True, seconds=1.0, points=screened)
+
+
+def test_autotune_screens_once_then_submits_its_best_points_through_the_gates(
+    tune_target, tmp_path
+):
     arguments = tune_arguments(
         tmp_path / "runs",
         tune_target,
         operator="rms_norm",
         unfenced=True,
         device="cuda",
-        max_attempts=2,
+        max_attempts=4,
     )
-    assert run_tune(arguments, evaluator=FakeEvaluator()) == 1  # A/A points: none promoted
+    screen = ScreenAtTheFence()
+    agent = AutotuneAgent(submissions=3, screen=screen)
+    assert run_tune(arguments, agent=agent, evaluator=FakeEvaluator()) == 1  # A/A: none promoted
+    assert screen.calls == 1  # the screen of attempt 1 is kept for the others
     run_dir = only_run(tmp_path / "runs")
     tried = json.loads((run_dir / "evidence" / "tuning.json").read_text())["attempts"]
-    assert [(a["tuning"]["rows_per_program"], a["tuning"]["num_warps"]) for a in tried] == [
-        (2, 4),
-        (1, 8),
+    assert [(a["tuning"]["rows_per_program"], a["tuning"]["num_warps"]) for a in tried[:3]] == [
+        (8, 1),  # 10 - 8 + 0.1: the fastest that compiles
+        (8, 2),
+        (8, 4),
     ]
-    assert {a["gate"] for a in tried} == {"latency"}
-    transcript = json.loads((run_dir / "attempts" / "0002" / "transcript.json").read_text())
-    plan = next(step for step in transcript if step.get("step") == "plan")
-    assert plan["tried"] == 1 and plan["points"] == [tried[1]["tuning"]]
-    report = (run_dir / "evidence" / "report.md").read_text()
-    assert "### Launch settings tried" in report
+    assert [a["gate"] for a in tried] == ["latency", "latency", "latency", "changes"]
+    transcript = json.loads((run_dir / "attempts" / "0001" / "transcript.json").read_text())
+    listed = [step for step in transcript if step.get("step") == "screen"]
+    assert len(listed) == 20 and all("screen_s" in step for step in listed)  # every point
+    assert sum(step["status"] == "compile_error" for step in listed) == 8
+    later = json.loads((run_dir / "attempts" / "0004" / "transcript.json").read_text())
+    choice = next(step for step in later if step.get("step") == "choose")
+    assert choice["point"] is None and "best 3 points were submitted" in choice["reason"]
+    evidence = run_dir / "evidence"
+    screen_json = json.loads((evidence / "screen.json").read_text())
+    assert len(screen_json["points"]) == 20
+    assert (evidence / "screen.svg").is_file() or (evidence / "screen.png").is_file()
+    report = (evidence / "report.md").read_text()
+    assert "### Screen of the declared space" in report and "20 points" in report

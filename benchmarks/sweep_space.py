@@ -1,0 +1,345 @@
+"""Exhaustive sweep of each catalog operator's declared tuning space on the GPU, with the
+evaluator's style of timing, to measure how close the autotune agent's screen comes to the
+best point of the space (issue 27: within 2% of the sweep's best, in at most 5 minutes).
+
+Per operator:
+1. The autotune screen exactly as the agent runs it (`python -m controller.screening.worker`,
+   its compiling children included) over every point, on a fresh Triton cache: its wall time
+   and its ranking.
+2. The sweep, on the cache the screen filled: every point checked on one case per workload,
+   then timed paired with the production kernel the way the evaluator times roles: warm graphs
+   of 20 calls (12 placements, fresh inputs copied in before each replay) or one cold graph
+   over enough buffers that 8 x the L2 passes between two uses of one, whichever the
+   evaluator would promote on; replays alternate with the production kernel's; per workload
+   the median of the paired ratios. The weighted figure is the model's time: each workload's
+   ratio weighted by its calls x the production kernel's time.
+
+Writes $OUT/sweep_<op>.json (best point, production, every point's figure, the screen's picks
+and how far they are from the best) and prints one line per operator. From the repository root:
+`OUT=/tmp/out python benchmarks/sweep_space.py [--operators rms_norm,rotate_qk]`.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+EXIT_BAD_INPUT = 2
+SUBMITTED = 3  # the autotune agent's default: the screen's best three go to the evaluator
+
+
+def main(argv: list[str]) -> int:
+    arguments = _parser().parse_args(argv)
+    from operators import REGISTRY
+
+    known = [declaration.name for declaration in _catalog()]
+    chosen = arguments.operators.split(",") if arguments.operators else known
+    unknown = [name for name in chosen if name not in known]
+    if unknown:
+        print(
+            f"sweep_space: {unknown[0]!r} is no catalog operator with a tuning space; "
+            f"use some of: {', '.join(known)}",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    import torch
+
+    if not torch.cuda.is_available():
+        print("sweep_space: needs a CUDA device (run it on the GPU machine)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    out = Path(os.environ.get("OUT") or arguments.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    for name in chosen:
+        result = sweep_operator(REGISTRY.declaration(name), arguments)
+        (out / f"sweep_{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+        print(_line(result), flush=True)
+    print(f"sweep_space: {len(chosen)} operators in {time.monotonic() - started:.0f} s")
+    return 0
+
+
+def sweep_operator(declaration, arguments) -> dict:
+    """The screen, then the sweep, of one operator's space; the result as a JSON document."""
+    from controller.screening.report import ScreenedPoint, space_points
+    from gates.tasks.generation import write_package
+    from gates.tasks.solution import load_solution
+    from gates.tuning.launch_settings import declared_settings
+
+    scratch = Path(tempfile.mkdtemp(prefix=f"sweep-{declaration.name}-"))
+    task, _ = write_package(declaration, scratch / "tasks")
+    solution = load_solution(task / "solution")
+    entry = next(s for s in solution.sources if s.path == solution.spec.entry_file)
+    points = space_points(declared_settings(entry.content))
+    listed = scratch / "points.json"
+    listed.write_text(json.dumps(list(enumerate(points))))
+    os.environ["TRITON_CACHE_DIR"] = str(scratch / "triton-cache")  # cold for the screen
+    screen_file = scratch / "screen.jsonl"
+    command = [
+        sys.executable,
+        "-m",
+        "controller.screening.worker",
+        str(task),
+        str(task / "solution"),
+        str(listed),
+        str(screen_file),
+        "--device",
+        "cuda",
+        "--jobs",
+        str(arguments.jobs),
+        "--budget-s",
+        str(arguments.screen_budget_s),
+    ]
+    screen_started = time.monotonic()
+    screen_run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    screen_seconds = time.monotonic() - screen_started
+    screened = [
+        ScreenedPoint.model_validate_json(line) for line in screen_file.read_text().splitlines()
+    ]
+    sweep_started = time.monotonic()
+    swept = _sweep(declaration, solution, points, scratch, arguments.replays)
+    return _result(
+        declaration.name,
+        points,
+        swept,
+        screened,
+        screen_seconds,
+        screen_run,
+        time.monotonic() - sweep_started,
+    )
+
+
+def _sweep(declaration, solution, points, scratch: Path, replays: int) -> list[dict]:
+    """Every point checked, then timed paired with the production kernel (point 0)."""
+    import torch
+
+    from controller.screening.screen import ContractCheck, forget_point, load_point
+
+    device = torch.device("cuda")
+    l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
+    check = ContractCheck(declaration, declaration.workloads, device)
+    production = load_point(solution, points[0], scratch / "points", "production")
+    timers = [
+        PairedTiming(declaration, w, production, l2_bytes, replays) for w in declaration.workloads
+    ]
+    rows = []
+    for index, point in enumerate(points):
+        tag = f"sweep_{index}"
+        row: dict = {"index": index, "point": point}
+        started = time.monotonic()
+        try:
+            function = load_point(solution, point, scratch / "points", tag)
+            problem = check.first_problem(function)
+            if problem is not None:
+                row.update(status="contract_failed", reason=problem[:300])
+            else:
+                row.update(status="timed", workloads={t.name: t.time(function) for t in timers})
+        except Exception as error:  # a point that does not compile or launch
+            lines = str(error).strip().splitlines()
+            row.update(
+                status="failed",
+                reason=f"{type(error).__name__}: {lines[-1] if lines else ''}"[:300],
+            )
+            if not _device_usable(torch):
+                row["reason"] += " (the device context failed: the sweep stops here)"
+                rows.append(row)
+                break
+        finally:
+            forget_point(tag)
+        row["seconds"] = round(time.monotonic() - started, 3)
+        rows.append(row)
+    baseline = {t.name: statistics.median(t.baseline_us) for t in timers}
+    weights = {t.name: t.weight * baseline[t.name] for t in timers}  # the model's time
+    for row in rows:
+        if row["status"] == "timed":
+            ratios = {name: w["ratio"] for name, w in row["workloads"].items()}
+            row["model_time_ratio"] = sum(weights[n] * r for n, r in ratios.items()) / sum(
+                weights.values()
+            )
+            row["weighted_us"] = sum(t.weight * baseline[t.name] * ratios[t.name] for t in timers)
+    return rows
+
+
+def _device_usable(torch) -> bool:
+    try:
+        torch.cuda.synchronize()
+    except Exception:
+        return False
+    return True
+
+
+class PairedTiming:
+    """One workload timed as the evaluator times roles, the production kernel's graphs captured
+    once and replayed alternately with each point's."""
+
+    def __init__(self, declaration, workload, production, l2_bytes: int, replays: int):
+        import torch
+
+        from gates.evaluator.fresh_pool import FreshPool, pool_seeds
+        from gates.evaluator.graph_timing import CALLS_PER_GRAPH, PLACEMENTS, cold_calls
+
+        self.name, self.weight, self.params = workload.name, workload.weight, declaration.params
+        seeds = pool_seeds("sweep", workload.name, 0)
+        self.pool = FreshPool(
+            declaration,
+            workload,
+            production,
+            seeds,
+            replays * 2 * CALLS_PER_GRAPH,
+            torch.device("cuda"),
+        )
+        self.figure = "warm" if self.pool.set_bytes <= l2_bytes else "cold"
+        calls = (
+            CALLS_PER_GRAPH if self.figure == "warm" else cold_calls(self.pool.set_bytes, l2_bytes)
+        )
+        self.buffers = [[t.clone() for t in self.pool.sets[0]] for _ in range(calls)]
+        self.graphs_each = PLACEMENTS if self.figure == "warm" else 1
+        self.replays = replays * (2 if self.figure == "warm" else 1)
+        self.production = self._graphs(production)
+        self.baseline_us: list[float] = []
+        self.turn = 0
+
+    def _graphs(self, function) -> list:
+        from gates.evaluator.graph_timing import CUDA_GRAPHS
+
+        CUDA_GRAPHS.warm_up(function, self.buffers[0], self.params)
+        return [
+            CUDA_GRAPHS.capture(function, self.buffers, self.params)[0]
+            for _ in range(self.graphs_each)
+        ]
+
+    def time(self, function) -> dict:
+        """Per-call us of the point and the production kernel, and their median paired ratio."""
+        import torch
+
+        from gates.evaluator.graph_timing import CUDA_GRAPHS
+
+        graphs = {"production": self.production, "point": self._graphs(function)}
+        pending: dict[str, list] = {"production": [], "point": []}
+        calls = len(self.buffers)
+        for replay in range(self.replays):
+            order = (
+                ("production", "point")
+                if (replay + self.turn) % 2 == 0
+                else ("point", "production")
+            )
+            for role in order:
+                chosen = [(replay * calls + call) % len(self.pool.sets) for call in range(calls)]
+                targets = [t for buffer in self.buffers for t in buffer]
+                torch._foreach_copy_(targets, [t for i in chosen for t in self.pool.sets[i]])
+                graph = graphs[role][replay % len(graphs[role])]
+                events = CUDA_GRAPHS.timed_replay(graph, calls, drained=self.figure == "warm")
+                pending[role].append(events)
+        self.turn += 1
+        CUDA_GRAPHS.synchronize()
+        us = {
+            role: [CUDA_GRAPHS.milliseconds(e) * 1e3 / calls for e in events]
+            for role, events in pending.items()
+        }
+        self.baseline_us.extend(us["production"])
+        ratios = [p / b for p, b in zip(us["point"], us["production"], strict=True) if b > 0]
+        return {
+            "figure": self.figure,
+            "point_us": round(statistics.median(us["point"]), 4),
+            "production_us": round(statistics.median(us["production"]), 4),
+            "ratio": round(statistics.median(ratios), 5),
+        }
+
+
+def _result(name, points, swept, screened, screen_seconds, screen_run, sweep_seconds) -> dict:
+    from controller.screening.report import ScreenReport, point_key
+
+    timed = sorted(
+        (r for r in swept if r["status"] == "timed"), key=lambda r: r["model_time_ratio"]
+    )
+    best = timed[0] if timed else None
+    by_key = {point_key(r["point"]): r for r in timed}
+    report = ScreenReport(device="cuda", timed=True, points=screened)
+    picks = []
+    for rank, pick in enumerate(report.ranked()[:SUBMITTED], start=1):
+        row = by_key.get(point_key(pick.point))
+        gap = row["model_time_ratio"] / best["model_time_ratio"] - 1 if row and best else None
+        picks.append(
+            {
+                "rank": rank,
+                "point": pick.point,
+                "screen_weighted_us": pick.weighted_us,
+                "sweep_model_time_ratio": row and row["model_time_ratio"],
+                "gap_to_best": gap,
+            }
+        )
+    gaps = [p["gap_to_best"] for p in picks if p["gap_to_best"] is not None]
+    return {
+        "operator": name,
+        "points": len(points),
+        "production": {"point": points[0], "weighted_us": swept[0].get("weighted_us")},
+        "best": best,
+        "best_ratio_to_production": best and best["model_time_ratio"],
+        "failed": [r for r in swept if r["status"] != "timed"],
+        "sweep_seconds": round(sweep_seconds, 1),
+        "screen": {
+            "seconds": round(screen_seconds, 1),
+            "exit_code": screen_run.returncode,
+            "stderr_tail": screen_run.stderr[-600:],
+            "counts": report.counts(),
+            "reached": len(screened),
+            "picks": picks,
+            "first_pick_gap": picks[0]["gap_to_best"] if picks else None,
+            "best_submitted_gap": min(gaps) if gaps else None,
+            "points": [p.model_dump() for p in screened],
+        },
+        "ranking": [{k: r[k] for k in ("point", "model_time_ratio", "workloads")} for r in timed],
+    }
+
+
+def _line(result: dict) -> str:
+    screen = result["screen"]
+    best = result["best"]
+    gap = screen["best_submitted_gap"]
+    shown = f"{gap * 100:+.2f}%" if gap is not None else "n/a"
+    ratio = f"{best['model_time_ratio']:.4f}" if best else "n/a"
+    return (
+        f"{result['operator']}: {result['points']} points; best {ratio} x production "
+        f"{json.dumps(best['point']) if best else '-'}; screen {screen['seconds']} s "
+        f"({screen['reached']} reached), best of its top {SUBMITTED} {shown} from the best; "
+        f"sweep {result['sweep_seconds']} s"
+    )
+
+
+def _catalog():
+    """The catalog operators whose production kernel declares a tuning space."""
+    import importlib
+
+    from gates.tuning.launch_settings import declared_settings
+    from operators.catalog import CATALOG
+
+    found = []
+    for declaration in CATALOG:
+        if declaration.preferred is None:
+            continue
+        module = importlib.import_module(declaration.preferred.__module__)
+        settings = declared_settings(Path(module.__file__).read_text())
+        if settings.point is not None and settings.space:
+            found.append(declaration)
+    return found
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--operators", help="comma-separated operators (default: the catalog)")
+    parser.add_argument("--out", default="runs/sweep", help="folder when $OUT is not set")
+    parser.add_argument("--jobs", type=int, default=8, help="compiling processes of the screen")
+    parser.add_argument("--replays", type=int, default=20, help="paired replays per workload")
+    parser.add_argument("--screen-budget-s", type=float, default=270.0)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
