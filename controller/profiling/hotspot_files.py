@@ -5,10 +5,9 @@ import html
 import os
 from pathlib import Path
 
-from controller.profiling.hotspots import HotspotReport
+from controller.profiling.hotspots import AGREEMENT_GOAL, HotspotReport, RegionTime
 
 CHART_ROWS = 15
-OUTSIDE_ROWS = 5
 
 
 def write_report(report: HotspotReport, folder: Path) -> list[Path]:
@@ -24,32 +23,90 @@ def write_report(report: HotspotReport, folder: Path) -> list[Path]:
 
 
 def markdown(report: HotspotReport) -> str:
-    unit = "kernel" if report.device_attribution else "call"
+    """Registry operators, then other regions, the time outside registry calls, the gaps and
+    the step account against the wall time."""
+    account = report.account
+    unit = "kernel" if report.device_attribution else "timed op"
+    mode = "one CUDA graph, replayed" if report.mode == "graph" else "eager"
     lines = [
-        f"# Hotspots of `{' '.join(report.driver)}`",
+        f"# Hotspots of `{' '.join(report.driver)}` ({mode})",
         "",
         f"{report.steps} profiled steps after {report.warmup} warm-up; {report.note}.",
         "",
-        f"Time per step: {report.total_us_per_step:.1f} us, of which "
-        f"{report.outside_registry_us_per_step:.1f} us outside registry calls.",
+        f"Step account: {account.account_us_per_step:.1f} us = "
+        f"{account.busy_us_per_step:.1f} us of {unit}s + {account.gap_us_per_step:.1f} us of "
+        f"gaps; the same step timed without the profiler ({account.wall.clock}, median of "
+        f"{account.wall.unprofiled_samples}): {account.wall.unprofiled_median_us:.1f} us, "
+        f"agreement {account.agreement:+.1%} "
+        f"({'within' if account.within_goal else 'outside'} the {AGREEMENT_GOAL:.0%} goal); "
+        f"against the profiled steps' own wall time ({account.wall.profiled_median_us:.1f} us): "
+        f"{account.profiled_agreement:+.1%}.",
         "",
-        f"| region | kind | us/step | {unit}s/step | mean us | share < 5 us |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "## Registry operators",
+        "",
+        f"| operator | calls/step | {unit}s/step | us/step | share of step | mean us | < 5 us |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for row in report.hotspots:
-        lines.append(
-            f"| `{row.region}` | {row.kind} | {row.time_us_per_step:.1f} | "
-            f"{row.kernels_per_step:.1f} | {row.mean_kernel_us:.1f} | {row.share_under_5us:.0%} |"
-        )
-    outside = [row for row in report.hotspots if row.kind != "registry"][:OUTSIDE_ROWS]
-    if outside:
-        lines += ["", "Largest regions outside registry calls (candidates to register next):", ""]
-        lines += [f"- `{row.region}`: {row.time_us_per_step:.1f} us/step" for row in outside]
+    lines += [_row(row, kind=False) for row in report.registry]
+    lines += [
+        "",
+        "## Modules and other regions",
+        "",
+        f"| region | kind | calls/step | {unit}s/step | us/step | share of step | mean us "
+        "| < 5 us |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [_row(row, kind=True) for row in report.elsewhere]
+    lines += [
+        "",
+        f"Registry calls: {report.registry_us_per_step:.1f} us/step "
+        f"({_share(report.registry_us_per_step, account.account_us_per_step)} of the step). "
+        f"Outside registry calls: {report.outside_registry_us_per_step:.1f} us/step "
+        f"({_share(report.outside_registry_us_per_step, account.account_us_per_step)}).",
+        "",
+        "## Gaps",
+        "",
+        "| gap | gaps/step | us/step | share of step |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {gap.kind} | {gap.gaps_per_step:.1f} | {gap.us_per_step:.1f} | "
+        f"{gap.share_of_step:.1%} |"
+        for gap in report.gaps
+    ]
+    if report.graph is not None:
+        graph = report.graph
+        alignment = "one to one" if graph.aligned_one_to_one else "by kind where they agree"
+        lines += [
+            "",
+            "## Graph labels",
+            "",
+            f"{graph.captured_launches} launches captured, {graph.replayed_per_step:.0f} "
+            f"activities replayed per step (aligned {alignment}); "
+            f"{graph.labelled_share_of_time:.1%} of replayed kernel time labelled.",
+        ]
     return "\n".join(lines) + "\n"
 
 
+def _row(row: RegionTime, kind: bool) -> str:
+    cells = [f"`{row.region}`", *([row.kind] if kind else [])]
+    cells += [
+        f"{row.calls_per_step:.1f}",
+        f"{row.kernels_per_step:.1f}",
+        f"{row.kernel_us_per_step:.1f}",
+        f"{row.share_of_step:.1%}",
+        f"{row.mean_kernel_us:.1f}",
+        f"{row.share_under_5us:.0%}",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{part / whole:.1%}" if whole else "n/a"
+
+
 def _chart(report: HotspotReport, folder: Path) -> Path:
-    rows = report.hotspots[:CHART_ROWS]
+    rows = report.regions[:CHART_ROWS]
     try:
         import matplotlib
 
@@ -58,7 +115,9 @@ def _chart(report: HotspotReport, folder: Path) -> Path:
     except ImportError:
         return _write(folder / "hotspots.svg", svg_chart(report))
     figure, axes = pyplot.subplots(figsize=(10, 0.4 * len(rows) + 1.5))
-    axes.barh([row.region for row in reversed(rows)], [r.time_us_per_step for r in reversed(rows)])
+    axes.barh(
+        [row.region for row in reversed(rows)], [r.kernel_us_per_step for r in reversed(rows)]
+    )
     axes.set_xlabel("us per step")
     axes.set_title(f"hotspots of {' '.join(report.driver)}")
     figure.tight_layout()
@@ -70,8 +129,8 @@ def _chart(report: HotspotReport, folder: Path) -> Path:
 
 def svg_chart(report: HotspotReport) -> str:
     """A horizontal bar per region, longest first, labelled with its time per step."""
-    rows = report.hotspots[:CHART_ROWS]
-    longest = max((row.time_us_per_step for row in rows), default=0.0) or 1.0
+    rows = report.regions[:CHART_ROWS]
+    longest = max((row.kernel_us_per_step for row in rows), default=0.0) or 1.0
     label_width, bar_width, row_height = 360, 420, 22
     height = row_height * len(rows) + 40
     parts = [
@@ -81,7 +140,7 @@ def svg_chart(report: HotspotReport) -> str:
     ]
     for index, row in enumerate(rows):
         y = 28 + index * row_height
-        width = bar_width * row.time_us_per_step / longest
+        width = bar_width * row.kernel_us_per_step / longest
         parts.append(f'<text x="4" y="{y + 14}">{html.escape(row.region)}</text>')
         parts.append(
             f'<rect x="{label_width}" y="{y}" width="{width:.1f}" height="{row_height - 6}" '
@@ -89,7 +148,7 @@ def svg_chart(report: HotspotReport) -> str:
         )
         parts.append(
             f'<text x="{label_width + width + 4:.1f}" y="{y + 14}">'
-            f"{row.time_us_per_step:.1f}</text>"
+            f"{row.kernel_us_per_step:.1f}</text>"
         )
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

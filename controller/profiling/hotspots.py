@@ -1,188 +1,209 @@
-"""Where a driver's time goes: kernels attributed, through their host launch, to the ranges
-that enclosed it (registry operator calls, attention calls, module calls with layer indices
-folded), ranked by time per step.
+"""Where a driver's step goes: device time per registry operator, per module and other region,
+the time outside registry calls, the idle gaps between kernels, and how the whole account
+compares to the step's wall time measured in the same mode.
 
-On CUDA the time is each kernel's device time. Without CUDA there are no device kernels, so
-the CPU time of each registry call and of each top-level ATen call outside one stands in, and
-the report says so.
+On CUDA the time is each kernel's device time, attributed through the launch call that the
+profiler correlates with it (see `attribution`); a replayed graph's kernels are labelled by the
+ranges open when they were captured (see `graph_labels`). Without CUDA, the host time of each
+registry call and of each top-level ATen call outside one stands in, and the report says so.
 """
 
-import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, Literal
+import bisect
+import statistics
+from collections import Counter
+from typing import Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict
 
-from operators.ops import label_registry_calls
+from controller.profiling.attribution import (
+    STEP_RANGE,
+    RegionKind,
+    WorkItem,
+    device_work,
+    host_work,
+    step_ranges,
+)
+from controller.profiling.graph_labels import CAPTURE_RANGE, GraphLabelling, replayed_work
+from controller.profiling.profiled_run import ProfiledRun, WallTime
+from controller.profiling.step_account import GAP_KINDS, GapKind, step_windows
+from controller.profiling.timeline import HostRange, Timeline
 
 LAUNCH_BOUND_US = 5.0
-RegionKind = Literal["registry", "attention", "module", "outside"]
+AGREEMENT_GOAL = 0.05  # the account of a step within 5% of its wall time
 
 
-class Hotspot(BaseModel):
-    """One region's share of a step."""
+class RegionTime(BaseModel):
+    """One region's share of a step: a registry operator, an attention call, a module."""
 
     model_config = ConfigDict(frozen=True)
 
     region: str
     kind: RegionKind
-    time_us_per_step: float
+    calls_per_step: float
     kernels_per_step: float
+    kernel_us_per_step: float
+    share_of_step: float
     mean_kernel_us: float
     share_under_5us: float
 
 
+class GapTime(BaseModel):
+    """The idle gaps of one kind in a step's window."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: GapKind
+    gaps_per_step: float
+    us_per_step: float
+    share_of_step: float
+
+
+class StepAccount(BaseModel):
+    """Kernel time plus gaps per step (the account), against the wall time of the step:
+    `agreement` is account / unprofiled wall - 1, `profiled_agreement` the same against the
+    profiled steps' own wall time (a check that nothing in the window went uncounted)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    busy_us_per_step: float
+    gap_us_per_step: float
+    account_us_per_step: float
+    wall: WallTime
+    agreement: float
+    profiled_agreement: float
+    within_goal: bool
+
+
 class HotspotReport(BaseModel):
-    """Every region ranked by time per step, and what lay outside registry calls."""
+    """A profile of a driver's step, ranked, with the step accounted for in full."""
 
     model_config = ConfigDict(frozen=True)
 
     driver: list[str]
-    warmup: int
-    steps: int
+    mode: Literal["eager", "graph"]
     device_attribution: bool
     note: str
-    total_us_per_step: float
+    warmup: int
+    steps: int
+    registry: list[RegionTime]
+    elsewhere: list[RegionTime]
+    registry_us_per_step: float
     outside_registry_us_per_step: float
-    hotspots: list[Hotspot]
+    gaps: list[GapTime]
+    account: StepAccount
+    graph: GraphLabelling | None = None
+
+    @property
+    def regions(self) -> list[RegionTime]:
+        """Every region, longest first."""
+        rows = [*self.registry, *self.elsewhere]
+        return sorted(rows, key=lambda row: (-row.kernel_us_per_step, row.region))
 
 
-def profile_steps(step: Callable[[], Any], warmup: int, steps: int):
-    """Run `step` warmup times, then `steps` times under torch.profiler with ranges labelled."""
-    for _ in range(warmup):
-        step()
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    if torch.cuda.is_available():
-        activities.append(torch.profiler.ProfilerActivity.CUDA)
-    with (
-        torch.profiler.profile(activities=activities) as profiler,
-        label_registry_calls(),
-        label_module_calls(),
-    ):
-        for _ in range(steps):
-            step()
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-    return profiler
-
-
-@contextmanager
-def label_module_calls() -> Iterator[None]:
-    """Wrap each module call in a `module:<path>` range, its path from the outermost module
-    called and layer indices folded (`layers.3.mlp` reads `layers.*.mlp`)."""
-    open_ranges: list = []
-    names: dict[int, str] = {}
-
-    def before(module, _inputs):
-        if not open_ranges:
-            names.clear()
-            root = type(module).__name__
-            for name, child in module.named_modules():
-                path = f"{root}.{name}" if name else root
-                names[id(child)] = re.sub(r"\.\d+(?=\.|$)", ".*", path)
-        label = names.get(id(module), type(module).__name__)
-        labelled = torch.profiler.record_function(f"module:{label}")
-        labelled.__enter__()
-        open_ranges.append(labelled)
-
-    def after(_module, _inputs, _output):
-        if open_ranges:
-            open_ranges.pop().__exit__(None, None, None)
-
-    pre = torch.nn.modules.module.register_module_forward_pre_hook(before)
-    post = torch.nn.modules.module.register_module_forward_hook(after)
-    try:
-        yield
-    finally:
-        pre.remove()
-        post.remove()
-        while open_ranges:
-            open_ranges.pop().__exit__(None, None, None)
-
-
-def attribute(profiler, driver: list[str], warmup: int, steps: int) -> HotspotReport:
-    """Rank regions by time per step from a finished profile."""
-    device = torch.cuda.is_available()
-    samples: dict[tuple[str, str], list[float]] = {}
-    outside_registry = 0.0
-    for event in profiler.events():
-        for duration in _durations(event, device):
-            region, kind, under_registry = _region_of(event)
-            samples.setdefault((region, kind), []).append(duration)
-            if not under_registry:
-                outside_registry += duration
-    hotspots = []
-    for (region, kind), durations in samples.items():
-        hotspots.append(
-            Hotspot(
-                region=region,
-                kind=kind,
-                time_us_per_step=sum(durations) / steps,
-                kernels_per_step=len(durations) / steps,
-                mean_kernel_us=sum(durations) / len(durations),
-                share_under_5us=sum(d < LAUNCH_BOUND_US for d in durations) / len(durations),
-            )
+def build_report(run: ProfiledRun, driver: list[str]) -> HotspotReport:
+    """Attribute, account for and rank one profiled run."""
+    timeline, graph = run.timeline, None
+    steps = step_ranges(timeline)
+    if run.mode == "graph":
+        work, graph = replayed_work(timeline)
+        call_windows = [item for item in timeline.ranges if item.name == CAPTURE_RANGE]
+        note = "device time of each replayed kernel, labelled by the ranges of its capture"
+    elif run.device == "cuda":
+        work, call_windows = device_work(timeline), steps
+        note = "device time of each kernel, attributed through the call that launched it"
+    else:
+        work, call_windows = host_work(timeline), steps
+        note = (
+            "no CUDA here: device attribution needs CUDA; the host time of registry calls and "
+            "of top-level ATen calls outside them stands in for kernels"
         )
-    hotspots.sort(key=lambda item: (-item.time_us_per_step, item.region))
-    note = (
-        "device time of each kernel, attributed through its host launch"
-        if device
-        else "no CUDA here: device attribution needs CUDA; the CPU time of registry calls and "
-        "of top-level ATen calls outside them stands in for kernels"
-    )
+    windows = step_windows(steps, work, timeline.waits)
+    count = max(len(windows), 1)
+    account = statistics.fmean(window.account_us for window in windows) if windows else 0.0
+    rows = _region_rows(work, _calls_per_window(timeline, call_windows), count, account)
+    gap_rows = []
+    for kind in GAP_KINDS:
+        gaps = [gap for window in windows for gap in window.gaps if gap.kind == kind]
+        if gaps:
+            total = sum(gap.duration_us for gap in gaps) / count
+            gap_rows.append(
+                GapTime(
+                    kind=kind,
+                    gaps_per_step=len(gaps) / count,
+                    us_per_step=total,
+                    share_of_step=_share(total, account),
+                )
+            )
+    registry = [row for row in rows if row.kind == "registry"]
+    elsewhere = [row for row in rows if row.kind != "registry"]
+    agreement = _ratio(account, run.wall.unprofiled_median_us)
     return HotspotReport(
         driver=driver,
-        warmup=warmup,
-        steps=steps,
-        device_attribution=device,
+        mode=run.mode,
+        device_attribution=run.device == "cuda",
         note=note,
-        total_us_per_step=sum(h.time_us_per_step for h in hotspots),
-        outside_registry_us_per_step=outside_registry / steps,
-        hotspots=hotspots,
+        warmup=run.warmup,
+        steps=run.steps,
+        registry=registry,
+        elsewhere=elsewhere,
+        registry_us_per_step=sum(row.kernel_us_per_step for row in registry),
+        outside_registry_us_per_step=sum(row.kernel_us_per_step for row in elsewhere),
+        gaps=gap_rows,
+        account=StepAccount(
+            busy_us_per_step=sum(window.busy_us for window in windows) / count,
+            gap_us_per_step=sum(row.us_per_step for row in gap_rows),
+            account_us_per_step=account,
+            wall=run.wall,
+            agreement=agreement,
+            profiled_agreement=_ratio(account, run.wall.profiled_median_us),
+            within_goal=abs(agreement) <= AGREEMENT_GOAL,
+        ),
+        graph=graph,
     )
 
 
-def _durations(event, device: bool) -> list[float]:
-    """The kernels this host event launched (CUDA); without CUDA, its own CPU time if it is a
-    registry call or a top-level ATen call outside one (an interpreted Triton kernel runs no
-    ATen op, so its registry range is the only place its time shows)."""
-    if device:
-        return [kernel.duration for kernel in getattr(event, "kernels", ())]
-    is_registry = event.name.startswith("registry:")
-    if not (is_registry or event.name.startswith("aten::")):
-        return []
-    parent = event.cpu_parent
-    while parent is not None:
-        if parent.name.startswith("registry:") or (
-            not is_registry and parent.name.startswith("aten::")
-        ):
-            return []
-        parent = parent.cpu_parent
-    return [float(event.cpu_time_total)]
+def _region_rows(
+    work: list[WorkItem], calls: Counter, count: int, account: float
+) -> list[RegionTime]:
+    durations: dict[tuple[str, RegionKind], list[float]] = {}
+    for item in work:
+        if item.step is not None:
+            durations.setdefault((item.region, item.region_kind), []).append(item.duration_us)
+    rows = []
+    for (region, kind), times in durations.items():
+        total = sum(times) / count
+        rows.append(
+            RegionTime(
+                region=region,
+                kind=kind,
+                calls_per_step=calls[region],
+                kernels_per_step=len(times) / count,
+                kernel_us_per_step=total,
+                share_of_step=_share(total, account),
+                mean_kernel_us=sum(times) / len(times),
+                share_under_5us=sum(time < LAUNCH_BOUND_US for time in times) / len(times),
+            )
+        )
+    return sorted(rows, key=lambda row: (-row.kernel_us_per_step, row.region))
 
 
-def _region_of(event) -> tuple[str, RegionKind, bool]:
-    """The innermost registry range, else attention call, else module range enclosing it."""
-    chain, node = [], event
-    while node is not None:
-        chain.append(node.name)
-        node = node.cpu_parent
-    registry = next((name for name in chain if name.startswith("registry:")), None)
-    if registry:
-        return registry, "registry", True
-    attention = next((name for name in chain if _is_attention(name)), None)
-    if attention:
-        return attention, "attention", False
-    module = next((name for name in chain if name.startswith("module:")), None)
-    if module:
-        return module, "module", False
-    return "outside any module", "outside", False
+def _calls_per_window(timeline: Timeline, windows: list[HostRange]) -> Counter:
+    """How many ranges of each name started inside the windows, per window."""
+    ordered = sorted(windows, key=lambda item: item.start_us)
+    starts = [item.start_us for item in ordered]
+    counts: Counter = Counter()
+    for item in timeline.ranges:
+        index = bisect.bisect_right(starts, item.start_us) - 1
+        if item.name in (STEP_RANGE, CAPTURE_RANGE) or index < 0:
+            continue
+        if item.start_us < ordered[index].end_us:
+            counts[item.name] += 1
+    return Counter({name: total / max(len(ordered), 1) for name, total in counts.items()})
 
 
-def _is_attention(name: str) -> bool:
-    """An ATen attention op, or a module call whose own name ends in `attention`."""
-    if name.startswith("module:"):
-        return name.rsplit(".", 1)[-1].lower().endswith("attention")
-    return not name.startswith("registry:") and "attention" in name.lower()
+def _share(part: float, whole: float) -> float:
+    return part / whole if whole else 0.0
+
+
+def _ratio(account: float, wall: float) -> float:
+    return account / wall - 1.0 if wall else 0.0

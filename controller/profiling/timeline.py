@@ -1,0 +1,138 @@
+"""What torch.profiler saw, as plain records on one clock: host ranges (ATen ops, registry,
+module and step ranges), host launches and waits, device activities. Read once from the
+profiler, so attribution, the step account and graph labelling are pure functions of them."""
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+ActivityKind = Literal["kernel", "memset", "memcpy"]
+LaunchKind = Literal["kernel", "memset", "memcpy", "graph"]
+
+HOST_RANGE_TYPES = frozenset({"cpu_op", "user_annotation"})
+DEVICE_ACTIVITY_KINDS: dict[str, ActivityKind] = {
+    "kernel": "kernel",
+    "gpu_memset": "memset",
+    "gpu_memcpy": "memcpy",
+}
+_LAUNCH_KINDS: tuple[tuple[re.Pattern, LaunchKind], ...] = (
+    (re.compile(r"GraphLaunch"), "graph"),
+    (re.compile(r"Launch(Cooperative)?Kernel"), "kernel"),
+    (re.compile(r"Memset"), "memset"),
+    (re.compile(r"Memcpy"), "memcpy"),
+)
+# Calls after which the host had waited for the device (a copy to the host is one).
+_WAIT = re.compile(r"Synchronize|^cudaMemcpy$|^cuMemcpyDtoH")
+
+
+class HostRange(BaseModel):
+    """A span on one host thread: an ATen op or a labelled range (`registry:`, `module:`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    thread: int
+    start_us: float
+    end_us: float
+
+
+class HostLaunch(BaseModel):
+    """A runtime or driver call that put work on the device; `correlation` is the id the
+    profiler gives the call and every device activity it launched."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    launches: LaunchKind
+    thread: int
+    start_us: float
+    end_us: float
+    correlation: int
+
+
+class HostWait(BaseModel):
+    """A call in which the host waited for the device (a synchronize, a copy to the host)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    thread: int
+    start_us: float
+    end_us: float
+
+
+class DeviceActivity(BaseModel):
+    """A kernel, memset or copy as it ran on the device."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    kind: ActivityKind
+    start_us: float
+    end_us: float
+    correlation: int
+
+    @property
+    def duration_us(self) -> float:
+        return self.end_us - self.start_us
+
+
+class Timeline(BaseModel):
+    """Every record of one profiler session, times in us from its first event."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ranges: list[HostRange] = []
+    launches: list[HostLaunch] = []
+    waits: list[HostWait] = []
+    activities: list[DeviceActivity] = []
+
+
+def launch_kind(name: str) -> LaunchKind | None:
+    """What a runtime or driver call launches, from its name; None for other calls."""
+    for pattern, kind in _LAUNCH_KINDS:
+        if pattern.search(name):
+            return kind
+    return None
+
+
+def timeline_from_profiler(profiler) -> Timeline:
+    """The records of a finished `torch.profiler.profile` session."""
+    events = [event for event in profiler.profiler.kineto_results.events() if not event.is_async()]
+    origin = min((event.start_ns() for event in events), default=0)
+    ranges, launches, waits, activities = [], [], [], []
+    for event in events:
+        name, kind = event.name(), event.activity_type()
+        start = (event.start_ns() - origin) / 1e3
+        end = start + event.duration_ns() / 1e3
+        if kind in DEVICE_ACTIVITY_KINDS:
+            activities.append(
+                DeviceActivity(
+                    name=name,
+                    kind=DEVICE_ACTIVITY_KINDS[kind],
+                    start_us=start,
+                    end_us=end,
+                    correlation=event.correlation_id(),
+                )
+            )
+            continue
+        thread = event.start_thread_id()
+        if kind in HOST_RANGE_TYPES:
+            ranges.append(HostRange(name=name, thread=thread, start_us=start, end_us=end))
+            continue
+        launched = launch_kind(name)
+        if launched is not None:
+            launches.append(
+                HostLaunch(
+                    name=name,
+                    launches=launched,
+                    thread=thread,
+                    start_us=start,
+                    end_us=end,
+                    correlation=event.correlation_id(),
+                )
+            )
+        if _WAIT.search(name):
+            waits.append(HostWait(name=name, thread=thread, start_us=start, end_us=end))
+    return Timeline(ranges=ranges, launches=launches, waits=waits, activities=activities)

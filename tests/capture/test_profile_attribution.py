@@ -1,0 +1,216 @@
+"""The profile's pure parts on synthetic profiler records: kernels attributed through their
+launch, the step account, and replayed graph kernels labelled by their capture ranges."""
+
+from controller.profiling.attribution import NO_HOST_LAUNCH, device_work, step_ranges
+from controller.profiling.graph_labels import (
+    UNLABELLED,
+    CapturedLaunch,
+    captured_launches,
+    label_replay,
+    replayed_work,
+)
+from controller.profiling.step_account import step_windows
+from controller.profiling.timeline import (
+    DeviceActivity,
+    HostLaunch,
+    HostRange,
+    HostWait,
+    Timeline,
+    launch_kind,
+)
+
+THREAD = 1
+
+
+def span(name: str, start: float, end: float, thread: int = THREAD) -> HostRange:
+    return HostRange(name=name, thread=thread, start_us=start, end_us=end)
+
+
+def launch(name: str, start: float, correlation: int, thread: int = THREAD) -> HostLaunch:
+    return HostLaunch(
+        name=name,
+        launches=launch_kind(name),
+        thread=thread,
+        start_us=start,
+        end_us=start + 1,
+        correlation=correlation,
+    )
+
+
+def kernel(name: str, start: float, end: float, correlation: int, kind="kernel"):
+    return DeviceActivity(name=name, kind=kind, start_us=start, end_us=end, correlation=correlation)
+
+
+def test_a_kernel_goes_to_the_innermost_registry_range_of_its_launch_not_the_module():
+    """A Triton launch made inside a registry call inside module and attention ranges counts
+    for the registry operator; a cuBLAS launch in the same module outside it, for the module."""
+    timeline = Timeline(
+        ranges=[
+            span("profile:step", 0, 200),
+            span("module:Model.layers.*.attention", 5, 150),
+            span("registry:rotate_qk", 10, 40),
+            span("aten::empty", 12, 14),
+            span("registry:split_kv_attention", 45, 90),
+            span("registry:rms_norm", 50, 60),  # a registry call made inside another
+            span("aten::linear", 100, 140),
+            span("aten::mm", 105, 135),
+        ],
+        launches=[
+            launch("cuLaunchKernel", 20, correlation=7),
+            launch("cuLaunchKernelEx", 55, correlation=8),
+            launch("cuLaunchKernel", 70, correlation=9),
+            launch("cudaLaunchKernel", 110, correlation=10),
+        ],
+        activities=[
+            kernel("rotate_kernel", 30, 38, 7),
+            kernel("norm_kernel", 60, 62, 8),
+            kernel("attention_kernel", 75, 95, 9),
+            kernel("gemm", 120, 160, 10),
+            kernel("orphan", 170, 171, 99),
+        ],
+    )
+    regions = {item.name: (item.region, item.region_kind) for item in device_work(timeline)}
+    assert regions["rotate_kernel"] == ("registry:rotate_qk", "registry")
+    assert regions["norm_kernel"] == ("registry:rms_norm", "registry")
+    assert regions["attention_kernel"] == ("registry:split_kv_attention", "registry")
+    assert regions["gemm"] == ("module:Model.layers.*.attention", "attention")
+    assert regions["orphan"] == (NO_HOST_LAUNCH, "outside")  # reported, never dropped
+
+
+def test_a_launch_on_a_thread_without_ranges_is_placed_on_the_busiest_thread():
+    timeline = Timeline(
+        ranges=[span("profile:step", 0, 100), span("registry:rms_norm", 10, 20)],
+        launches=[launch("cuLaunchKernel", 15, correlation=3, thread=12345)],
+        activities=[kernel("norm_kernel", 16, 18, 3)],
+    )
+    (item,) = device_work(timeline)
+    assert (item.region, item.step) == ("registry:rms_norm", 0)
+
+
+def test_the_step_account_is_busy_time_plus_gaps_of_each_kind():
+    steps = [span("profile:step", 0, 50), span("profile:step", 60, 70)]
+    timeline = Timeline(
+        ranges=steps,
+        launches=[launch("cudaLaunchKernel", time, n) for n, time in enumerate((5, 8, 40, 62))],
+        waits=[HostWait(name="cudaStreamSynchronize", thread=THREAD, start_us=21, end_us=34.5)],
+        activities=[
+            kernel("a", 10, 20, 0),
+            kernel("b", 20, 35, 1),  # back to back with a: one busy stretch
+            kernel("c", 45, 80, 2),  # ends after the host left the step
+            kernel("d", 82, 90, 3),  # waits for c: the second window opens when c ends
+        ],
+    )
+    windows = step_windows(step_ranges(timeline), device_work(timeline), timeline.waits)
+    first, second = windows
+    assert (first.start_us, first.end_us, first.busy_us) == (0, 80, 60)
+    assert [(gap.kind, gap.duration_us) for gap in first.gaps] == [
+        ("before the first kernel", 10),
+        ("after a host wait", 10),
+    ]
+    assert (second.start_us, second.end_us, second.busy_us) == (80, 90, 8)
+    assert [(gap.kind, gap.duration_us) for gap in second.gaps] == [("before the first kernel", 2)]
+    for window in windows:
+        assert window.busy_us + sum(gap.duration_us for gap in window.gaps) == window.account_us
+
+
+def test_gaps_between_kernels_without_a_wait_are_launch_gaps_and_a_host_tail_counts():
+    timeline = Timeline(
+        ranges=[span("profile:step", 0, 30)],
+        launches=[launch("cudaLaunchKernel", 1, 0), launch("cudaLaunchKernel", 6, 1)],
+        activities=[kernel("a", 2, 4, 0), kernel("b", 7, 9, 1)],
+    )
+    (window,) = step_windows(step_ranges(timeline), device_work(timeline))
+    kinds = [(gap.kind, gap.duration_us) for gap in window.gaps]
+    assert kinds == [
+        ("before the first kernel", 2),
+        ("between kernels", 3),
+        ("after the last kernel", 21),
+    ]
+
+
+def captured(kind: str, region: str) -> CapturedLaunch:
+    return CapturedLaunch(kind=kind, region=region, region_kind="registry")
+
+
+def test_replayed_kernels_take_the_labels_of_their_captured_launches_in_order():
+    launches = [captured("kernel", "registry:a"), captured("memcpy", "m"), captured("kernel", "b")]
+    replayed = [kernel("k0", 0, 1, 5), kernel("c", 1, 2, 5, "memcpy"), kernel("k1", 2, 3, 5)]
+    assert label_replay(launches, replayed) == launches
+
+
+def test_a_replayed_activity_the_capture_lacks_stays_unlabelled_and_the_rest_align():
+    launches = [captured("kernel", "a"), captured("kernel", "b"), captured("kernel", "c")]
+    replayed = [
+        kernel("k0", 0, 1, 5),
+        kernel("set", 1, 2, 5, "memset"),
+        kernel("k1", 2, 3, 5),
+        kernel("k2", 3, 4, 5),
+    ]
+    labels = label_replay(launches, replayed)
+    assert [label.region if label else None for label in labels] == ["a", None, "b", "c"]
+
+
+def graph_timeline(extra_kernel: bool) -> Timeline:
+    """A capture of three launches (two registry calls in a module, one in the module alone),
+    then two profiled replays; the second replay may run a kernel the capture never saw."""
+    ranges = [
+        span("profile:capture", 0, 100),
+        span("module:Model.mlp", 5, 95),
+        span("registry:gated_gelu", 10, 30),
+        span("registry:rms_norm", 40, 60),
+        span("aten::mm", 70, 90),
+        span("profile:step", 200, 210),
+        span("profile:step", 300, 310),
+    ]
+    launches = [
+        launch("cuLaunchKernel", 20, 1),
+        launch("cuLaunchKernel", 50, 2),
+        launch("cudaLaunchKernel", 80, 3),
+        launch("cudaGraphLaunch", 201, 4),
+        launch("cudaGraphLaunch", 301, 5),
+    ]
+    activities = []
+    for correlation, start in ((4, 220), (5, 320)):
+        activities += [
+            kernel("gelu", start, start + 10, correlation),
+            kernel("norm", start + 11, start + 15, correlation),
+            kernel("gemm", start + 16, start + 36, correlation),
+        ]
+    if extra_kernel:
+        activities.append(kernel("unknown", 360, 366, 5))
+    return Timeline(ranges=ranges, launches=launches, activities=activities)
+
+
+def test_a_replayed_graph_is_labelled_by_its_capture_ranges():
+    timeline = graph_timeline(extra_kernel=False)
+    assert [item.region for item in captured_launches(timeline)] == [
+        "registry:gated_gelu",
+        "registry:rms_norm",
+        "module:Model.mlp",
+    ]
+    work, labelling = replayed_work(timeline)
+    assert [(item.name, item.region, item.step) for item in work[:3]] == [
+        ("gelu", "registry:gated_gelu", 0),
+        ("norm", "registry:rms_norm", 0),
+        ("gemm", "module:Model.mlp", 0),
+    ]
+    assert [item.step for item in work[3:]] == [1, 1, 1]
+    assert labelling.aligned_one_to_one and labelling.labelled_share_of_time == 1.0
+    assert labelling.captured_launches == 3 and labelling.replayed_per_step == 3
+
+
+def test_the_labelled_share_says_how_much_replayed_time_got_no_label():
+    work, labelling = replayed_work(graph_timeline(extra_kernel=True))
+    assert not labelling.aligned_one_to_one
+    assert [item.region for item in work if item.name == "unknown"] == [UNLABELLED]
+    assert labelling.labelled_share_of_time == (2 * 34) / (2 * 34 + 6)
+
+
+def test_launch_calls_are_told_apart_by_name():
+    assert launch_kind("cudaLaunchKernel") == "kernel"
+    assert launch_kind("cuLaunchKernelEx") == "kernel"
+    assert launch_kind("cudaLaunchKernelExC") == "kernel"
+    assert launch_kind("cudaMemsetAsync") == "memset"
+    assert launch_kind("cudaMemcpyAsync") == "memcpy"
+    assert launch_kind("cudaGraphLaunch") == "graph"
+    assert launch_kind("cudaStreamSynchronize") is None
