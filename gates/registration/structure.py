@@ -3,7 +3,9 @@ now calls `ops.<operator>(...)` instead of computing the math inline.
 
 The check is on the syntax tree: a site must contain a registry call and must no longer contain
 the calls the reference is made of that the site made at BASE (for `gelu_tanh`, the old
-`F.gelu(..., approximate="tanh")`).
+`F.gelu(..., approximate="tanh")`). A call that takes the registry call's result is downstream
+of it, not the expression it replaced (a fused MLP's down projection after
+`ops.gated_gelu_projection`), so it is not held against the site.
 """
 
 import ast
@@ -69,11 +71,39 @@ def _site_problem(base, candidate, site, operator, reference) -> str | None:
         return f"call site {site} does not call ops.{operator}(...)"
     before = locate(base, site)
     old = {sig for sig in map(_signature, _calls(before)) if sig and _matches(sig, reference)}
+    results = _registry_results(function, operator)
     for call in _calls(function):
         signature = _signature(call)
-        if signature and signature in old:
+        if signature and signature in old and not _takes_registry_result(call, operator, results):
             return f"call site {site} still calls {ast.unparse(call)} (the old expression)"
     return None
+
+
+def _registry_results(function: FunctionNode, operator: str) -> set[str]:
+    """Names the site assigns from an expression holding its registry call."""
+    names = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and _holds_registry_call(node.value, operator):
+            for target in node.targets:
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
+
+
+def _takes_registry_result(call: ast.Call, operator: str, results: set[str]) -> bool:
+    """Whether an argument of `call` is the registry call or a name bound to its result."""
+    for argument in [*call.args, *(k.value for k in call.keywords)]:
+        if _holds_registry_call(argument, operator):
+            return True
+        if any(isinstance(n, ast.Name) and n.id in results for n in ast.walk(argument)):
+            return True
+    return False
+
+
+def _holds_registry_call(node: ast.AST, operator: str) -> bool:
+    return any(
+        isinstance(inner, ast.Call) and _is_registry_call(inner, operator)
+        for inner in ast.walk(node)
+    )
 
 
 def _calls(function: FunctionNode | None) -> list[ast.Call]:

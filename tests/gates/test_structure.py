@@ -1,6 +1,6 @@
 """Gate 2, structure: the operator is declared and every selected call site calls the registry."""
 
-from target_fixture import CATALOG_BASE, REQUEST, SITES, vision
+from target_fixture import CATALOG_BASE, IMPORTS, IMPORTS_ROUTED, REQUEST, SITES, vision
 
 from gates.registration import structure
 from gates.target import load_target_config
@@ -34,6 +34,32 @@ def test_rejects_a_site_that_keeps_the_old_expression(base_tree, make_candidate,
         'return ops.gelu_tanh(x) * 0.5 + 0 * F.gelu(x, approximate="tanh")',
     )
     verdict = judge(base_tree, make_candidate({"model/vision.py": both}), probe)
+    assert not verdict.passed
+    assert "still calls F.gelu(x, approximate='tanh') (the old expression)" in verdict.summary
+
+
+def test_a_reference_call_on_the_registry_result_is_downstream(base_tree, make_candidate, probe):
+    # A fused MLP keeps its down projection, an F.linear like the reference's, on the result.
+    downstream = vision().replace(
+        "        return ops.gelu_tanh(x) * 0.5",
+        "        activated = ops.gelu_tanh(x)\n"
+        '        return F.gelu(activated, approximate="tanh")',
+    )
+    downstream = downstream.replace(IMPORTS_ROUTED, IMPORTS + "\nfrom operators import ops\n")
+    verdict = judge(base_tree, make_candidate({"model/vision.py": downstream}), probe)
+    assert verdict.passed, verdict.summary
+
+
+def test_rejects_the_old_expression_beside_a_bound_registry_result(
+    base_tree, make_candidate, probe
+):
+    kept = vision().replace(
+        "        return ops.gelu_tanh(x) * 0.5",
+        "        activated = ops.gelu_tanh(x)\n"
+        '        return activated + F.gelu(x, approximate="tanh")',
+    )
+    kept = kept.replace(IMPORTS_ROUTED, IMPORTS + "\nfrom operators import ops\n")
+    verdict = judge(base_tree, make_candidate({"model/vision.py": kept}), probe)
     assert not verdict.passed
     assert "still calls F.gelu(x, approximate='tanh') (the old expression)" in verdict.summary
 
