@@ -114,26 +114,38 @@ def variant_kernel(settings: dict) -> Callable:
 def contract_problem(
     declaration: OperatorDeclaration, kernel: Callable, workload: Workload, device
 ) -> str | None:
-    """The first contract violation over every input distribution, or None."""
+    """The first contract violation over every input distribution (or the error), or None."""
     for distribution in DISTRIBUTIONS:
-        violation = first_violation(declaration, kernel, workload, 1, distribution, device)
+        try:
+            violation = first_violation(declaration, kernel, workload, 1, distribution, device)
+        except Exception as error:  # a kernel that cannot run is reported
+            return f"{distribution}: {_error_line(error)}"
         if violation is not None:
             return f"{distribution}: {violation.describe()}"
     return None
 
 
-def graph_times(roles: dict[str, Callable], input_sets: list, scale: float) -> dict[str, float]:
-    """Median per-call us of each role: one graph of CALLS calls each, replays interleaved."""
-    graphs = {}
+def _error_line(error: Exception) -> str:
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    return f"{type(error).__name__}: {(lines[-1] if lines else '')[:200]}"
+
+
+def graph_times(roles: dict[str, Callable], input_sets: list, scale: float) -> dict:
+    """Median per-call us of each role (or why it could not be timed): one graph of CALLS
+    calls each, replays interleaved."""
+    graphs, times = {}, {}
     for name, function in roles.items():
-        for index in range(WARMUP):
-            function(*input_sets[index % len(input_sets)], scale)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for index in range(CALLS):
+        try:
+            for index in range(WARMUP):
                 function(*input_sets[index % len(input_sets)], scale)
-        graphs[name] = graph
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for index in range(CALLS):
+                    function(*input_sets[index % len(input_sets)], scale)
+            graphs[name] = graph
+        except Exception as error:  # one role's failure leaves the others timed
+            times[name] = _error_line(error)
     samples = {name: [] for name in graphs}
     for _ in range(REPLAYS):
         for name, graph in graphs.items():
@@ -144,10 +156,9 @@ def graph_times(roles: dict[str, Callable], input_sets: list, scale: float) -> d
             end.record()
             samples[name].append((start, end))
     torch.cuda.synchronize()
-    return {
-        name: statistics.median(s.elapsed_time(e) for s, e in pairs) * 1000.0 / CALLS
-        for name, pairs in samples.items()
-    }
+    for name, pairs in samples.items():
+        times[name] = statistics.median(s.elapsed_time(e) for s, e in pairs) * 1000.0 / CALLS
+    return times
 
 
 def host_times(roles: dict[str, Callable], input_sets: list, scale: float) -> dict[str, float]:
@@ -187,8 +198,8 @@ def measure(
         kernel = variant_kernel({**default, **variant})
         try:
             violation = first_violation(declaration, kernel, workload, 2, "large", device)
-        except Exception as error:  # noqa: BLE001  (a variant that cannot compile is reported)
-            violation = f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"
+        except Exception as error:  # a variant that cannot compile is reported
+            violation = _error_line(error)
         if violation is None:
             roles[name] = kernel
         else:
@@ -198,11 +209,17 @@ def measure(
         declaration.make_inputs(workload, seed=seed, device=device) for seed in range(INPUT_SETS)
     ]
     timer = host_times if device.type == "cpu" else graph_times
-    for name, us in timer(roles, input_sets, scale).items():
+    for name, figure in timer(roles, input_sets, scale).items():
         settings = default if name == "new" else None
         if name.startswith("variant"):
             settings = variants[int(name.removeprefix("variant"))]
-        timings[name] = Timing(role=name, settings=settings, us=us)
+        timed = isinstance(figure, float)
+        timings[name] = Timing(
+            role=name,
+            settings=settings,
+            us=figure if timed else None,
+            problem=None if timed else figure,
+        )
     ordered = sorted(timings.values(), key=lambda t: (t.role.startswith("variant"), t.role))
     return WorkloadResult(
         workload=workload.name,
