@@ -105,7 +105,7 @@ class AutotuneAgent:
             )
             return report
         points = space_points(settings)
-        budget = session.limits.turn_timeout_s * BUDGET_SHARE
+        budget = min(session.limits.turn_timeout_s, session.limits.wall_s) * BUDGET_SHARE
         if not getattr(session.policy, "gpu", False):
             budget = min(budget, CPU_BUDGET_S)
         report = self._screen(session, points, budget)

@@ -165,23 +165,38 @@ def test_the_graph_timer_follows_the_evaluators_figure_per_workload():
     assert all(plan.replays >= 3 and len(plan.sets) >= 20 for plan in cold.plans)
 
 
-def test_the_worker_screens_on_the_cpu_without_timing(tmp_path):
+def _worker(tmp_path, device: str, count: int, *extra: str) -> list[ScreenedPoint]:
+    """The worker's command line on rms_norm's first `count` points."""
     from gates.tasks.generation import write_package
 
     task, _ = write_package(REGISTRY.declaration("rms_norm"), tmp_path)
     settings = declared_settings(
         (task / "solution" / "operators" / "catalog" / "rms_norm.py").read_text()
     )
-    points = space_points(settings)[:3]
+    points = space_points(settings)[:count]
     listed = tmp_path / "points.json"
     listed.write_text(json.dumps(list(enumerate(points))))
     out = tmp_path / "out.jsonl"
     command = [sys.executable, "-m", "controller.screening.worker", str(task)]
-    command += [str(task / "solution"), str(listed), str(out), "--device", "cpu"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    command += [str(task / "solution"), str(listed), str(out), "--device", device, *extra]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     records = [ScreenedPoint.model_validate_json(line) for line in out.read_text().splitlines()]
     assert [r.point for r in records] == points
+    return records
+
+
+def test_the_worker_screens_on_the_cpu_without_timing(tmp_path):
+    records = _worker(tmp_path, "cpu", 3)
     assert {r.status for r in records} == {"checked"} and all(
         r.weighted_us is None for r in records
     )
+
+
+@pytest.mark.gpu
+def test_on_cuda_the_worker_compiles_ahead_and_times_every_point(tmp_path):
+    records = _worker(tmp_path, "cuda", 6, "--jobs", "2")
+    assert {r.status for r in records} == {"timed"}, [r.reason for r in records]
+    workloads = {w.name for w in REGISTRY.declaration("rms_norm").workloads}
+    assert all(set(r.workload_us) == workloads and r.weighted_us > 0 for r in records)
+    assert max(r.screen_s for r in records[1:]) < 5  # compiled ahead: seconds per point or less
