@@ -8,6 +8,7 @@ in its own right (an interpreted Triton kernel runs no ATen op, so its registry 
 only place its time shows).
 """
 
+import bisect
 from collections.abc import Sequence
 from typing import Literal
 
@@ -68,11 +69,14 @@ def device_work(timeline: Timeline) -> list[WorkItem]:
     matched = [launches.get(activity.correlation) for activity in timeline.activities]
     points = [(launch.thread, launch.start_us) for launch in matched if launch is not None]
     stacks = iter(enclosing_ranges(timeline.ranges, points))
-    steps = {id(item): index for index, item in enumerate(step_ranges(timeline))}
+    ordered = step_ranges(timeline)
+    steps = {id(item): index for index, item in enumerate(ordered)}
+    step_starts = [item.start_us for item in ordered]
     work = []
     for activity, launch in zip(timeline.activities, matched, strict=True):
-        if launch is None:
-            region, kind, step = NO_HOST_LAUNCH, "outside", None
+        if launch is None:  # counted for the step it ran in, so its time is not lost
+            latest = bisect.bisect_right(step_starts, activity.start_us) - 1
+            region, kind, step = NO_HOST_LAUNCH, "outside", latest if latest >= 0 else None
         else:
             stack = next(stacks)
             region, kind = region_of([item.name for item in stack])

@@ -11,6 +11,7 @@ ActivityKind = Literal["kernel", "memset", "memcpy"]
 LaunchKind = Literal["kernel", "memset", "memcpy", "graph"]
 
 HOST_RANGE_TYPES = frozenset({"cpu_op", "user_annotation"})
+HOST_CALL_TYPES = frozenset({"cuda_runtime", "cuda_driver"})
 DEVICE_ACTIVITY_KINDS: dict[str, ActivityKind] = {
     "kernel": "kernel",
     "gpu_memset": "memset",
@@ -99,7 +100,7 @@ def launch_kind(name: str) -> LaunchKind | None:
 
 def timeline_from_profiler(profiler) -> Timeline:
     """The records of a finished `torch.profiler.profile` session."""
-    events = [event for event in profiler.profiler.kineto_results.events() if not event.is_async()]
+    events = profiler.profiler.kineto_results.events()
     origin = min((event.start_ns() for event in events), default=0)
     ranges, launches, waits, activities = [], [], [], []
     for event in events:
@@ -118,8 +119,10 @@ def timeline_from_profiler(profiler) -> Timeline:
             )
             continue
         thread = event.start_thread_id()
-        if kind in HOST_RANGE_TYPES:
+        if kind in HOST_RANGE_TYPES and not event.is_async():
             ranges.append(HostRange(name=name, thread=thread, start_us=start, end_us=end))
+            continue
+        if kind not in HOST_CALL_TYPES:
             continue
         launched = launch_kind(name)
         if launched is not None:

@@ -69,12 +69,14 @@ def test_a_kernel_goes_to_the_innermost_registry_range_of_its_launch_not_the_mod
             kernel("orphan", 170, 171, 99),
         ],
     )
-    regions = {item.name: (item.region, item.region_kind) for item in device_work(timeline)}
+    work = {item.name: item for item in device_work(timeline)}
+    regions = {name: (item.region, item.region_kind) for name, item in work.items()}
     assert regions["rotate_kernel"] == ("registry:rotate_qk", "registry")
     assert regions["norm_kernel"] == ("registry:rms_norm", "registry")
     assert regions["attention_kernel"] == ("registry:split_kv_attention", "registry")
     assert regions["gemm"] == ("module:Model.layers.*.attention", "attention")
     assert regions["orphan"] == (NO_HOST_LAUNCH, "outside")  # reported, never dropped
+    assert work["orphan"].step == 0
 
 
 def test_a_launch_on_a_thread_without_ranges_is_placed_on_the_busiest_thread():
