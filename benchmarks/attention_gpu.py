@@ -38,7 +38,7 @@ CALLS = 48
 INPUT_SETS = 4
 REPLAYS = 25
 WARMUP = 3
-SWEEP_SECONDS = 28.0
+SWEEP_SECONDS = 24.0
 """Compiling a variant takes seconds; a workload's variants past this much time are skipped
 (a later workload reuses what an earlier one compiled)."""
 
