@@ -20,6 +20,7 @@ from pathlib import Path
 
 EXIT_BAD_INPUT = 3
 EXIT_DEVICE_LOST = 4
+COMPILE_SHARE = 0.6  # of the budget for compiling ahead; what is left over compiles when timed
 
 
 def main(argv: list[str]) -> int:
@@ -32,7 +33,7 @@ def main(argv: list[str]) -> int:
         shard, shards = (int(part) for part in arguments.compile_shard.split("/"))
         return _compile_shard(arguments, points[shard::shards], deadline)
     if arguments.device == "cuda" and arguments.jobs > 1 and len(points) > arguments.jobs:
-        compile_ahead(argv, arguments.jobs, deadline)
+        compile_ahead(argv, arguments.jobs, time.monotonic() + COMPILE_SHARE * arguments.budget_s)
     from gates.errors import GateError
 
     try:
@@ -84,15 +85,20 @@ def compile_ahead(argv: list[str], jobs: int, deadline: float) -> None:
     """Compile every point in `jobs` children before this process touches the device."""
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "controller.screening.worker", *argv]
-    children = [
-        subprocess.Popen(
-            [*command, "--compile-shard", f"{shard}/{jobs}"],
-            env=environment,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for shard in range(jobs)
-    ]
+    children = []
+    for shard in range(jobs):
+        try:
+            children.append(
+                subprocess.Popen(
+                    [*command, "--compile-shard", f"{shard}/{jobs}"],
+                    env=environment,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        except OSError as error:  # a process limit: the timing pass compiles what is left
+            print(f"compiling ahead in {len(children)} processes ({error})", file=sys.stderr)
+            break
     for child in children:
         try:
             child.wait(timeout=max(1.0, deadline - time.monotonic()))
@@ -121,18 +127,18 @@ def _compile_shard(arguments, points, deadline: float) -> int:
                 function = load_point(solution, point, Path(scratch), tag)
                 for one in inputs:
                     function(*one, **timed.params)
-                torch.cuda.synchronize()
+                torch.cuda.synchronize(device)
             except Exception:
-                if not _synchronizes(torch):
+                if not _synchronizes(torch, device):
                     return EXIT_DEVICE_LOST
             finally:
                 forget_point(tag)
     return 0
 
 
-def _synchronizes(torch) -> bool:
+def _synchronizes(torch, device) -> bool:
     try:
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(device)
     except Exception:
         return False
     return True
