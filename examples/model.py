@@ -1,11 +1,13 @@
 """The whole pi0.5-shaped model: vision, prefix encoder, then 10 flow-matching denoise steps."""
 
+from pathlib import Path
 from typing import NamedTuple
 
 import torch
 from torch import nn
 
 from examples.action_expert import ActionExpert
+from examples.checkpoint import load_checkpoint
 from examples.config import ExampleSize
 from examples.layers import WeightFactory, rope_tables
 from examples.prefix_encoder import PrefixCache, PrefixEncoder
@@ -66,9 +68,18 @@ class ExampleModel(nn.Module):
         return actions, first_velocity
 
 
-def build_model(size: ExampleSize, seed: int, device: torch.device | str) -> ExampleModel:
-    """The model for one size and seed, its weights drawn on the CPU so every device agrees."""
-    return ExampleModel(size, seed).to(device).eval()
+def build_model(
+    size: ExampleSize,
+    seed: int,
+    device: torch.device | str,
+    checkpoint: list[Path] | None = None,
+) -> ExampleModel:
+    """The model for one size and seed, its weights drawn on the CPU so every device agrees;
+    with `checkpoint` (safetensors files), its weights are loaded from those instead."""
+    model = ExampleModel(size, seed)
+    if checkpoint:
+        load_checkpoint(model, checkpoint)
+    return model.to(device).eval()
 
 
 def make_inputs(

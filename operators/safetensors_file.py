@@ -7,6 +7,7 @@ Tensors are written row-major; a layout with other strides is described beside t
 import json
 import struct
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -28,6 +29,68 @@ DTYPE_CODES = {
 }
 DTYPES_BY_CODE = {code: dtype for dtype, code in DTYPE_CODES.items()}
 HEADER_ALIGNMENT = 8
+LARGEST_HEADER = 100 << 20
+"""A header length past this is not a safetensors file (the format caps it at 100 MB)."""
+
+
+class TensorHeader(NamedTuple):
+    """One tensor as a safetensors header describes it: no data."""
+
+    name: str
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+
+
+def read_header(path: Path) -> tuple[list[TensorHeader], dict[str, str]]:
+    """The tensors (name, dtype, shape) and metadata of a safetensors file, from its header
+    alone: the 8-byte length and the JSON after it are the only bytes read."""
+    with open(path, "rb") as stream:
+        prefix = stream.read(8)
+        if len(prefix) < 8:
+            raise OperatorError(f"{path}: not a safetensors file (shorter than its 8-byte length)")
+        (length,) = struct.unpack("<Q", prefix)
+        if length > LARGEST_HEADER:
+            raise OperatorError(
+                f"{path}: not a safetensors file (a header of {length} bytes; at most 100 MB)"
+            )
+        raw = stream.read(length)
+    if len(raw) < length:
+        raise OperatorError(
+            f"{path}: truncated safetensors header ({len(raw)} of {length} bytes present)"
+        )
+    try:
+        header = json.loads(raw)
+    except ValueError as error:
+        raise OperatorError(f"{path}: not a safetensors file (header: {error})") from None
+    if not isinstance(header, dict):
+        raise OperatorError(f"{path}: not a safetensors file (the header is not an object)")
+    metadata = header.pop("__metadata__", None) or {}
+    return [_tensor_header(path, name, entry) for name, entry in header.items()], metadata
+
+
+def _tensor_header(path: Path, name: str, entry) -> TensorHeader:
+    try:
+        code, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+        shape = tuple(int(size) for size in shape)
+    except (KeyError, TypeError, ValueError):
+        raise OperatorError(
+            f"{path}: tensor {name!r} needs dtype, shape and data_offsets in the header"
+        ) from None
+    dtype = DTYPES_BY_CODE.get(code)
+    if dtype is None:
+        raise OperatorError(
+            f"{path}: tensor {name!r} has dtype {code!r}, which this runtime cannot make; "
+            f"known: {', '.join(DTYPES_BY_CODE)}"
+        )
+    numel = 1
+    for size in shape:
+        numel *= size
+    if min(shape, default=0) < 0 or end - begin != numel * dtype.itemsize:
+        raise OperatorError(
+            f"{path}: tensor {name!r} of shape {list(shape)} {code} does not fit its "
+            f"data_offsets [{begin}, {end}]"
+        )
+    return TensorHeader(name, dtype, shape)
 
 
 def save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict | None = None):

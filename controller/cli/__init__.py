@@ -9,6 +9,7 @@ SUBCOMMANDS = (
     "controller.cli.example_command",
     "controller.cli.sandbox_command",
     "controller.cli.capture_command",
+    "controller.cli.skeleton_command",
     "controller.cli.profile_command",
     "controller.cli.generate_command",
     "controller.cli.evaluate_command",

@@ -2,6 +2,7 @@
 built once per process, so every step is one forward pass and nothing else."""
 
 import functools
+from pathlib import Path
 
 import torch
 
@@ -11,12 +12,17 @@ from operators.triton_runtime import default_device
 
 
 @functools.cache
-def _prepared(size: str, batch: int, seed: int):
+def _prepared(size: str, batch: int, seed: int, checkpoint: tuple[str, ...] = ()):
     device = default_device()
-    return build_model(SIZES[size], seed, device), make_inputs(SIZES[size], batch, seed, device)
+    files = [Path(path) for path in checkpoint] or None
+    model = build_model(SIZES[size], seed, device, checkpoint=files)
+    return model, make_inputs(SIZES[size], batch, seed, device)
 
 
-def forward(size: str = "tiny", batch: int = 1, seed: int = 0) -> dict[str, torch.Tensor]:
-    """One forward pass (prefix, then every denoise step) of the example at `size`."""
-    model, inputs = _prepared(size, batch, seed)
+def forward(
+    size: str = "tiny", batch: int = 1, seed: int = 0, *checkpoint: str
+) -> dict[str, torch.Tensor]:
+    """One forward pass (prefix, then every denoise step) of the example at `size`; weights
+    from the safetensors files `checkpoint` when given (a real one, or a skeleton)."""
+    model, inputs = _prepared(size, batch, seed, tuple(str(path) for path in checkpoint))
     return model(inputs)
