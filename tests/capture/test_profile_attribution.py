@@ -1,6 +1,8 @@
 """The profile's pure parts on synthetic profiler records: kernels attributed through their
 launch, the step account, and replayed graph kernels labelled by their capture ranges."""
 
+from profiler_records import THREAD, graph_timeline, kernel, launch, span
+
 from controller.profiling.attribution import NO_HOST_LAUNCH, device_work, step_ranges
 from controller.profiling.graph_labels import (
     UNLABELLED,
@@ -10,35 +12,7 @@ from controller.profiling.graph_labels import (
     replayed_work,
 )
 from controller.profiling.step_account import step_windows
-from controller.profiling.timeline import (
-    DeviceActivity,
-    HostLaunch,
-    HostRange,
-    HostWait,
-    Timeline,
-    launch_kind,
-)
-
-THREAD = 1
-
-
-def span(name: str, start: float, end: float, thread: int = THREAD) -> HostRange:
-    return HostRange(name=name, thread=thread, start_us=start, end_us=end)
-
-
-def launch(name: str, start: float, correlation: int, thread: int = THREAD) -> HostLaunch:
-    return HostLaunch(
-        name=name,
-        launches=launch_kind(name),
-        thread=thread,
-        start_us=start,
-        end_us=start + 1,
-        correlation=correlation,
-    )
-
-
-def kernel(name: str, start: float, end: float, correlation: int, kind="kernel"):
-    return DeviceActivity(name=name, kind=kind, start_us=start, end_us=end, correlation=correlation)
+from controller.profiling.timeline import HostWait, Timeline, launch_kind
 
 
 def test_a_kernel_goes_to_the_innermost_registry_range_of_its_launch_not_the_module():
@@ -150,37 +124,6 @@ def test_a_replayed_activity_the_capture_lacks_stays_unlabelled_and_the_rest_ali
     ]
     labels = label_replay(launches, replayed)
     assert [label.region if label else None for label in labels] == ["a", None, "b", "c"]
-
-
-def graph_timeline(extra_kernel: bool) -> Timeline:
-    """A capture of three launches (two registry calls in a module, one in the module alone),
-    then two profiled replays; the second replay may run a kernel the capture never saw."""
-    ranges = [
-        span("profile:capture", 0, 100),
-        span("module:Model.mlp", 5, 95),
-        span("registry:gated_gelu", 10, 30),
-        span("registry:rms_norm", 40, 60),
-        span("aten::mm", 70, 90),
-        span("profile:step", 200, 210),
-        span("profile:step", 300, 310),
-    ]
-    launches = [
-        launch("cuLaunchKernel", 20, 1),
-        launch("cuLaunchKernel", 50, 2),
-        launch("cudaLaunchKernel", 80, 3),
-        launch("cudaGraphLaunch", 201, 4),
-        launch("cudaGraphLaunch", 301, 5),
-    ]
-    activities = []
-    for correlation, start in ((4, 220), (5, 320)):
-        activities += [
-            kernel("gelu", start, start + 10, correlation),
-            kernel("norm", start + 11, start + 15, correlation),
-            kernel("gemm", start + 16, start + 36, correlation),
-        ]
-    if extra_kernel:
-        activities.append(kernel("unknown", 360, 366, 5))
-    return Timeline(ranges=ranges, launches=launches, activities=activities)
 
 
 def test_a_replayed_graph_is_labelled_by_its_capture_ranges():

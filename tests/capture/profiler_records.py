@@ -1,0 +1,62 @@
+"""Synthetic profiler records for the profile's tests: host ranges, launches and device
+activities laid out as torch.profiler reports them on CUDA."""
+
+from controller.profiling.timeline import (
+    DeviceActivity,
+    HostLaunch,
+    HostRange,
+    Timeline,
+    launch_kind,
+)
+
+THREAD = 1
+
+
+def span(name: str, start: float, end: float, thread: int = THREAD) -> HostRange:
+    return HostRange(name=name, thread=thread, start_us=start, end_us=end)
+
+
+def launch(name: str, start: float, correlation: int, thread: int = THREAD) -> HostLaunch:
+    return HostLaunch(
+        name=name,
+        launches=launch_kind(name),
+        thread=thread,
+        start_us=start,
+        end_us=start + 1,
+        correlation=correlation,
+    )
+
+
+def kernel(name: str, start: float, end: float, correlation: int, kind="kernel"):
+    return DeviceActivity(name=name, kind=kind, start_us=start, end_us=end, correlation=correlation)
+
+
+def graph_timeline(extra_kernel: bool) -> Timeline:
+    """A capture of three launches (two registry calls in a module, one in the module alone),
+    then two profiled replays; the second replay may run a kernel the capture never saw."""
+    ranges = [
+        span("profile:capture", 0, 100),
+        span("module:Model.mlp", 5, 95),
+        span("registry:gated_gelu", 10, 30),
+        span("registry:rms_norm", 40, 60),
+        span("aten::mm", 70, 90),
+        span("profile:step", 200, 210),
+        span("profile:step", 300, 310),
+    ]
+    launches = [
+        launch("cuLaunchKernel", 20, 1),
+        launch("cuLaunchKernel", 50, 2),
+        launch("cudaLaunchKernel", 80, 3),
+        launch("cudaGraphLaunch", 201, 4),
+        launch("cudaGraphLaunch", 301, 5),
+    ]
+    activities = []
+    for correlation, start in ((4, 220), (5, 320)):
+        activities += [
+            kernel("gelu", start, start + 10, correlation),
+            kernel("norm", start + 11, start + 15, correlation),
+            kernel("gemm", start + 16, start + 36, correlation),
+        ]
+    if extra_kernel:
+        activities.append(kernel("unknown", 360, 366, 5))
+    return Timeline(ranges=ranges, launches=launches, activities=activities)

@@ -1,0 +1,60 @@
+"""The profile report built from synthetic CUDA records (eager and replayed graph), so the
+paths only a GPU takes are exercised on every machine."""
+
+import pytest
+from profiler_records import graph_timeline, kernel, launch, span
+
+from controller.profiling.hotspot_files import markdown
+from controller.profiling.hotspots import build_report
+from controller.profiling.profiled_run import ProfiledRun, WallTime
+from controller.profiling.timeline import Timeline
+
+
+def run_of(timeline: Timeline, mode: str, unprofiled_us: float, profiled_us: float):
+    wall = WallTime(
+        clock="CUDA events",
+        unprofiled_median_us=unprofiled_us,
+        unprofiled_samples=10,
+        profiled_median_us=profiled_us,
+    )
+    return ProfiledRun(mode=mode, device="cuda", warmup=2, steps=2, timeline=timeline, wall=wall)
+
+
+def test_a_graph_profile_reports_its_labels_and_an_account_that_matches_the_wall():
+    run = run_of(graph_timeline(extra_kernel=False), "graph", unprofiled_us=56, profiled_us=56)
+    report = build_report(run, ["driver:forward"])
+    assert report.mode == "graph" and report.device_attribution
+    registry = {row.region: row for row in report.registry}
+    assert registry["registry:gated_gelu"].calls_per_step == 1  # counted in the capture
+    assert registry["registry:gated_gelu"].kernel_us_per_step == 10
+    assert [row.region for row in report.elsewhere] == ["module:Model.mlp"]
+    account = report.account
+    assert account.account_us_per_step == 56 and account.busy_us_per_step == 34
+    assert {gap.kind: gap.us_per_step for gap in report.gaps} == {
+        "before the first kernel": 20,
+        "between kernels": 2,
+    }
+    assert account.agreement == 0 and account.within_goal
+    assert report.graph.labelled_share_of_time == 1.0
+    text = markdown(report)
+    assert "one CUDA graph, replayed" in text
+    assert "100.0% of replayed kernel time labelled" in text
+
+
+def test_an_eager_profile_that_misses_the_wall_time_says_so():
+    timeline = Timeline(
+        ranges=[
+            span("profile:step", 0, 100),
+            span("module:Model", 1, 99),
+            span("registry:rms_norm", 10, 20),
+        ],
+        launches=[launch("cuLaunchKernel", 15, 1), launch("cudaLaunchKernel", 50, 2)],
+        activities=[kernel("norm", 18, 22, 1), kernel("gemm", 52, 60, 2)],
+    )
+    report = build_report(run_of(timeline, "eager", 80, 100), ["driver:forward"])
+    assert [row.region for row in report.registry] == ["registry:rms_norm"]
+    assert report.registry_us_per_step == 4 and report.outside_registry_us_per_step == 8
+    assert report.account.account_us_per_step == 100
+    assert report.account.agreement == pytest.approx(0.25) and not report.account.within_goal
+    assert report.account.profiled_agreement == 0
+    assert "agreement +25.0% (outside the 5% goal)" in markdown(report)
