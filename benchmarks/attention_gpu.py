@@ -21,15 +21,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+BENCHMARKS = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCHMARKS.parent))
+sys.path.insert(0, str(BENCHMARKS))  # its siblings by their own names, whoever imports it
 
-import torch  # noqa: E402
+import torch  # noqa: E402,I001  (operators before the kernel module: it selects the interpreter)
 import torch.nn.functional as F  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
 import operators  # noqa: E402,F401  (selects the Triton interpreter before triton.language loads)
-from benchmarks import attention_session  # noqa: E402
-from benchmarks import split_kv_attention_flash as flash  # noqa: E402
+import attention_session  # noqa: E402
+import split_kv_attention_flash as flash  # noqa: E402
 from operators.catalog.checking import first_violation, scaled_down  # noqa: E402
 from operators.catalog.split_kv_attention import DECLARATION  # noqa: E402
 from operators.declaration import DISTRIBUTIONS, OperatorDeclaration, Workload  # noqa: E402

@@ -14,10 +14,11 @@ from operators.catalog.checking import first_violation, scaled_down
 from operators.declaration import DISTRIBUTIONS
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS.parent))
+sys.path.insert(0, str(BENCHMARKS))
 
-from benchmarks import attention_gpu, attention_session  # noqa: E402
-from benchmarks import split_kv_attention_flash as flash  # noqa: E402
+import attention_gpu  # noqa: E402
+import attention_session  # noqa: E402
+import split_kv_attention_flash as flash  # noqa: E402
 
 SPLIT_EVERYWHERE = {**flash.INTERPRETED, "keys": 32, "programs": 64, "merge_rows": 8}
 """Small blocks and many programs: every scaled-down workload's keys are split, then merged."""
