@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from controller.profiling.attribution import (
     RegionKind,
     WorkItem,
+    device_work,
     outermost_launches,
     region_of,
     step_ranges,
@@ -87,13 +88,15 @@ def label_replay(
 
 
 def replayed_work(timeline: Timeline) -> tuple[list[WorkItem], GraphLabelling]:
-    """The device activities of each step's graph replay, labelled by capture-time ranges."""
+    """The device activities of each step's graph replay, labelled by capture-time ranges,
+    and any work a step launched directly (outside the graph), attributed by its launch."""
     captured = captured_launches(timeline)
     steps = step_ranges(timeline)
+    graph_launches = {item.correlation for item in timeline.launches if item.launches == "graph"}
     by_correlation = {activity.correlation: [] for activity in timeline.activities}
     for activity in timeline.activities:
         by_correlation[activity.correlation].append(activity)
-    work: list[WorkItem] = []
+    replays: list[WorkItem] = []
     one_to_one = True
     for index, step in enumerate(steps):
         replayed = sorted(
@@ -108,7 +111,7 @@ def replayed_work(timeline: Timeline) -> tuple[list[WorkItem], GraphLabelling]:
         labels = label_replay(captured, replayed)
         one_to_one &= [item.kind for item in captured] == [item.kind for item in replayed]
         for activity, label in zip(replayed, labels, strict=True):
-            work.append(
+            replays.append(
                 WorkItem(
                     name=activity.name,
                     region=label.region if label else UNLABELLED,
@@ -118,15 +121,20 @@ def replayed_work(timeline: Timeline) -> tuple[list[WorkItem], GraphLabelling]:
                     step=index,
                 )
             )
-    total = sum(item.duration_us for item in work)
-    labelled = sum(item.duration_us for item in work if item.region != UNLABELLED)
+    total = sum(item.duration_us for item in replays)
+    labelled = sum(item.duration_us for item in replays if item.region != UNLABELLED)
     labelling = GraphLabelling(
         captured_launches=len(captured),
-        replayed_per_step=len(work) / len(steps) if steps else 0.0,
-        aligned_one_to_one=one_to_one and bool(work),
+        replayed_per_step=len(replays) / len(steps) if steps else 0.0,
+        aligned_one_to_one=one_to_one and bool(replays),
         labelled_share_of_time=labelled / total if total else 0.0,
     )
-    return work, labelling
+    direct = [
+        item
+        for item, activity in zip(device_work(timeline), timeline.activities, strict=True)
+        if activity.correlation not in graph_launches
+    ]
+    return direct + replays, labelling
 
 
 def _capture_range(timeline: Timeline) -> HostRange | None:

@@ -31,9 +31,10 @@ def kernel(name: str, start: float, end: float, correlation: int, kind="kernel")
     return DeviceActivity(name=name, kind=kind, start_us=start, end_us=end, correlation=correlation)
 
 
-def graph_timeline(extra_kernel: bool) -> Timeline:
+def graph_timeline(extra_kernel: bool = False, direct_kernel: bool = False) -> Timeline:
     """A capture of three launches (two registry calls in a module, one in the module alone),
-    then two profiled replays; the second replay may run a kernel the capture never saw."""
+    then two profiled replays; the second replay may run a kernel the capture never saw, and
+    the first step may launch a kernel of its own before its replay."""
     ranges = [
         span("profile:capture", 0, 100),
         span("module:Model.mlp", 5, 95),
@@ -59,4 +60,7 @@ def graph_timeline(extra_kernel: bool) -> Timeline:
         ]
     if extra_kernel:
         activities.append(kernel("unknown", 360, 366, 5))
+    if direct_kernel:
+        launches.append(launch("cudaLaunchKernel", 200.5, 6))
+        activities.append(kernel("offset_fill", 205, 206, 6))
     return Timeline(ranges=ranges, launches=launches, activities=activities)

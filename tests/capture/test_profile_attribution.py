@@ -159,3 +159,10 @@ def test_launch_calls_are_told_apart_by_name():
     assert launch_kind("cudaMemcpyAsync") == "memcpy"
     assert launch_kind("cudaGraphLaunch") == "graph"
     assert launch_kind("cudaStreamSynchronize") is None
+
+
+def test_work_a_graph_step_launches_outside_its_graph_is_counted_by_its_own_launch():
+    work, labelling = replayed_work(graph_timeline(direct_kernel=True))
+    (direct,) = [item for item in work if item.name == "offset_fill"]
+    assert (direct.region, direct.step) == ("outside any module", 0)
+    assert labelling.aligned_one_to_one and labelling.replayed_per_step == 3
