@@ -96,6 +96,7 @@ class Report(BaseModel):
     triton: str
     session_current: bool
     tuning: dict
+    seconds: float
     results: list[WorkloadResult]
 
 
@@ -269,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         print("attention_gpu: the interpreter needs --quick sizes", file=sys.stderr)
         return 2
     device = torch.device(args.device)
+    started = time.time()
     declaration = scaled_down(DECLARATION) if args.quick else DECLARATION
     session_current = attention_session.SESSION_FILE.is_file() and (
         attention_session.SESSION_FILE.read_text() == attention_session.session_text()
@@ -289,9 +291,11 @@ def main(argv: list[str] | None = None) -> int:
         triton=__import__("triton").__version__,
         session_current=session_current,
         tuning=flash.TUNING,
+        seconds=round(time.time() - started, 1),
         results=results,
     )
     print(table(results))
+    print(f"{report.seconds} s (default settings: {flash.TUNING})")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "attention_gpu.json").write_text(report.model_dump_json(indent=2) + "\n")
