@@ -5,7 +5,10 @@ Per workload the input sets are drawn once and shared by every point, and the fi
 the evaluator's rule (warm when one call's inputs and outputs fit in the L2: 20 calls rotating
 over 20 sets; cold otherwise: enough distinct sets that 8 x the L2 passes between two uses of
 one), so the screen ranks points on what the latency gate will compare. About 200 calls per
-workload, a few replays: no pairing, no intervals; the full evaluator gives those.
+workload. When given the production kernel, its graph is captured once per workload and
+replayed alternately with each point's: a point's time is its median ratio to production
+times production's time at the start, so a clock that drifts during a long screen moves no
+point against another. No intervals: the full evaluator gives those.
 """
 
 import math
@@ -30,19 +33,30 @@ class WorkloadPlan:
         calls = CALLS_PER_GRAPH if self.figure == "warm" else cold_calls(set_bytes, l2_bytes)
         self.sets = declaration.make_input_sets(workload, calls, SEED, "normal", device)
         self.replays = max(MIN_REPLAYS, math.ceil(SCREEN_CALLS / calls))
+        self.production_graph = None
+        self.production_us: float | None = None
 
 
 class GraphTimer:
-    """Times a point's call on every workload; `device` is graph timing's device interface
-    (`CUDA_GRAPHS`; a stand-in in CPU tests)."""
+    """Times a point's call on every workload; `production`, when given, is replayed beside
+    each point; `device` is graph timing's device interface (`CUDA_GRAPHS`; a stand-in in CPU
+    tests)."""
 
-    def __init__(self, declaration, figure: str | None, l2_bytes: int, tensor_device, device=None):
+    def __init__(
+        self, declaration, figure: str | None, l2_bytes: int, tensor_device, device=None,
+        production=None,
+    ) -> None:  # fmt: skip
         self.params = declaration.params
         self.device = device or CUDA_GRAPHS
         self.plans = [
             WorkloadPlan(declaration, workload, figure, l2_bytes, tensor_device)
             for workload in declaration.workloads
         ]
+        if production is not None:
+            for plan in self.plans:
+                plan.production_graph = self._captured(production, plan)
+                replays = [self._replay(plan.production_graph, plan) for _ in range(plan.replays)]
+                plan.production_us = self._median_us(replays, plan)
 
     @property
     def figures(self) -> dict[str, str]:
@@ -53,14 +67,34 @@ class GraphTimer:
         return {plan.name: plan.weight for plan in self.plans}
 
     def time(self, function) -> dict[str, float]:
-        """Per-call microseconds per workload (median over replays)."""
+        """Per-call microseconds per workload (median over replays, or paired as above)."""
         return {plan.name: self._time_workload(function, plan) for plan in self.plans}
 
     def _time_workload(self, function, plan: WorkloadPlan) -> float:
-        device = self.device
-        device.warm_up(function, plan.sets[0], self.params)
-        graph, _ = device.capture(function, plan.sets, self.params)
-        calls = len(plan.sets)
-        pending = [device.timed_replay(graph, calls, drained=True) for _ in range(plan.replays)]
-        device.synchronize()
-        return statistics.median(device.milliseconds(events) for events in pending) * 1e3 / calls
+        graph = self._captured(function, plan)
+        if plan.production_graph is None:
+            return self._median_us([self._replay(graph, plan) for _ in range(plan.replays)], plan)
+        own, production = [], []
+        for replay in range(plan.replays):
+            first, second = (graph, plan.production_graph)[:: 1 if replay % 2 else -1]
+            pair = self._replay(first, plan), self._replay(second, plan)
+            own.append(pair[0] if first is graph else pair[1])
+            production.append(pair[1] if first is graph else pair[0])
+        self.device.synchronize()
+        ratios = [
+            self.device.milliseconds(a) / self.device.milliseconds(b)
+            for a, b in zip(own, production, strict=True)
+        ]
+        return statistics.median(ratios) * plan.production_us
+
+    def _captured(self, function, plan: WorkloadPlan):
+        self.device.warm_up(function, plan.sets[0], self.params)
+        return self.device.capture(function, plan.sets, self.params)[0]
+
+    def _replay(self, graph, plan: WorkloadPlan):
+        return self.device.timed_replay(graph, len(plan.sets), drained=True)
+
+    def _median_us(self, pending: list, plan: WorkloadPlan) -> float:
+        self.device.synchronize()
+        values = [self.device.milliseconds(events) for events in pending]
+        return statistics.median(values) * 1e3 / len(plan.sets)

@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
     from gates.errors import GateError
 
     try:
-        solution, timed, check_workloads, declaration = _load(arguments)
+        solution, timed, check_workloads, declaration, production = _load(arguments)
     except GateError as error:
         print(str(error), file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -50,7 +50,8 @@ def main(argv: list[str]) -> int:
     timer = None
     if device.type == "cuda":
         l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
-        timer = GraphTimer(timed, arguments.figure, l2_bytes, device)
+        baseline = _production_kernel(production)
+        timer = GraphTimer(timed, arguments.figure, l2_bytes, device, production=baseline)
         print(json.dumps({"figures": timer.figures}), file=sys.stderr)
     check = ContractCheck(declaration, check_workloads, device)
     with arguments.out.open("a") as out:
@@ -64,7 +65,8 @@ def main(argv: list[str]) -> int:
 
 def _load(arguments):
     """The solution, what timing runs (a captured task's workloads), the workloads checked
-    (scaled down for the interpreter on the CPU), and the declaration the check uses."""
+    (scaled down for the interpreter on the CPU), the declaration the check uses, and the
+    task's production kernel."""
     from gates.evaluator.captured_cases import load_captured, timed_declaration
     from gates.tasks.package import load_task
     from gates.tasks.solution import load_solution
@@ -76,9 +78,19 @@ def _load(arguments):
     declaration = REGISTRY.declaration(task.definition.name)
     if arguments.device == "cpu":  # one small case: the interpreter has no timing anyway
         small = scaled_down(declaration)
-        return solution, None, small.workloads[-1:], small
+        return solution, None, small.workloads[-1:], small, task.baseline
     timed = timed_declaration(declaration, load_captured(arguments.task))
-    return solution, timed, timed.workloads, timed
+    return solution, timed, timed.workloads, timed, task.baseline
+
+
+def _production_kernel(baseline):
+    """The task's production kernel, imported as its own package: timed beside every point."""
+    import tempfile
+
+    from gates.evaluator.loading import import_entry, write_sources
+
+    folder = write_sources(baseline, Path(tempfile.mkdtemp(prefix="production-")))
+    return import_entry(baseline, folder, "screen_production")
 
 
 def compile_ahead(argv: list[str], jobs: int, deadline: float) -> None:
@@ -115,7 +127,7 @@ def _compile_shard(arguments, points, deadline: float) -> int:
 
     from controller.screening.screen import forget_point, load_point
 
-    solution, timed, _, _ = _load(arguments)
+    solution, timed, _, _, _ = _load(arguments)
     device = torch.device(arguments.device)
     inputs = [timed.make_input_sets(w, 1, 0, "normal", device)[0] for w in timed.workloads]
     with tempfile.TemporaryDirectory(prefix="compile-") as scratch:

@@ -128,23 +128,26 @@ def test_a_screen_stops_at_its_deadline_and_says_how_far_it_got():
 
 
 class StandInGraphs:
-    """Graph timing's device interface on the CPU: replays take 2 us per call."""
+    """Graph timing's device interface on the CPU: a call of `slow` takes 3 us, any other
+    2 us, and every replay runs 1% slower than the one before (a drifting clock)."""
 
-    def __init__(self):
-        self.captured = []
+    def __init__(self, slow=None):
+        self.slow, self.captured, self.replays = slow, [], 0
 
     def warm_up(self, function, inputs, params):
         function(*inputs, **params)
 
     def capture(self, function, input_sets, params):
         self.captured.append(len(input_sets))
-        return ("graph", len(input_sets)), []
+        return (function is self.slow, len(input_sets)), []
 
     def timed_replay(self, graph, calls, drained):
-        return calls
+        self.replays += 1
+        return graph, self.replays
 
-    def milliseconds(self, calls):
-        return 0.002 * calls
+    def milliseconds(self, events):
+        (slow, calls), replay = events
+        return (0.003 if slow else 0.002) * calls * 1.01**replay
 
     def synchronize(self):
         pass
@@ -158,11 +161,33 @@ def test_the_graph_timer_follows_the_evaluators_figure_per_workload():
     assert set(timer.figures.values()) == {"warm"}
     times = timer.time(lambda x, weight, eps: x)
     assert set(times) == {w.name for w in declaration.workloads}
-    assert all(value == pytest.approx(2.0) for value in times.values())
     assert device.captured == [20] * len(declaration.workloads)  # warm: 20 calls rotating
+    assert all(plan.replays * 20 >= 200 for plan in timer.plans)  # a few hundred calls
     cold = GraphTimer(declaration, None, l2_bytes=200, tensor_device="cpu", device=device)
     assert set(cold.figures.values()) == {"cold"}  # not even one row's set fits
     assert all(plan.replays >= 3 and len(plan.sets) >= 20 for plan in cold.plans)
+
+
+def test_paired_with_production_a_drifting_clock_moves_no_point():
+    declaration = scaled_down(REGISTRY.declaration("rms_norm"))
+
+    def production(x, weight, eps):
+        return x
+
+    def point(x, weight, eps):
+        return x
+
+    device = StandInGraphs(slow=point)
+    unpaired = GraphTimer(declaration, "warm", 1 << 30, "cpu", device=device)
+    for _ in range(5):  # the clock drifts while other points are screened
+        drifted = unpaired.time(point)
+    assert all(value > 3.3 for value in drifted.values())  # 3 us read as more
+    device = StandInGraphs(slow=point)
+    paired = GraphTimer(declaration, "warm", 1 << 30, "cpu", device=device, production=production)
+    for _ in range(5):
+        times = paired.time(point)
+    for plan in paired.plans:  # 1.5 x production's time as measured at the start
+        assert times[plan.name] == pytest.approx(1.5 * plan.production_us, rel=0.002)
 
 
 def _worker(tmp_path, device: str, count: int, *extra: str) -> list[ScreenedPoint]:
