@@ -1,7 +1,7 @@
 """The transformer pieces the prefix encoder and the action expert share.
 
-Norms, rotary embedding, attention and the MLP activation go through the operator registry;
-projections stay plain `F.linear` calls.
+Norms, rotary embedding, attention and the MLP's gated projection go through the operator
+registry; the other projections stay plain `F.linear` calls.
 """
 
 import torch
@@ -96,5 +96,5 @@ class GatedMlp(nn.Module):
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         batch, tokens, width = hidden.shape
         rows = hidden.reshape(batch * tokens, width)
-        activated = ops.gated_gelu(F.linear(rows, self.gate_weight), F.linear(rows, self.up_weight))
+        activated = ops.gated_gelu_projection(rows, self.gate_weight, self.up_weight)
         return F.linear(activated, self.down_weight).view(batch, tokens, -1)

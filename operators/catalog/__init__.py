@@ -7,6 +7,7 @@ from operators import triton_runtime  # noqa: F401,I001  (must precede every ker
 from operators.catalog import (
     ada_rms_norm,
     gated_gelu,
+    gated_gelu_projection,
     gated_residual,
     rms_norm,
     rotate_qk,
@@ -20,6 +21,7 @@ CATALOG = (
     ada_rms_norm.DECLARATION,
     gated_residual.DECLARATION,
     gated_gelu.DECLARATION,
+    gated_gelu_projection.DECLARATION,
     rotate_qk.DECLARATION,
     split_kv_attention.DECLARATION,
     stacked_projection.DECLARATION,
