@@ -41,6 +41,7 @@ def markdown(report: HotspotReport) -> str:
         f"({'within' if account.within_goal else 'outside'} the {AGREEMENT_GOAL:.0%} goal); "
         f"against the profiled steps' own wall time ({account.wall.profiled_median_us:.1f} us): "
         f"{account.profiled_agreement:+.1%}.",
+        *_overhead_note(report),
         "",
         "## Registry operators",
         "",
@@ -86,6 +87,20 @@ def markdown(report: HotspotReport) -> str:
             f"{graph.labelled_share_of_time:.1%} of replayed kernel time labelled.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _overhead_note(report: HotspotReport) -> list[str]:
+    """Where the account misses the wall time but matches the profiled steps, the profiler's
+    own host cost is the difference, and it sits in the gaps."""
+    wall = report.account.wall
+    if report.account.within_goal or not wall.unprofiled_median_us:
+        return []
+    slower = wall.profiled_median_us / wall.unprofiled_median_us - 1
+    return [
+        "",
+        f"The profiled steps ran {slower:+.1%} against unprofiled ones: the profiler's own "
+        "host cost, which lands in the gaps between kernels where the host paces the device.",
+    ]
 
 
 def _row(row: RegionTime, kind: bool) -> str:
