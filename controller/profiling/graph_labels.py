@@ -7,6 +7,11 @@ and module ranges. A graph captured on one stream replays its nodes in capture o
 n-th replayed kernel is the n-th captured launch. The two sequences are walked together on
 what each item is (kernel, memset, copy); an item only one side has stays unlabelled, and the
 share of replayed kernel time that got a label says how much was labelled.
+
+Kinds alone cannot tell one kernel from another, so the mapping is checked by name: the step
+also runs once eagerly under the profiler (the reference), and when its launches match the
+capture's by kind and region, each captured launch takes the name of the kernel its eager
+twin ran; the share of labelled replay time whose kernel has that name confirms the mapping.
 """
 
 from collections.abc import Sequence
@@ -25,6 +30,7 @@ from controller.profiling.enclosing import enclosing_ranges
 from controller.profiling.timeline import ActivityKind, DeviceActivity, HostRange, Timeline
 
 CAPTURE_RANGE = "profile:capture"
+REFERENCE_RANGE = "profile:reference"
 UNLABELLED = "replayed, no capture label"
 
 
@@ -36,6 +42,7 @@ class CapturedLaunch(BaseModel):
     kind: ActivityKind
     region: str
     region_kind: RegionKind
+    reference_name: str | None = None  # the kernel its twin in the eager reference step ran
 
 
 class GraphLabelling(BaseModel):
@@ -47,24 +54,44 @@ class GraphLabelling(BaseModel):
     replayed_per_step: float
     aligned_one_to_one: bool
     labelled_share_of_time: float
+    name_confirmed_share: float | None = None  # of labelled time; None: no usable reference
 
 
 def captured_launches(timeline: Timeline) -> list[CapturedLaunch]:
-    """The launches made inside the capture range, in order, each with its region."""
-    capture = _capture_range(timeline)
-    if capture is None:
+    """The launches made inside the capture range, in order, each with its region, and with
+    the kernel name of its eager twin where the reference step launched the same sequence."""
+    captured = [launch for launch, _ in _launches_in(timeline, CAPTURE_RANGE)]
+    reference = _launches_in(timeline, REFERENCE_RANGE)
+    twins = [(launch.kind, launch.region) for launch, _ in reference]
+    if not captured or twins != [(launch.kind, launch.region) for launch in captured]:
+        return captured
+    names = {}
+    for activity in timeline.activities:
+        names.setdefault(activity.correlation, activity.name)
+    return [
+        launch.model_copy(update={"reference_name": names.get(correlation)})
+        for launch, (_, correlation) in zip(captured, reference, strict=True)
+    ]
+
+
+def _launches_in(timeline: Timeline, range_name: str) -> list[tuple[CapturedLaunch, int]]:
+    """The launches made inside the named range, in order: each as a captured launch with
+    its region, and the profiler's correlation id of the call."""
+    window = next((item for item in timeline.ranges if item.name == range_name), None)
+    if window is None:
         return []
     launches = [
         launch
         for launch in outermost_launches(timeline.launches)
-        if launch.launches != "graph" and capture.start_us <= launch.start_us < capture.end_us
+        if launch.launches != "graph" and window.start_us <= launch.start_us < window.end_us
     ]
     stacks = enclosing_ranges(timeline.ranges, [(item.thread, item.start_us) for item in launches])
-    captured = []
+    found = []
     for launch, stack in zip(launches, stacks, strict=True):
         region, kind = region_of([item.name for item in stack])
-        captured.append(CapturedLaunch(kind=launch.launches, region=region, region_kind=kind))
-    return captured
+        captured = CapturedLaunch(kind=launch.launches, region=region, region_kind=kind)
+        found.append((captured, launch.correlation))
+    return found
 
 
 def label_replay(
@@ -97,7 +124,7 @@ def replayed_work(timeline: Timeline) -> tuple[list[WorkItem], GraphLabelling]:
     for activity in timeline.activities:
         by_correlation[activity.correlation].append(activity)
     replays: list[WorkItem] = []
-    one_to_one = True
+    one_to_one, confirmed = True, 0.0
     for index, step in enumerate(steps):
         replayed = sorted(
             (
@@ -111,6 +138,8 @@ def replayed_work(timeline: Timeline) -> tuple[list[WorkItem], GraphLabelling]:
         labels = label_replay(captured, replayed)
         one_to_one &= [item.kind for item in captured] == [item.kind for item in replayed]
         for activity, label in zip(replayed, labels, strict=True):
+            if label is not None and label.reference_name == activity.name:
+                confirmed += activity.duration_us
             replays.append(
                 WorkItem(
                     name=activity.name,
@@ -123,11 +152,13 @@ def replayed_work(timeline: Timeline) -> tuple[list[WorkItem], GraphLabelling]:
             )
     total = sum(item.duration_us for item in replays)
     labelled = sum(item.duration_us for item in replays if item.region != UNLABELLED)
+    named = bool(captured) and all(item.reference_name is not None for item in captured)
     labelling = GraphLabelling(
         captured_launches=len(captured),
         replayed_per_step=len(replays) / len(steps) if steps else 0.0,
         aligned_one_to_one=one_to_one and bool(replays),
         labelled_share_of_time=labelled / total if total else 0.0,
+        name_confirmed_share=(confirmed / labelled if labelled else 0.0) if named else None,
     )
     direct = [
         item
@@ -135,10 +166,6 @@ def replayed_work(timeline: Timeline) -> tuple[list[WorkItem], GraphLabelling]:
         if activity.correlation not in graph_launches
     ]
     return direct + replays, labelling
-
-
-def _capture_range(timeline: Timeline) -> HostRange | None:
-    return next((item for item in timeline.ranges if item.name == CAPTURE_RANGE), None)
 
 
 def _within(time: float, window: HostRange) -> bool:

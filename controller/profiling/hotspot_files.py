@@ -78,13 +78,19 @@ def markdown(report: HotspotReport) -> str:
     if report.graph is not None:
         graph = report.graph
         alignment = "one to one" if graph.aligned_one_to_one else "by kind where they agree"
+        check = (
+            f"{graph.name_confirmed_share:.1%} of labelled time confirmed by kernel name "
+            "against the eager reference step."
+            if graph.name_confirmed_share is not None
+            else "the eager reference step launched another sequence, so no name check."
+        )
         lines += [
             "",
             "## Graph labels",
             "",
             f"{graph.captured_launches} launches captured, {graph.replayed_per_step:.0f} "
             f"activities replayed per step (aligned {alignment}); "
-            f"{graph.labelled_share_of_time:.1%} of replayed kernel time labelled.",
+            f"{graph.labelled_share_of_time:.1%} of replayed kernel time labelled; {check}",
         ]
     return "\n".join(lines) + "\n"
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from controller.errors import ControllerError
 from controller.profiling.attribution import STEP_RANGE
-from controller.profiling.graph_labels import CAPTURE_RANGE
+from controller.profiling.graph_labels import CAPTURE_RANGE, REFERENCE_RANGE
 from controller.profiling.module_ranges import label_module_calls
 from controller.profiling.timeline import Timeline, timeline_from_profiler
 from operators.ops import label_registry_calls
@@ -119,8 +119,9 @@ class StepClock:
 
 
 def _graph_session(step, warmup: int, steps: int, clock: StepClock):
-    """Warm up on a side stream, then under one profiler session: capture the step into a
-    CUDA graph, replay it once (its upload), then replay it once per profiled step."""
+    """Warm up on a side stream, then under one profiler session: run the step once eagerly
+    (the reference), capture it into a CUDA graph, replay it once (its upload), then replay it
+    once per profiled step."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -130,6 +131,9 @@ def _graph_session(step, warmup: int, steps: int, clock: StepClock):
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with _labelled_profiler(cuda=True) as profiler:
+        with torch.profiler.record_function(REFERENCE_RANGE):
+            step()  # eagerly: its kernels' names check the replay's labels
+        torch.cuda.synchronize()
         with torch.cuda.graph(graph), torch.profiler.record_function(CAPTURE_RANGE):
             step()
         graph.replay()

@@ -31,27 +31,34 @@ def kernel(name: str, start: float, end: float, correlation: int, kind="kernel")
     return DeviceActivity(name=name, kind=kind, start_us=start, end_us=end, correlation=correlation)
 
 
-def graph_timeline(extra_kernel: bool = False, direct_kernel: bool = False) -> Timeline:
+def graph_timeline(
+    extra_kernel: bool = False, direct_kernel: bool = False, reference: tuple[str, ...] = ()
+) -> Timeline:
     """A capture of three launches (two registry calls in a module, one in the module alone),
-    then two profiled replays; the second replay may run a kernel the capture never saw, and
-    the first step may launch a kernel of its own before its replay."""
-    ranges = [
-        span("profile:capture", 0, 100),
-        span("module:Model.mlp", 5, 95),
-        span("registry:gated_gelu", 10, 30),
-        span("registry:rms_norm", 40, 60),
-        span("aten::mm", 70, 90),
-        span("profile:step", 200, 210),
-        span("profile:step", 300, 310),
-    ]
-    launches = [
-        launch("cuLaunchKernel", 20, 1),
-        launch("cuLaunchKernel", 50, 2),
-        launch("cudaLaunchKernel", 80, 3),
-        launch("cudaGraphLaunch", 201, 4),
-        launch("cudaGraphLaunch", 301, 5),
-    ]
-    activities = []
+    then two profiled replays; the second replay may run a kernel the capture never saw, the
+    first step may launch a kernel of its own before its replay, and an eager reference step
+    before the capture may run kernels of the given names."""
+    ranges, launches, activities = [], [], []
+    for offset, window in ((0, "profile:capture"), (-200, "profile:reference")):
+        if window == "profile:reference" and not reference:
+            continue
+        ranges += [
+            span(window, offset, offset + 100),
+            span("module:Model.mlp", offset + 5, offset + 95),
+            span("registry:gated_gelu", offset + 10, offset + 30),
+            span("registry:rms_norm", offset + 40, offset + 60),
+            span("aten::mm", offset + 70, offset + 90),
+        ]
+        first = 1 if window == "profile:capture" else 11
+        launches += [
+            launch("cuLaunchKernel", offset + 20, first),
+            launch("cuLaunchKernel", offset + 50, first + 1),
+            launch("cudaLaunchKernel", offset + 80, first + 2),
+        ]
+    for index, name in enumerate(reference):
+        activities.append(kernel(name, -170 + 30 * index, -165 + 30 * index, 11 + index))
+    ranges += [span("profile:step", 200, 210), span("profile:step", 300, 310)]
+    launches += [launch("cudaGraphLaunch", 201, 4), launch("cudaGraphLaunch", 301, 5)]
     for correlation, start in ((4, 220), (5, 320)):
         activities += [
             kernel("gelu", start, start + 10, correlation),

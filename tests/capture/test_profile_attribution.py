@@ -166,3 +166,12 @@ def test_work_a_graph_step_launches_outside_its_graph_is_counted_by_its_own_laun
     (direct,) = [item for item in work if item.name == "offset_fill"]
     assert (direct.region, direct.step) == ("outside any module", 0)
     assert labelling.aligned_one_to_one and labelling.replayed_per_step == 3
+
+
+def test_replay_labels_are_confirmed_by_the_kernel_names_of_the_eager_reference():
+    _work, labelling = replayed_work(graph_timeline(reference=("gelu", "norm", "gemm")))
+    assert labelling.name_confirmed_share == 1.0
+    _work, labelling = replayed_work(graph_timeline(reference=("gelu", "gemm", "norm")))
+    assert labelling.name_confirmed_share == 10 / 34  # a shifted mapping shows as unconfirmed
+    _work, labelling = replayed_work(graph_timeline())
+    assert labelling.name_confirmed_share is None  # no reference step, no check
