@@ -115,7 +115,9 @@ class AutotuneAgent:
             {"role": "autotune", "step": "screen_summary", **summary, "counts": report.counts()}
         )
         for screened in report.points:
-            transcript.append({"role": "autotune", "step": "screen", **screened.model_dump()})
+            transcript.append(
+                {"role": "autotune", "step": "screened_point", **screened.model_dump()}
+            )
         return report
 
 

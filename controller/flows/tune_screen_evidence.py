@@ -50,7 +50,7 @@ def latest_screen(store: RunStore) -> tuple[int, dict, list[ScreenedPoint]] | No
         points = [
             ScreenedPoint.model_validate({k: v for k, v in s.items() if k not in ("role", "step")})
             for s in steps
-            if s.get("step") == "screen"
+            if s.get("step") == "screened_point"
         ]
         kept = {k: v for k, v in summary.items() if k not in ("role", "step")}
         return record.number, kept, points

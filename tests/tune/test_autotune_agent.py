@@ -187,7 +187,7 @@ def test_autotune_screens_once_then_submits_its_best_points_through_the_gates(
     ]
     assert [a["gate"] for a in tried] == ["latency", "latency", "latency", "changes"]
     transcript = json.loads((run_dir / "attempts" / "0001" / "transcript.json").read_text())
-    listed = [step for step in transcript if step.get("step") == "screen"]
+    listed = [step for step in transcript if step.get("step") == "screened_point"]
     assert len(listed) == 20 and all("screen_s" in step for step in listed)  # every point
     assert sum(step["status"] == "compile_error" for step in listed) == 8
     later = json.loads((run_dir / "attempts" / "0004" / "transcript.json").read_text())
@@ -199,3 +199,4 @@ def test_autotune_screens_once_then_submits_its_best_points_through_the_gates(
     assert (evidence / "screen.svg").is_file() or (evidence / "screen.png").is_file()
     report = (evidence / "report.md").read_text()
     assert "### Screen of the declared space" in report and "20 points" in report
+    assert "| 1 | `" + json.dumps(tried[0]["tuning"], sort_keys=True) + "` | 2.100 |" in report

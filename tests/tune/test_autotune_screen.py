@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 
 import pytest
 
@@ -211,6 +212,7 @@ def _worker(tmp_path, device: str, count: int, *extra: str) -> list[ScreenedPoin
     return records
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch: about 3 s, more on a loaded machine
 def test_the_worker_screens_on_the_cpu_without_timing(tmp_path):
     records = _worker(tmp_path, "cpu", 3)
     assert {r.status for r in records} == {"checked"} and all(
@@ -225,3 +227,42 @@ def test_on_cuda_the_worker_compiles_ahead_and_times_every_point(tmp_path):
     workloads = {w.name for w in REGISTRY.declaration("rms_norm").workloads}
     assert all(set(r.workload_us) == workloads and r.weighted_us > 0 for r in records)
     assert max(r.screen_s for r in records[1:]) < 5  # compiled ahead: seconds per point or less
+
+
+class DeviceLostOnce:
+    """A fence whose worker screens one point per run; the first run's point breaks the device
+    context (exit 4), the second run ends normally."""
+
+    def __init__(self):
+        self.runs = []
+
+    def run(self, argv, policy, cwd, stdin=None):
+        listed, out = json.loads((cwd / argv[5]).read_text()), cwd / argv[6]
+        self.runs.append([index for index, _ in listed])
+        index, point = listed[0]
+        lost = len(self.runs) == 1
+        fields = {"status": "runtime_error", "reason": "illegal memory access"} if lost else {
+            "status": "timed", "weighted_us": 2.0, "workload_us": {"action_b1": 0.2}}  # fmt: skip
+        with out.open("a") as handle:
+            handle.write(ScreenedPoint(index=index, point=point, **fields).model_dump_json())
+            handle.write("\n")
+        stderr = '{"figures": {"action_b1": "warm"}}\n'
+        return types.SimpleNamespace(returncode=4 if lost else 0, stderr=stderr, stdout="")
+
+
+def test_the_fenced_screen_goes_on_past_a_lost_device_and_names_every_point(tmp_path):
+    from controller.agents.autotune_screen import SCREEN_FOLDER, screen_in_fence
+    from controller.agents.base import AgentSession
+    from sandbox.policy import FencePolicy
+
+    fence = DeviceLostOnce()
+    policy = FencePolicy(workspace=tmp_path, gpu=True)
+    session = AgentSession(workspace=tmp_path, prompt="", fence=fence, policy=policy)
+    points = space_points(declared_settings(KERNEL))
+    report = screen_in_fence(session, points, budget_s=60, jobs=2)
+    assert fence.runs == [list(range(8)), list(range(1, 8))]  # restarted after the lost point
+    assert [p.status for p in report.points] == ["runtime_error", "timed"] + ["not_screened"] * 6
+    assert all("not reached" in p.reason for p in report.points[2:])
+    assert report.timed and report.figures == {"action_b1": "warm"}
+    assert "device context failed" in report.note
+    assert not (tmp_path / SCREEN_FOLDER).exists()  # nothing of the screen is left to commit
