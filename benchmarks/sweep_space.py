@@ -100,9 +100,8 @@ def sweep_operator(declaration, arguments) -> dict:
     screen_started = time.monotonic()
     screen_run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     screen_seconds = time.monotonic() - screen_started
-    screened = [
-        ScreenedPoint.model_validate_json(line) for line in screen_file.read_text().splitlines()
-    ]
+    lines = screen_file.read_text().splitlines() if screen_file.is_file() else []
+    screened = [ScreenedPoint.model_validate_json(line) for line in lines]
     sweep_started = time.monotonic()
     swept = _sweep(declaration, solution, points, scratch, arguments.replays)
     return _result(
