@@ -3,11 +3,14 @@
 Started as a script with `python -I`, so only the tree under test is importable; it imports
 nothing from the controller's own packages. For every case of the request it draws the inputs
 the declaration describes, runs the reference and the preferred kernel each on its own copy,
-and saves both outputs; the controller applies the contract to them.
+and saves both outputs; the controller applies the contract to them. Then it describes every
+registered operator again (`registry_snapshot.describe_registry`, loaded from its file before
+the tree is imported), so another operator changed by the kernels' run is seen.
 """
 
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -46,13 +49,25 @@ def _plain(value):
     return torch.tensor(float("nan"))  # not a tensor: the contract names the wrong type
 
 
+def load_describer(script: Path | None):
+    """The snapshot script as a module, loaded from its file and kept out of `sys.modules`."""
+    if script is None:
+        return None
+    spec = importlib.util.spec_from_file_location("_registry_description", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", required=True, type=Path)
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--registry-module", required=True)
     parser.add_argument("--request", required=True, type=Path)
+    parser.add_argument("--snapshot-script", type=Path, help="describe the registry after")
     arguments = parser.parse_args(argv)
+    describer = load_describer(arguments.snapshot_script)
     tree = arguments.tree.resolve()
     request = json.loads(arguments.request.read_text())
     sys.path.insert(0, str(tree))
@@ -81,6 +96,12 @@ def main(argv: list[str] | None = None) -> int:
                 error = _last_line(raised)
             ran.append({"key": case["key"], "file": out_file.name, "error": error})
         result["operators"][name] = ran
+    if runtime is not None and describer is not None:
+        try:
+            result["registry_after_run"] = describer.describe_registry(runtime, tree)
+        except Exception as error:  # candidate code may raise anything; report it
+            failure = f"describing the registry after the kernels ran failed: {_last_line(error)}"
+            result["registry_after_run"] = {"failure": failure}
     temporary = arguments.out / "result.json.tmp"
     temporary.write_text(json.dumps(result, indent=1))
     temporary.replace(arguments.out / "result.json")

@@ -5,7 +5,10 @@ below the real hidden width) passes them. Here each preferred kernel whose code 
 files differ from BASE, and each new operator's, runs on the evaluator's CPU case plan: the
 declared workloads scaled for the Triton interpreter (const axes keep their real sizes, so
 every block boundary the real sizes cross is crossed), plus the plan's hidden sizes. A BASE
-operator is held to BASE's declaration; the outputs are judged here, by the controller.
+operator is held to BASE's declaration; the outputs are judged here, by the controller. The
+runner then describes every operator again, and each of BASE's must still be what BASE's
+snapshot says (`operator_identity.changed_after_run`): a kernel that, once run at a real size,
+changes another operator's launch table is rejected here.
 """
 
 import json
@@ -16,12 +19,19 @@ import torch
 
 from gates.evaluator.cases import Case, plan_cases
 from gates.registration.commands import CommandRunner
-from gates.registration.snapshots import OperatorSnapshot, RegistrySnapshot, file_digests
+from gates.registration.operator_identity import changed_after_run
+from gates.registration.snapshots import (
+    SNAPSHOT_SCRIPT,
+    OperatorSnapshot,
+    RegistrySnapshot,
+    file_digests,
+)
 from gates.target import TargetConfig
 from gates.verdict import Verdict
 from operators.declaration import OperatorDeclaration
 
 GATE = "kernel_workloads"
+AFTER_KERNELS = "after the kernels ran at their workloads"
 RUNNER_SCRIPT = Path(__file__).with_name("kernel_workload_runner.py")
 
 
@@ -77,7 +87,7 @@ def check(
     )
     argv = [sys.executable, "-I", "-B", str(RUNNER_SCRIPT), "--tree", str(candidate_tree)]
     argv += ["--out", str(out), "--registry-module", config.registry_module]
-    argv += ["--request", str(request)]
+    argv += ["--request", str(request), "--snapshot-script", str(SNAPSHOT_SCRIPT)]
     result = runner.run(argv, candidate_tree, writable=(out,), timeout=timeout)
     (out / "runner.log").write_text(result.output)
     if result.timed_out:
@@ -101,9 +111,25 @@ def check(
         )
         if problem:
             return Verdict(gate=GATE, passed=False, summary=problem, details=details)
+    changed = changed_after_run(base, _after_run(out, ran.get("registry_after_run")), AFTER_KERNELS)
+    if changed:
+        return Verdict(gate=GATE, passed=False, summary=changed[0], details=details)
     counts = ", ".join(f"{name} on {len(plan)} cases" for name, plan in plans.items())
     summary = f"changed or added kernels meet their contracts at the declared workloads: {counts}"
     return Verdict(gate=GATE, passed=True, summary=summary, details=details)
+
+
+def _after_run(out: Path, described) -> RegistrySnapshot:
+    """The runner's description after the kernels ran, typed; `failure` where it is missing or
+    malformed (it was written by the candidate's process)."""
+    if not isinstance(described, dict):
+        return RegistrySnapshot(folder=str(out), failure="the kernel runner described no operator")
+    try:
+        return RegistrySnapshot.model_validate({**described, "folder": str(out)})
+    except (ValueError, TypeError):
+        return RegistrySnapshot(
+            folder=str(out), failure="the kernel runner's description is malformed"
+        )
 
 
 def _first_problem(

@@ -6,6 +6,11 @@ would all leave the model's outputs unchanged, so no parity gate sees them; this
 the two registries' snapshots (declaration data, the identity of the reference and preferred
 kernel with everything they read, what every kernel profile resolves to) and the digests of the
 files each BASE operator depends on, read by the controller in both trees.
+
+Code that runs only when called (the new operator's reference or kernel, on its first call)
+could change another operator after every import-time snapshot was taken, so BASE's snapshot,
+taken in a process that never imported the candidate's modules, is compared again with the
+descriptions the candidate's parity probe and kernel runner write after that code has run.
 """
 
 from pathlib import Path
@@ -22,6 +27,8 @@ PARTS = {
     "declaration": "its declaration",
     "reference": "its reference",
     "preferred": "its preferred kernel",
+    "stock": "its stock implementation",
+    "other_implementations": "another of its callables",
     "resolved": "what a kernel profile resolves it to",
     "bound_in": "the module names that hold its declaration",
     "files": "the files it depends on",
@@ -33,13 +40,17 @@ def check(
     candidate_tree: Path,
     base: RegistrySnapshot,
     candidate: RegistrySnapshot,
+    after_runs: dict[str, RegistrySnapshot] | None = None,
 ) -> Verdict:
-    """Each BASE operator's snapshot and dependency files are unchanged in the candidate."""
+    """Each BASE operator's snapshot and dependency files are unchanged in the candidate, and
+    still unchanged in each description `after_runs` names (`after the parity run`: ...)."""
     if base.problem:
         return Verdict(gate=GATE, passed=False, summary=f"BASE: {base.problem}")
     if candidate.problem:
         return Verdict(gate=GATE, passed=False, summary=candidate.problem)
     differences: list[str] = []
+    for when, after_run in (after_runs or {}).items():
+        differences += changed_after_run(base, after_run, when)
     for name, before in sorted(base.operators.items()):
         after = candidate.operators.get(name)
         if after is None:
@@ -60,6 +71,21 @@ def check(
         f"under {len(base.profiles)} kernel profiles"
     )
     return Verdict(gate=GATE, passed=True, summary=summary, details=details)
+
+
+def changed_after_run(base: RegistrySnapshot, after: RegistrySnapshot, when: str) -> list[str]:
+    """How each BASE operator described after the candidate's code ran (`when`) differs from
+    BASE's own snapshot, naming the operator and the field."""
+    if after.problem:
+        return [f"{when}: {after.problem}"]
+    found = []
+    for name, before in sorted(base.operators.items()):
+        now = after.operators.get(name)
+        if now is None:
+            found.append(f"{name}: no longer registered {when}")
+            continue
+        found += [f"{name}: {when}, {text}" for text in _snapshot_differences(before, now)]
+    return found
 
 
 def _snapshot_differences(before: OperatorSnapshot, after: OperatorSnapshot) -> list[str]:

@@ -6,7 +6,10 @@ parity configuration (declared, then hidden: the hidden-parity driver at drawn b
 seeds) it records the eager ATen sequence, the registry hits per call site and the outputs
 (digests plus the tensors), under `kernel_profile=none`. Then it calls each selected call site
 directly, on the object and arguments it saw in the first configuration but with random inputs
-of drawn leading sizes, and records those outputs and hits too. It imports nothing from the
+of drawn leading sizes, and records those outputs and hits too. Last, with everything the
+candidate's code does on a call done, it describes every registered operator again
+(`registry_snapshot.describe_registry`, loaded from its file before the tree is imported), so
+another operator's launch table changed at run time is seen. It imports nothing from the
 controller's own packages.
 """
 
@@ -15,6 +18,7 @@ import contextlib
 import functools
 import hashlib
 import importlib
+import importlib.util
 import inspect
 import json
 import os
@@ -245,6 +249,26 @@ def _tensors(value, torch) -> list:
     return []
 
 
+def load_describer(script: str | None):
+    """The snapshot script as a module, loaded from its file and kept out of `sys.modules`."""
+    if not script:
+        return None
+    spec = importlib.util.spec_from_file_location("_registry_description", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def registry_after_run(describer, runtime, tree: Path) -> dict | None:
+    """Every operator described after the runs, or why that failed."""
+    if describer is None:
+        return None
+    try:
+        return describer.describe_registry(runtime, tree)
+    except Exception as error:  # candidate code may raise anything; report it, do not crash
+        return {"failure": f"describing the registry after the run failed: {_last_line(error)}"}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", required=True, type=Path)
@@ -258,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("CONTROLLER_KERNEL_PROFILE", "none")
     out = arguments.out
     out.mkdir(parents=True, exist_ok=True)
+    describer = load_describer(plan.get("snapshot_script"))
     result: dict = {"declaration": None, "import_error": None, "configurations": {}}
     try:
         import torch
@@ -288,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
             result["configurations"][name] = {"error": _last_line(error)}
     if runtime is not None:
         result["direct_calls"] = direct_calls(capture, plan, runtime, out, tree)
+        result["registry_after_run"] = registry_after_run(describer, runtime, tree)
     temporary = out / "probe.json.tmp"
     temporary.write_text(json.dumps(result, indent=1))
     temporary.replace(out / "probe.json")

@@ -5,11 +5,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gates.registration.call_sites import CallSite
 from gates.registration.commands import CommandRunner
 from gates.registration.hidden import HiddenDraw
+from gates.registration.snapshots import SNAPSHOT_SCRIPT, RegistrySnapshot
 from gates.target import TargetConfig
 
 PROBE_SCRIPT = Path(__file__).with_name("parity_probe.py")
@@ -28,6 +29,22 @@ class ProbeResult(BaseModel):
     configurations: dict[str, dict[str, Any]] = {}
     direct_calls: dict[str, list[dict[str, Any]]] = {}
     """Per call site, one entry per drawn size: outputs and hits, or the error it raised."""
+    registry_after_run: dict[str, Any] | None = None
+    """Every operator described in the probe's process after the runs and the direct calls."""
+
+    def snapshot_after_run(self) -> RegistrySnapshot:
+        """The description taken after the runs, typed; `failure` where there is none."""
+        if self.registry_after_run is None:
+            return RegistrySnapshot(
+                folder=self.folder, failure="the parity probe described no operator after its run"
+            )
+        try:
+            return RegistrySnapshot.model_validate(
+                {**self.registry_after_run, "folder": self.folder}
+            )
+        except (ValidationError, TypeError) as error:
+            failure = f"the description after the parity run is malformed: {error}".splitlines()
+            return RegistrySnapshot(folder=self.folder, failure=failure[0])
 
     @property
     def problem(self) -> str | None:
@@ -87,6 +104,7 @@ def run_probe(
         "call_sites": [str(site) for site in sites],
         "call_sizes": list(hidden.call_sizes),
         "input_seed": hidden.input_seed,
+        "snapshot_script": str(SNAPSHOT_SCRIPT),
     }
     (out / "plan.json").write_text(json.dumps(plan, indent=1))
     argv = [sys.executable, "-I", "-B", str(PROBE_SCRIPT), "--tree", str(tree), "--out", str(out)]

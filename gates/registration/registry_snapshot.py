@@ -22,14 +22,22 @@ from pathlib import Path
 MAX_ITEMS = 256
 MAX_DEPTH = 24
 BASE_PROFILES = ("none", "torch", "auto")
+IMPLEMENTATIONS = ("reference", "preferred", "stock")
+"""A declaration's callables, each described by identity (any other callable field is
+described under `other_implementations`, never dumped as data)."""
+RUN_CACHES = ("kernel_launch._bound",)
+"""State the runtime fills while kernels run (compiled kernels bound per argument layout),
+relative to the runtime package: described by where it lives, not by what it holds, so a
+description taken after a run is comparable with one taken after the import."""
 
 
 class Describer:
     """Turns objects into JSON-ready descriptions that are equal exactly when, as far as the
     tree's code is concerned, the objects behave the same; in-tree objects are followed."""
 
-    def __init__(self, tree: Path) -> None:
+    def __init__(self, tree: Path, run_caches: dict[int, str] | None = None) -> None:
         self.tree = tree
+        self.run_caches = run_caches or {}
         self.files: set[str] = set()
         self._seen: dict[int, int] = {}
         self._keep: list[object] = []
@@ -57,6 +65,8 @@ class Describer:
         if depth > MAX_DEPTH:
             return {"too_deep": type(value).__qualname__}
         key = id(value)
+        if key in self.run_caches:
+            return {"run_cache": self.run_caches[key]}
         if key in self._seen:
             return {"ref": self._seen[key]}
         self._seen[key] = len(self._seen)
@@ -289,13 +299,43 @@ def profile_names(runtime) -> list[str]:
     return names
 
 
+def run_caches(runtime) -> dict[int, str]:
+    """The runtime's run caches (`RUN_CACHES`) by object identity, with their dotted names."""
+    found = {}
+    for dotted in RUN_CACHES:
+        module_name, _, attribute = dotted.rpartition(".")
+        module = sys.modules.get(f"{runtime.__name__}.{module_name}")
+        if module is not None and hasattr(module, attribute):
+            found[id(getattr(module, attribute))] = f"{module.__name__}.{attribute}"
+    return found
+
+
+def describe_registry(runtime, tree: Path) -> dict:
+    """Every registered operator of `runtime` described, with the profiles resolved; also
+    called by the parity probe and the kernel runner after the candidate's code has run."""
+    profiles = profile_names(runtime)
+    operators = {}
+    for name in sorted(runtime.REGISTRY.names()):
+        declaration = runtime.REGISTRY.declaration(name)
+        operators[name] = describe_operator(runtime, declaration, profiles, tree)
+    return {"profiles": profiles, "operators": operators}
+
+
 def describe_operator(runtime, declaration, profiles: list[str], tree: Path) -> dict:
-    describer = Describer(tree)
-    data = declaration.model_dump(mode="json", exclude={"reference", "preferred"})
+    describer = Describer(tree, run_caches(runtime))
+    implementations = {
+        name
+        for name in type(declaration).model_fields
+        if callable(getattr(declaration, name, None))
+    }
+    data = declaration.model_dump(mode="json", exclude=implementations | set(IMPLEMENTATIONS))
     snapshot = {
         "declaration": data,
-        "reference": describer.describe(declaration.reference),
-        "preferred": describer.describe(declaration.preferred),
+        **{name: describer.describe(getattr(declaration, name, None)) for name in IMPLEMENTATIONS},
+        "other_implementations": {
+            name: describer.describe(getattr(declaration, name))
+            for name in sorted(implementations - set(IMPLEMENTATIONS))
+        },
         "bound_in": bound_in(declaration, tree, describer),
         "resolved": {},
     }
@@ -333,11 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         runtime = importlib.import_module(arguments.registry_module.split(".")[0])
         for module in arguments.also_import:
             importlib.import_module(module)
-        profiles = profile_names(runtime)
-        result["profiles"] = profiles
-        for name in sorted(runtime.REGISTRY.names()):
-            declaration = runtime.REGISTRY.declaration(name)
-            result["operators"][name] = describe_operator(runtime, declaration, profiles, tree)
+        result.update(describe_registry(runtime, tree))
     except Exception as error:  # candidate code may raise anything; report it, do not crash
         result["import_error"] = _last_line(error)
         result["operators"] = {}

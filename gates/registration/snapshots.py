@@ -29,6 +29,8 @@ class OperatorSnapshot(BaseModel):
     declaration: dict[str, Any]
     reference: Any
     preferred: Any = None
+    stock: Any = None
+    other_implementations: dict[str, Any] = {}
     bound_in: list[str] = []
     resolved: dict[str, Any] = {}
     files: list[str] = []

@@ -9,15 +9,11 @@ recorded once per run and read back afterwards.
 """
 
 import logging
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict
 
 from gates.changes.ruff_rules import base_configuration, ruff_verdict
 from gates.registration import (
@@ -31,13 +27,11 @@ from gates.registration import (
     structure,
     target_tests,
 )
-from gates.registration.call_sites import CallSite
+from gates.registration.attempt import Attempt, GateSettings, RegistrationRequest
 from gates.registration.commands import CommandRunner
 from gates.registration.declared import reference_location
 from gates.registration.hidden import HiddenDraw
 from gates.registration.judged_commit import JudgedCommit, make_writable
-from gates.registration.probes import ProbeResult, cached_probe, run_probe
-from gates.registration.tree_changes import new_test_files, tree_changes
 from gates.target import TargetConfig
 from gates.verdict import Verdict
 
@@ -46,109 +40,6 @@ BASE_TESTS = "base-tests"
 
 # The controller shows these records as progress lines (controller/runs/progress.py).
 PROGRESS = logging.getLogger("kernel_controller.progress")
-
-
-class RegistrationRequest(BaseModel):
-    """What a registration run asks for: one operator, the call sites to route through it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    operator: str
-    call_sites: tuple[CallSite, ...]
-
-
-class GateSettings(BaseModel):
-    """Timeouts of the gates that run target code, and whether to run every gate regardless."""
-
-    model_config = ConfigDict(frozen=True)
-
-    test_timeout_s: float = 300
-    probe_timeout_s: float = 300
-    all_gates: bool = False
-    """Run the gates that execute target code even after a static gate failed."""
-
-
-@dataclass
-class Attempt:
-    """What every gate of one attempt may read; the candidate probe is shared and run once."""
-
-    base: Path
-    commit: JudgedCommit
-    request: RegistrationRequest
-    config: TargetConfig
-    runner: CommandRunner
-    workdir: Path
-    base_probe_dir: Path
-    settings: GateSettings
-    hidden: HiddenDraw
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _shared: dict[str, Future] = field(default_factory=dict)
-
-    def export(self, gate: str) -> Path:
-        """A fresh read-only export of the judged commit for `gate` alone."""
-        return self.commit.export(self.workdir / gate / "tree")
-
-    def base_probe(self) -> ProbeResult:
-        return cached_probe(
-            self.base,
-            self.base_probe_dir,
-            self.config,
-            self.operator,
-            self.runner,
-            self.hidden,
-            self.sites,
-        )
-
-    def candidate_probe(self) -> ProbeResult:
-        """The candidate's probe, started by the first gate that asks and shared with the rest."""
-
-        def probe() -> ProbeResult:
-            return run_probe(
-                self.export("probe"),
-                self.workdir / "probe" / "out",
-                self.config,
-                self.operator,
-                self.runner,
-                self.hidden,
-                self.sites,
-                self.settings.probe_timeout_s,
-            )
-
-        return self.shared("probe", probe)
-
-    def new_tests_session(self):
-        """The new test files run once on the candidate, for the tests and effectiveness gates."""
-
-        def session():
-            tree = self.export("new_tests")
-            tests = new_test_files(tree_changes(self.base, tree))
-            arguments = [*target_tests.NEW_TEST_OPTIONS, *tests]
-            out, timeout = self.workdir / "new_tests" / "out", self.settings.test_timeout_s
-            return target_tests.run_session(self.base, tree, arguments, self.runner, out, timeout)
-
-        return self.shared("new_tests", session)
-
-    def shared(self, key: str, compute: Callable[[], Any]) -> Any:
-        """`compute()` run once per attempt by the first gate that asks; the others wait for it."""
-        with self._lock:
-            job = self._shared.get(key)
-            owner = job is None
-            if owner:
-                job = self._shared[key] = Future()
-        if owner:
-            try:
-                job.set_result(compute())
-            except BaseException as error:
-                job.set_exception(error)
-        return job.result()
-
-    @property
-    def operator(self) -> str:
-        return self.request.operator
-
-    @property
-    def sites(self) -> list[CallSite]:
-        return list(self.request.call_sites)
 
 
 @dataclass(frozen=True)

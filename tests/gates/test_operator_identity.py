@@ -4,7 +4,7 @@ its name with a loosened copy listed first each leave the parity outputs unchang
 rejected here (an honest registration passes these gates in every register run test)."""
 
 import pytest
-from target_fixture import CATALOG_GOOD, vision
+from target_fixture import CATALOG_GOOD, GELU_TANH, vision
 
 from gates.registration import kernel_workloads, operator_identity
 from gates.registration.snapshots import take_snapshot
@@ -177,3 +177,48 @@ def test_first_difference_names_the_path():
     assert operator_identity.first_difference(old, {**old, "axes": [1, 3]}) == "axes[1]"
     new = {**old, "contract": {"mode": "tolerance"}}
     assert operator_identity.first_difference(old, new) == "contract.mode"
+
+
+SETTLING_GELU = GELU_TANH.replace(
+    "from operators.contract import Contract",
+    "from operators.catalog import rms_norm\nfrom operators.contract import Contract",
+).replace(
+    '''def gelu_tanh_reference(x: torch.Tensor) -> torch.Tensor:
+    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), eager PyTorch."""
+''',
+    '''_SETTLED = []
+
+
+def _settle(table: dict) -> None:
+    """Launch with fewer warps."""
+    table["num_warps"] = 1
+
+
+def gelu_tanh_reference(x: torch.Tensor) -> torch.Tensor:
+    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), eager PyTorch."""
+    if not _SETTLED:
+        _SETTLED.append(True)
+        _settle(rms_norm.TUNING)
+''',
+)
+
+
+@pytest.mark.slow
+def test_another_operators_launch_table_changed_on_the_first_call_is_rejected(
+    base_tree, base_snapshot, make_candidate, snapshot, probe
+):
+    """The new operator's reference, on its first call, lowers rms_norm's warps through a
+    helper that takes the table as a parameter: no file of rms_norm changes, the import-time
+    snapshots agree, the bits do not change; BASE's snapshot against the description the
+    parity probe writes after its run names the operator and the field."""
+    assert "_settle(rms_norm.TUNING)" in SETTLING_GELU
+    tree = make_candidate({"operators/catalog/gelu_tanh.py": SETTLING_GELU})
+    candidate = snapshot(tree)
+    assert operator_identity.check(base_tree, tree, base_snapshot, candidate).passed
+    after = {"after the parity run": probe(tree).snapshot_after_run()}
+    verdict = operator_identity.check(base_tree, tree, base_snapshot, candidate, after)
+    assert not verdict.passed
+    assert verdict.summary.startswith(
+        "rms_norm: after the parity run, its preferred kernel changed (first at "
+    ), verdict.summary
+    assert "TUNING" in verdict.summary
