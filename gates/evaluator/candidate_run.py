@@ -14,6 +14,7 @@ from gates.evaluator import loading, process_boundary  # before the guard's modu
 from gates.evaluator.captured_cases import case_inputs, load_captured, timed_declaration
 from gates.evaluator.cases import plan_cases
 from gates.evaluator.detectors import CheatDetected
+from gates.evaluator.detectors.environment_probes import refuse_source_probes, source_probes
 from gates.evaluator.guard import CandidateCallError, CandidateGuard
 from gates.evaluator.phase_clock import PhaseClock
 from gates.evaluator.protocol import CandidateReport, EvaluationRequest, evaluator_fault
@@ -66,6 +67,8 @@ def run_candidate(
         "solution_digest": request.solution_digest,
     }
     _close_process_creation(guard, device)
+    # Read before the solution runs, so nothing it does can change them.
+    probes = source_probes(_texts(solution), _texts(task.baseline))
     try:
         function = guard.import_solution()
         clock.lap("import")
@@ -81,6 +84,9 @@ def run_candidate(
             )
             clock.lap("timing")
         guard.check_environment("before the outputs are written")
+        # Last, so a cheat another detector names keeps its own class.
+        guard.environment_queries.raise_first()
+        refuse_source_probes(probes)
     except CheatDetected as cheat:
         finding = cheat.finding()
         return CandidateReport(
@@ -112,6 +118,10 @@ def run_candidate(
         notes=guard.notes,
         phase_seconds=clock.laps,
     )
+
+
+def _texts(solution) -> dict[str, str]:
+    return {source.path: source.content for source in solution.sources}
 
 
 def _close_process_creation(guard: CandidateGuard, device: torch.device) -> None:

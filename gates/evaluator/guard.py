@@ -29,6 +29,7 @@ from gates.evaluator.detectors.concurrency import (
     thread_snapshot,
 )
 from gates.evaluator.detectors.deferred_code import InterpreterHooks, check_attachments
+from gates.evaluator.detectors.environment_probes import EnvironmentQueryTripwires
 from gates.evaluator.detectors.identity_snapshot import IdentitySnapshot
 from gates.evaluator.detectors.introspection import AuditMonitor
 from gates.evaluator.detectors.kernel_registry import KernelRegistry, KernelReplaced
@@ -102,6 +103,7 @@ class CandidateGuard:
         self.streams = LaunchStreamRecorder(device)
         self.tripwires = TraceEvasionTripwires([str(self.folder)])
         self.thread_starts = ThreadStartTripwire([str(self.folder)])
+        self.environment_queries = EnvironmentQueryTripwires([str(self.folder)])
         self.raw_views = RawViewTripwires()
         evaluator_modules = [m for n, m in sorted(sys.modules.items()) if is_watched(n)]
         self.timers = IdentitySnapshot(TIMER_PATHS, [])

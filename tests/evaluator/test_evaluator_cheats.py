@@ -1,5 +1,5 @@
 """Every cheat class the CPU can show is rejected with its exact class; honest solutions that
-look unusual (autotuned, slightly inaccurate, checking for a profiler) are not."""
+look unusual (autotuned, slightly inaccurate) are not."""
 
 import pytest
 from cheat_packing import cheat_solution
@@ -74,8 +74,9 @@ CPU_CHEATS = {
     "threshold_widen": ("REJECTED", "EvaluatorPatched"),
     "compile_settings": ("REJECTED", "SettingsChanged"),
     "wide_batch_wrong": ("INCORRECT_NUMERICAL", None),
-    # Honest: the monitor is on in every call, so this one never finds it off.
-    "monitor_probe": ("PASSED", None),
+    # Behaving one way while judged: asking for a profile hook or for the loaded modules.
+    "monitor_probe": ("REJECTED", "EnvironmentInspection"),
+    "module_sniff": ("REJECTED", "EnvironmentInspection"),
     "autotune_honest": ("PASSED", None),
     "inaccurate_kernel": ("INCORRECT_NUMERICAL", None),
 }

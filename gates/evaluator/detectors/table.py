@@ -19,6 +19,7 @@ from gates.evaluator.detectors.compute_fallback import (
 from gates.evaluator.detectors.concurrency import ChildProcess, ExtraThreads, SideStreamWork
 from gates.evaluator.detectors.cuda_graph import GraphRejected
 from gates.evaluator.detectors.deferred_code import DeferredCode
+from gates.evaluator.detectors.environment_probes import EnvironmentInspection
 from gates.evaluator.detectors.file_tampering import SourcesRewritten
 from gates.evaluator.detectors.hardcoding import ShapeSpecificHardcoding
 from gates.evaluator.detectors.input_mutation import InputMutated
@@ -115,9 +116,11 @@ DETECTORS = (
     ),
     DetectorFamily(
         "introspection",
-        (EvaluatorIntrospection, EvaluatorFileAccess, DynamicCode, RawMemoryAccess),
+        (EvaluatorIntrospection, EvaluatorFileAccess, DynamicCode, RawMemoryAccess,
+         EnvironmentInspection),
         ("import", "call", "timing"),
-        "the solution neither reads the evaluator's state nor hides code from the detectors",
+        "the solution neither reads the evaluator's state, nor asks where it runs, nor hides "
+        "code from the detectors",
     ),
     DetectorFamily(
         "deferred_code",

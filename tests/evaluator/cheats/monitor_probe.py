@@ -1,6 +1,6 @@
 """Cheat: compute on the host with NumPy whenever no profile hook is installed, and run the
-honest kernel while one is (a monitor switched on for some cases only is seen by the
-solution). With the monitor on in every case this solution never finds it off."""
+honest kernel while one is. The evaluator's monitor is on in every case, so it never finds
+it off, but in a user's process (no profiler) it computes on the host: asking is refused."""
 
 import sys
 

@@ -1,0 +1,217 @@
+"""A solution that asks where it runs: the loaded-module table, an attached profiler or
+tracer, the caller's frames, environment variables, argv, the process or working directory.
+
+Such a kernel can compute honestly while something looks like an evaluator or a test runner
+(a judge module loaded, a profile hook on) and return something else in a user's process after
+`install`; no output check can see that. So the question itself is refused, two ways:
+
+- statically, before the import: the solution's sources may not name these reads (an attribute
+  or `from` import of `sys.modules`, `sys.getprofile`, `os.environ`, ..., a string holding such
+  a name, an import of `inspect`, `traceback` or `importlib`, `__import__`); a read the
+  baseline's file at the same path already makes (the vendored runtime asks whether Triton's
+  interpreter is on) is not new and is allowed;
+- at run time, for what a spelled-out name hides: the query functions are wrapped, and a call
+  whose nearest caller outside the standard library is one of the solution's files is recorded
+  (the call still answers, so the solution behaves as it would have).
+
+Both are reported when the run would otherwise end clean: a solution another detector names
+is rejected with that detector's finding, so every cheat fixture keeps its own class.
+"""
+
+import ast
+import importlib.util
+import os
+import sys
+import sysconfig
+import threading
+from collections import Counter
+from collections.abc import Mapping
+
+from gates.evaluator.detectors import CheatDetected
+
+
+class EnvironmentInspection(CheatDetected):
+    """The solution asked where it runs (loaded modules, profiler or tracer hooks, frames,
+    environment, argv, process, working directory), so it could behave one way while judged
+    and another in a user's process."""
+
+
+PROBED_NAMES = frozenset(
+    {
+        "modules",
+        "getprofile",
+        "gettrace",
+        "setprofile",
+        "settrace",
+        "_getframe",
+        "_getframemodulename",
+        "_current_frames",
+        "_current_exceptions",
+        "_profile_hook",
+        "_trace_hook",
+        "environ",
+        "environb",
+        "getenv",
+        "getenvb",
+        "argv",
+        "orig_argv",
+        "getcwd",
+        "getcwdb",
+        "getpid",
+        "getppid",
+        "find_spec",
+        "find_loader",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "f_code",
+        "tb_frame",
+        "__traceback__",
+        "currentframe",
+        "__import__",
+        "__dict__",
+        "__closure__",
+        "__globals__",
+        "__builtins__",
+        "__wrapped__",
+        "cell_contents",
+        "__getattribute__",
+        "attrgetter",
+        "methodcaller",
+    }
+)
+"""Names whose only use in a kernel is to ask where it runs."""
+NAMESPACE_READERS = frozenset({"getattr", "vars", "globals", "locals", "dir"})
+"""Builtins that reach a name computed at run time (`getattr(sys, "mod" + "ules")`)."""
+PROBING_MODULES = frozenset({"inspect", "traceback", "importlib"})
+"""Modules a kernel has no use for but to look at its callers or the import system."""
+WRAPPED = (
+    (sys, "getprofile"),
+    (sys, "gettrace"),
+    (threading, "getprofile"),
+    (threading, "gettrace"),
+    (os, "getenv"),
+    (os, "getcwd"),
+    (os, "getpid"),
+    (os, "getppid"),
+    (importlib.util, "find_spec"),
+)
+"""The query functions a spelled-out name (`getattr(m, "get" + "profile")`) still reaches."""
+STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"])
+
+
+def source_probes(sources: Mapping[str, str], known: Mapping[str, str]) -> list[str]:
+    """Each read of where the code runs in `sources` ({path: text}) that the file at the same
+    path in `known` (the baseline's) does not make, as `path:line: what`."""
+    found = []
+    for path, text in sorted(sources.items()):
+        if not path.endswith(".py"):
+            continue
+        allowed = Counter(what for _, what in _probes(known.get(path, "")))
+        for line, what in _probes(text):
+            if allowed[what] > 0:
+                allowed[what] -= 1
+            else:
+                found.append(f"{path}:{line}: {what}")
+    return found
+
+
+def refuse_source_probes(found: list[str]) -> None:
+    """Raise EnvironmentInspection naming the first read `source_probes` found, if any."""
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise EnvironmentInspection(f"asks where it runs: {found[0]}{more}")
+
+
+def _probes(text: str) -> list[tuple[int, str]]:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []  # the import reports it
+    found = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Call) and _reads_a_computed_name(node):
+            found.append((line, f"calls {node.func.id}() on a computed name"))
+        elif isinstance(node, ast.Attribute) and node.attr in PROBED_NAMES | NAMESPACE_READERS:
+            found.append((line, f"reads .{node.attr}"))
+        elif isinstance(node, ast.Name) and node.id in PROBED_NAMES:
+            found.append((line, f"uses {node.id}"))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if node.value in PROBED_NAMES or node.value.split(".")[0] in PROBING_MODULES:
+                found.append((line, f"names {node.value!r}"))
+        elif isinstance(node, ast.Import):
+            found += [(line, f"imports {a.name}") for a in node.names if _probing(a.name)]
+        elif isinstance(node, ast.ImportFrom):
+            if _probing(node.module or ""):
+                found.append((line, f"imports {node.module}"))
+            found += [
+                (line, f"imports {alias.name} from {node.module}")
+                for alias in node.names
+                if alias.name in PROBED_NAMES
+            ]
+    return sorted(found)
+
+
+def _reads_a_computed_name(call: ast.Call) -> bool:
+    """`getattr(x, name)` with a name that is not a literal, or `vars()`, `globals()`, ...:
+    a way to any name of this list that no literal shows."""
+    if not isinstance(call.func, ast.Name) or call.func.id not in NAMESPACE_READERS:
+        return False
+    if call.func.id != "getattr":
+        return True
+    return len(call.args) < 2 or not isinstance(call.args[1], ast.Constant)
+
+
+def _probing(module: str) -> bool:
+    return module.split(".")[0] in PROBING_MODULES
+
+
+class EnvironmentQueryTripwires:
+    """Wraps the query functions (`WRAPPED`) and records the calls made from the solution's
+    files; every call, the solution's included, gets its true answer."""
+
+    def __init__(self, solution_dirs: list[str]) -> None:
+        self.solution_dirs = tuple(os.path.realpath(d) + os.sep for d in solution_dirs)
+        self.findings: list[EnvironmentInspection] = []
+        self._busy = threading.local()
+        for module, name in WRAPPED:
+            original = getattr(module, name, None)
+            if original is not None:
+                setattr(module, name, self._wrap(f"{module.__name__}.{name}", original))
+
+    def _wrap(self, qualified: str, original):
+        tripwires = self
+
+        def query(*args, **kwargs):
+            if not getattr(tripwires._busy, "active", False):  # realpath asks os.getcwd
+                tripwires._busy.active = True
+                try:
+                    tripwires._record(qualified, sys._getframe(1))
+                finally:
+                    tripwires._busy.active = False
+            return original(*args, **kwargs)
+
+        return query
+
+    def _record(self, qualified: str, frame) -> None:
+        caller = _nearest_outside_stdlib(frame)
+        if caller is not None and caller[0].startswith(self.solution_dirs):
+            where = f"{os.path.basename(caller[0])}:{caller[1]}"
+            self.findings.append(
+                EnvironmentInspection(f"asks where it runs: {qualified}() from {where}")
+            )
+
+    def raise_first(self) -> None:
+        if self.findings:
+            raise self.findings[0]
+
+
+def _nearest_outside_stdlib(frame) -> tuple[str, int] | None:
+    while frame is not None:
+        filename = os.path.realpath(frame.f_code.co_filename)
+        in_stdlib = filename.startswith(STDLIB) and "site-packages" not in filename
+        if not (in_stdlib or frame.f_code.co_filename.startswith("<frozen")):
+            return filename, frame.f_lineno
+        frame = frame.f_back
+    return None
