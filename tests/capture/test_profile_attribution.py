@@ -175,3 +175,71 @@ def test_replay_labels_are_confirmed_by_the_kernel_names_of_the_eager_reference(
     assert labelling.name_confirmed_share == 10 / 34  # a shifted mapping shows as unconfirmed
     _work, labelling = replayed_work(graph_timeline())
     assert labelling.name_confirmed_share is None  # no reference step, no check
+
+
+class KinetoEvent:
+    """The part of torch's `_KinetoEvent` the timeline reads."""
+
+    def __init__(self, name, kind, start_ns, duration_ns, correlation=0, is_async=False):
+        self._fields = (name, kind, start_ns, duration_ns, correlation, is_async)
+
+    def name(self):
+        return self._fields[0]
+
+    def activity_type(self):
+        return self._fields[1]
+
+    def start_ns(self):
+        return self._fields[2]
+
+    def duration_ns(self):
+        return self._fields[3]
+
+    def correlation_id(self):
+        return self._fields[4]
+
+    def is_async(self):
+        return self._fields[5]
+
+    def start_thread_id(self):
+        return THREAD
+
+
+def test_the_timeline_reads_ranges_launches_waits_and_device_activities_from_kineto():
+    from types import SimpleNamespace
+
+    from controller.profiling.timeline import timeline_from_profiler
+
+    events = [
+        KinetoEvent("registry:rms_norm", "user_annotation", 10_000, 8_000),
+        KinetoEvent("aten::empty", "cpu_op", 11_000, 500),
+        KinetoEvent("aten::async_thing", "cpu_op", 11_000, 500, is_async=True),
+        KinetoEvent("cuLaunchKernelEx", "cuda_driver", 12_000, 2_000, correlation=43),
+        KinetoEvent("cudaMemsetAsync", "cuda_runtime", 15_000, 1_000, correlation=44),
+        KinetoEvent("cudaGetDevice", "cuda_runtime", 16_000, 100, correlation=45),
+        KinetoEvent("cudaMemcpy", "cuda_runtime", 19_000, 9_000, correlation=46),
+        KinetoEvent("_rms_norm_kernel", "kernel", 14_000, 3_000, correlation=43),
+        KinetoEvent("Memset (Device)", "gpu_memset", 17_000, 1_000, correlation=44),
+        KinetoEvent("Memcpy DtoH", "gpu_memcpy", 20_000, 2_000, correlation=46),
+        KinetoEvent("registry:rms_norm", "gpu_user_annotation", 14_000, 3_000, correlation=43),
+    ]
+    profiler = SimpleNamespace(profiler=SimpleNamespace(kineto_results=SimpleNamespace()))
+    profiler.profiler.kineto_results.events = lambda: events
+    timeline = timeline_from_profiler(profiler)
+    assert [(item.name, item.start_us, item.end_us) for item in timeline.ranges] == [
+        ("registry:rms_norm", 0.0, 8.0),
+        ("aten::empty", 1.0, 1.5),
+    ]
+    assert [(item.name, item.launches, item.correlation) for item in timeline.launches] == [
+        ("cuLaunchKernelEx", "kernel", 43),
+        ("cudaMemsetAsync", "memset", 44),
+        ("cudaMemcpy", "memcpy", 46),
+    ]
+    assert [(item.name, item.end_us) for item in timeline.waits] == [("cudaMemcpy", 18.0)]
+    assert [(item.kind, item.correlation) for item in timeline.activities] == [
+        ("kernel", 43),
+        ("memset", 44),
+        ("memcpy", 46),
+    ]
+    (kernel_item, *_) = device_work(timeline)
+    assert kernel_item.region == "registry:rms_norm"
