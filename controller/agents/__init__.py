@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 SPEC_FORMS = (
-    "anthropic:<model>, openai:<model>, claude, codex, scripted:<file>, autotune[:<points>]"
+    "anthropic:<model>, openai:<model>, claude, codex, scripted:<file>, autotune[:<submissions>]"
 )
 
 
