@@ -24,9 +24,10 @@ def expected_counts(steps: int) -> dict[str, int]:
         "rms_norm": 2 * TINY.prefix_layers,
         "ada_rms_norm": denoise * (2 * layers + 1),
         "gated_residual": denoise * 2 * layers,
-        "gated_gelu": TINY.prefix_layers + denoise * layers,
+        "gated_gelu_projection": TINY.prefix_layers + denoise * layers,
         "rotate_qk": TINY.prefix_layers + denoise * layers,
         "split_kv_attention": TINY.prefix_layers + denoise * layers,
+        "stacked_projection": denoise * 2 * layers,
     }
     return {name: count * steps for name, count in per_forward.items()}
 

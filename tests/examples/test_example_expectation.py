@@ -6,8 +6,8 @@ from examples.config import TINY
 from examples.expectation import compare_outputs, compare_profiles, roundings_in_quadrature
 from operators import REGISTRY, KernelSelection, OperatorRegistry
 
-CATALOG = {"rms_norm", "ada_rms_norm", "gated_residual", "gated_gelu", "rotate_qk"}
-CATALOG |= {"split_kv_attention"}
+CATALOG = {"rms_norm", "ada_rms_norm", "gated_residual", "gated_gelu_projection", "rotate_qk"}
+CATALOG |= {"split_kv_attention", "stacked_projection"}
 
 
 def references_except(**broken) -> KernelSelection:
@@ -25,9 +25,9 @@ def attention_ignoring_the_prefix(q, k_cache, v_cache, k, v, scale):
     return reference(q, k_cache[:, :, :0], v_cache[:, :, :0], k, v, scale)
 
 
-def gated_gelu_with_swapped_inputs(gate, up):
+def gated_gelu_projection_with_swapped_weights(x, gate_weight, up_weight):
     """A plausible bug: the activation is applied to the wrong projection."""
-    return REGISTRY.declaration("gated_gelu").reference(up, gate)
+    return REGISTRY.declaration("gated_gelu_projection").reference(x, up_weight, gate_weight)
 
 
 def test_none_agrees_with_torch_within_the_contract_expectation(
@@ -73,8 +73,8 @@ def test_an_attention_kernel_that_ignores_the_prefix_is_caught():
     assert comparisons["prefix_keys"].within and comparisons["vision_features"].within
 
 
-def test_a_gated_gelu_with_swapped_inputs_is_caught():
-    broken = references_except(gated_gelu=gated_gelu_with_swapped_inputs)
+def test_a_gated_gelu_projection_with_swapped_weights_is_caught():
+    broken = references_except(gated_gelu_projection=gated_gelu_projection_with_swapped_weights)
     comparisons = {c.name: c for c in compare_profiles(TINY, 1, 0, "cpu", candidate=broken)}
     assert not comparisons["first_velocity"].within and not comparisons["actions"].within
     assert comparisons["prefix_keys"].within  # the prefix MLP runs after this layer's K/V

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+import torch.nn.functional as F
 import triton
 import triton.language as tl
 
@@ -105,6 +106,11 @@ def gated_gelu_swapped(gate, up):
     return torch.nn.functional.gelu(up, approximate="tanh") * gate
 
 
+def gated_gelu_projection_swapped(x, gate_weight, up_weight):
+    """Activates the up projection instead of the gate."""
+    return gated_gelu_swapped(F.linear(x, gate_weight), F.linear(x, up_weight))
+
+
 def attention_missing_prefix(q, k_cache, v_cache, k, v, scale):
     """Attends only to the current tokens, ignoring the cached prefix."""
     empty = k_cache[:, :, :0]
@@ -116,6 +122,7 @@ WRONG_KERNELS = {
     "ada_rms_norm": ada_rms_norm_without_one_plus,
     "gated_residual": gated_residual_fused_rounding,
     "gated_gelu": gated_gelu_swapped,
+    "gated_gelu_projection": gated_gelu_projection_swapped,
     "rotate_qk": rotate_qk_fused_rounding,
     "split_kv_attention": attention_missing_prefix,
 }
@@ -145,10 +152,12 @@ def test_every_catalog_operator_has_a_production_kernel_and_pi05_workloads():
     assert sorted(SCALED) == [
         "ada_rms_norm",
         "gated_gelu",
+        "gated_gelu_projection",
         "gated_residual",
         "rms_norm",
         "rotate_qk",
         "split_kv_attention",
+        "stacked_projection",
     ]
     for declaration in CATALOG:
         assert declaration.preferred is not None
