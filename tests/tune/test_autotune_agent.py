@@ -98,6 +98,8 @@ def test_a_rewritten_point_stays_ruff_clean_for_every_catalog_kernel(tmp_path):
     for declaration in CATALOG:
         source = Path(sys.modules[declaration.preferred.__module__].__file__).read_text()
         settings = declared_settings(source)
+        if settings.point is None:  # no settings to tune (e.g. a registered torch op)
+            continue
         assert with_point(source, settings.point) == source
         far = settings.neighbours(settings.point, 2)[-1]
         rewritten = with_point(source, far)
