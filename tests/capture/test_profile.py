@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from controller.cli import main
-from operators import record_registry_hits
+from operators import record_registry_hits, use_kernel_profile
 
 TINY = ["controller.profiling.example_driver:forward", "tiny", "1"]
 
@@ -16,10 +16,12 @@ TINY = ["controller.profiling.example_driver:forward", "tiny", "1"]
 @pytest.fixture(scope="module")
 def tiny_profile(tmp_path_factory) -> tuple[Path, Counter]:
     """One profiled forward of the tiny example (after one warm-up, before one timed without
-    the profiler), and the registry calls per forward as the registry itself counted them."""
+    the profiler), and the registry calls per forward as the registry itself counted them.
+    The references run the registry calls (fast on a CPU, unlike interpreted Triton), so each
+    call holds ATen ops that a wrong attribution would give to the module around it."""
     output = tmp_path_factory.mktemp("profile")
     argv = ["profile", "--output", str(output), "--warmup", "1", "--steps", "1"]
-    with record_registry_hits() as hits:
+    with use_kernel_profile("torch"), record_registry_hits() as hits:
         assert main([*argv, "--timed-steps", "1", "--", *TINY]) == 0
     calls: Counter = Counter()
     for (name, *_call_site), count in hits.items():
@@ -27,7 +29,6 @@ def tiny_profile(tmp_path_factory) -> tuple[Path, Counter]:
     return output, calls
 
 
-@pytest.mark.slow
 def test_each_registry_call_is_counted_for_its_operator_not_the_module_around_it(tiny_profile):
     folder, expected = tiny_profile
     report = json.loads((folder / "hotspots.json").read_text())
@@ -45,7 +46,6 @@ def test_each_registry_call_is_counted_for_its_operator_not_the_module_around_it
     assert not any(".0." in region for region in kinds)  # layer indices folded
 
 
-@pytest.mark.slow
 def test_the_step_account_adds_up_and_states_its_agreement_with_the_wall_time(tiny_profile):
     folder, _calls = tiny_profile
     report = json.loads((folder / "hotspots.json").read_text())
@@ -63,7 +63,9 @@ def test_the_step_account_adds_up_and_states_its_agreement_with_the_wall_time(ti
     wall = account["wall"]
     assert wall["clock"] == "host clock" and wall["unprofiled_samples"] == 1
     assert account["agreement"] == pytest.approx(total / wall["unprofiled_median_us"] - 1)
-    assert abs(account["profiled_agreement"]) < 0.05  # the window is the step, nothing missed
+    # the window is the profiled step itself (a loaded machine may pause between the clock
+    # read and the range opening, hence the margin)
+    assert abs(account["profiled_agreement"]) < 0.1
     markdown = (folder / "hotspots.md").read_text()
     sections = ["## Registry operators", "## Modules", "Outside registry calls", "## Gaps"]
     assert [markdown.index(section) for section in sections] == sorted(
