@@ -36,25 +36,6 @@ def ratio_interval(ratios: list[float], confidence: float) -> tuple[float, float
     return float(numpy.median(ratios)), low, high
 
 
-def weighted_ratio_interval(
-    ratios_by_workload: list[tuple[float, list[float]]], confidence: float
-) -> tuple[float, float, float]:
-    """(ratio, low, high) of the weighted geometric mean of per-workload median ratios, each
-    workload's pairs resampled independently."""
-    usable = [(weight, ratios) for weight, ratios in ratios_by_workload if ratios and weight > 0]
-    if not usable:
-        return math.nan, math.nan, math.nan
-    weights = numpy.asarray([weight for weight, _ in usable]) / sum(w for w, _ in usable)
-    generator = numpy.random.default_rng(BOOTSTRAP_SEED)
-    logs = numpy.stack([numpy.log(_resampled_medians(r, generator)) for _, r in usable])
-    estimates = numpy.exp(weights @ logs)
-    point = math.exp(
-        sum(w * math.log(numpy.median(r)) for w, (_, r) in zip(weights, usable, strict=True))
-    )
-    low, high = _percentiles(estimates, confidence)
-    return point, low, high
-
-
 def model_time_ratio_interval(
     ratios_by_workload: list[tuple[float, list[float]]], confidence: float
 ) -> tuple[float, float, float]:

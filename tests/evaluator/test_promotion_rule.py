@@ -6,9 +6,9 @@ import random
 
 from gates.evaluator.evaluation import decided_promotion
 from gates.evaluator.paired_statistics import (
+    model_time_ratio_interval,
     paired_ratios,
     ratio_interval,
-    weighted_ratio_interval,
 )
 from gates.evaluator.promotion import THRESHOLDS, promotion_verdict
 from gates.evaluator.results import Promotion, PromotionThresholds, TimingReport
@@ -83,7 +83,7 @@ def test_the_bootstrap_interval_holds_its_estimate_and_narrows_with_more_pairs()
     _, many_low, many_high = ratio_interval(many, 0.95)
     assert many_high - many_low < high - low
     assert many_low < 0.95 < many_high
-    weighted, w_low, w_high = weighted_ratio_interval([(1.0, few), (3.0, many)], 0.95)
+    weighted, w_low, w_high = model_time_ratio_interval([(1.0, few), (3.0, many)], 0.95)
     assert w_low <= weighted <= w_high
 
 

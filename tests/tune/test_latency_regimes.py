@@ -11,8 +11,7 @@ import random
 
 from controller.flows.tune_evidence import regime_markdown
 from gates.evaluator.evaluation import decided_promotion
-from gates.evaluator.paired_statistics import weighted_ratio_interval
-from gates.evaluator.promotion import THRESHOLDS, promotion_verdict
+from gates.evaluator.promotion import promotion_verdict
 from gates.evaluator.protocol import EvaluationResult
 from gates.evaluator.results import TimingReport, WorkloadTiming, WorkloadWeight
 from gates.tuning.reading import read_evaluation
@@ -129,10 +128,7 @@ def test_a_small_gain_cannot_outvote_a_large_loss_in_model_time():
     report = TimingReport(workloads=rows)
     roles = ["candidate", "baseline"]
     assert not promotion_verdict(report, roles).against["baseline"].slower  # within noise
-    equal = [(1.0, list(row.paired_ratios["baseline"])) for row in rows.values()]
-    ratio, _, high = weighted_ratio_interval(equal, THRESHOLDS.confidence)
-    assert ratio <= 1 - THRESHOLDS.required_gain and high < 1  # equal weights: promoted
-    time_equalised = {  # calls inversely proportional to time: every workload's share equal
+    time_equalised = {  # calls inversely proportional to time: equal weights, promoted
         name: WorkloadWeight(calls_per_forward=1 / row.baseline_median_us, source="declared")
         for name, row in rows.items()
     }
