@@ -1,0 +1,339 @@
+"""stacked_projection on the H200: the fused kernel against three F.linear and torch.compile.
+
+Run from the repository root on a GPU machine: `OUT=$OUT python benchmarks/projection_gpu.py`
+(under a minute; writes $OUT/projection_gpu.json and prints a table). Per workload (the
+modulation's condition at batch 1 and 8, three 1024 x 1024 BF16 weights) it first holds the
+fused kernel (benchmarks/stacked_projection_fused.py, the file the scripted tune session ships)
+to the operator's contract on every input distribution and counts how far it and the BLAS each
+land from the FP64 product, then times as CUDA-graph per-call time: the three `F.linear` calls
+(the production path and the reference), `torch.compile(dynamic=False)` of the reference, the
+fused kernel at its TUNING, and a sweep of its launch settings (each variant checked before it
+is timed). A graph holds CALLS calls rotating over INPUT_SETS input sets, 6 MB of weights each,
+more than the L2 holds, so weights stream from HBM as in the model (every modulation has its
+own weights); roles' replays are interleaved; the figure is the median replay over CALLS.
+`--device cpu --quick` runs the same code under the Triton interpreter at small sizes (host
+clock, no graphs, one variant), to check the script itself.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCHMARKS.parent))
+sys.path.insert(0, str(BENCHMARKS))  # its siblings by their own names, whoever imports it
+
+import torch  # noqa: E402,I001  (operators before the kernel module: it selects the interpreter)
+from pydantic import BaseModel  # noqa: E402
+
+import operators  # noqa: E402,F401  (selects the Triton interpreter before triton.language loads)
+import projection_session  # noqa: E402
+import stacked_projection_fused as fused  # noqa: E402
+from operators.catalog.stacked_projection import DECLARATION  # noqa: E402
+from operators.declaration import DISTRIBUTIONS, Axis, OperatorDeclaration, Workload  # noqa: E402
+
+CALLS = 40
+INPUT_SETS = 20
+"""20 sets of three 2 MB weights: 120 MB, past the H200's 50 MB L2."""
+REPLAYS = 20
+WARMUP = 2
+SEEDS = 2
+SWEEP_SECONDS = 20.0
+"""Compiling a variant takes about a second; variants past this much time are skipped."""
+H200_BYTES_PER_S = 4.8e12
+"""The H200's HBM3e peak, for the byte floor (about 4.3 TB/s is reached by a copy)."""
+VARIANTS = [
+    {"block_n": n, "block_k": k, "num_warps": warps, "num_stages": stages}
+    for n, k, warps, stages in (
+        (16, 512, 4, 3),
+        (16, 256, 4, 3),
+        (16, 256, 4, 4),
+        (16, 1024, 4, 2),
+        (16, 512, 8, 3),
+        (16, 128, 4, 4),
+        (32, 256, 4, 3),
+        (32, 512, 4, 3),
+        (32, 256, 8, 3),
+        (64, 256, 4, 3),
+        (64, 128, 8, 4),
+        (16, 256, 2, 4),
+    )
+]
+"""Launch settings tried: columns per program, K per step, warps, stages."""
+
+
+class Accuracy(BaseModel):
+    """How far the fused kernel lands from the reference, and each from the FP64 product."""
+
+    distribution: str
+    violation: str | None
+    differing_elements: int
+    elements: int
+    fused_max_steps_from_fp64: float
+    blas_max_steps_from_fp64: float
+
+
+class Timing(BaseModel):
+    """One role's CUDA-graph per-call time at one workload (host microseconds on the CPU)."""
+
+    role: str
+    settings: dict | None = None
+    us: float | None = None
+    gb_per_s: float | None = None
+    problem: str | None = None
+
+
+class WorkloadResult(BaseModel):
+    workload: str
+    batch: int
+    weight_bytes: int
+    floor_us: float
+    contract: str
+    accuracy: list[Accuracy]
+    timings: list[Timing]
+
+
+class Report(BaseModel):
+    device: str
+    torch: str
+    triton: str
+    session_current: bool
+    tuning: dict
+    seconds: float
+    results: list[WorkloadResult]
+
+
+def reference(x, w0, w1, w2):
+    return DECLARATION.reference(x, w0, w1, w2)
+
+
+def fused_with(settings: dict) -> Callable:
+    """The fused kernel at `settings` (the module's TUNING is read at each call)."""
+
+    def kernel(x, w0, w1, w2):
+        saved = dict(fused.TUNING)
+        fused.TUNING.update(settings)
+        try:
+            return fused.stacked_projection_kernel(x, w0, w1, w2)
+        finally:
+            fused.TUNING.clear()
+            fused.TUNING.update(saved)
+
+    return kernel
+
+
+def steps_from(got: torch.Tensor, exact: torch.Tensor) -> float:
+    """The largest |got - exact| in BF16 steps at the exact value (an output rounded once
+    from an exact sum is within half a step; past one step, its sum erred)."""
+    step = torch.exp2(torch.floor(torch.log2(exact.abs().clamp_min(2.0**-100))) - 7)
+    return float(((got.double() - exact).abs() / step).max())
+
+
+def accuracy(declaration: OperatorDeclaration, kernel, workload: Workload, device) -> list:
+    """Per distribution: the first contract violation over SEEDS seeds, and the errors."""
+    rows = []
+    for distribution in DISTRIBUTIONS:
+        violation, differing, elements, fused_error, blas_error = None, 0, 0, 0.0, 0.0
+        for seed in range(SEEDS):
+            inputs = declaration.make_inputs(workload, seed, distribution, device)
+            got = kernel(*inputs)
+            expected = declaration.run_reference(*inputs)
+            x = inputs[0].double()
+            for spec, tensor, blas, weight in zip(
+                declaration.outputs, got, expected, inputs[1:], strict=True
+            ):
+                found = declaration.contract.check(spec.name, tensor, blas)
+                if found is not None and violation is None:
+                    violation = f"seed {seed}: {found.describe()}"
+                exact = x @ weight.double().T
+                differing += int((tensor != blas).sum())
+                elements += tensor.numel()
+                fused_error = max(fused_error, steps_from(tensor, exact))
+                blas_error = max(blas_error, steps_from(blas, exact))
+        rows.append(
+            Accuracy(
+                distribution=distribution,
+                violation=violation,
+                differing_elements=differing,
+                elements=elements,
+                fused_max_steps_from_fp64=fused_error,
+                blas_max_steps_from_fp64=blas_error,
+            )
+        )
+    return rows
+
+
+def _error_line(error: Exception) -> str:
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    return f"{type(error).__name__}: {(lines[-1] if lines else '')[:200]}"
+
+
+def graph_times(roles: dict[str, Callable], input_sets: list) -> dict:
+    """Median per-call us of each role (or why it could not be timed): one graph of CALLS
+    calls each, replays interleaved."""
+    graphs, times = {}, {}
+    for name, function in roles.items():
+        try:
+            for index in range(max(WARMUP, len(input_sets))):
+                function(*input_sets[index % len(input_sets)])
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for index in range(CALLS):
+                    function(*input_sets[index % len(input_sets)])
+            graphs[name] = graph
+        except Exception as error:  # one role's failure leaves the others timed
+            times[name] = _error_line(error)
+    samples = {name: [] for name in graphs}
+    for _ in range(REPLAYS):
+        for name, graph in graphs.items():
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            samples[name].append((start, end))
+    torch.cuda.synchronize()
+    for name, pairs in samples.items():
+        times[name] = statistics.median(s.elapsed_time(e) for s, e in pairs) * 1000.0 / CALLS
+    return times
+
+
+def host_times(roles: dict[str, Callable], input_sets: list) -> dict[str, float]:
+    """The CPU stand-in: host microseconds of one call of each role."""
+    times = {}
+    for name, function in roles.items():
+        try:
+            started = time.perf_counter()
+            function(*input_sets[0])
+            times[name] = (time.perf_counter() - started) * 1e6
+        except Exception as error:
+            times[name] = _error_line(error)
+    return times
+
+
+def measure(
+    declaration: OperatorDeclaration, workload: Workload, device, quick: bool, deadline: float
+) -> WorkloadResult:
+    batch = workload.axes["batch"]
+    sizes = declaration.axis_sizes(workload)
+    weight_bytes = 3 * sizes["outputs"] * sizes["features"] * 2
+    moved = weight_bytes + batch * sizes["features"] * 2 + 3 * batch * sizes["outputs"] * 2
+    rows = accuracy(declaration, fused.stacked_projection_kernel, workload, device)
+    broken = any(row.violation for row in rows)
+    roles: dict[str, Callable] = {"three_linear": reference}
+    if device.type == "cuda":
+        roles["compiled"] = torch.compile(reference, dynamic=False)
+    if not broken:
+        roles["fused"] = fused.stacked_projection_kernel
+    settings: dict[str, dict] = {"fused": dict(fused.TUNING)}
+    skipped = []
+    for number, variant in enumerate(VARIANTS[:1] if quick else [] if broken else VARIANTS):
+        name = f"variant{number}"
+        settings[name] = variant
+        if time.time() > deadline:
+            skipped.append(name)
+            continue
+        kernel = fused_with(variant)
+        checked = accuracy(declaration, kernel, workload, device)[:1] if not quick else rows
+        if checked[0].violation is None:
+            roles[name] = kernel
+        else:
+            skipped.append(name)
+    sets = [
+        declaration.make_inputs(workload, seed=100 + index, device=device)
+        for index in range(1 if quick else INPUT_SETS)
+    ]
+    times = graph_times(roles, sets) if device.type == "cuda" else host_times(roles, sets)
+    timings = []
+    for name in [*roles, *skipped]:
+        value = times.get(name, "skipped: sweep time, or it broke the contract")
+        timing = Timing(role=name, settings=settings.get(name))
+        if isinstance(value, float):
+            timing.us = round(value, 3)
+            timing.gb_per_s = round(moved / (value * 1e-6) / 1e9, 1)
+        else:
+            timing.problem = value
+        timings.append(timing)
+    return WorkloadResult(
+        workload=workload.name,
+        batch=batch,
+        weight_bytes=weight_bytes,
+        floor_us=round(moved / H200_BYTES_PER_S * 1e6, 3),
+        contract=declaration.contract.describe(),
+        accuracy=rows,
+        timings=timings,
+    )
+
+
+def small(declaration: OperatorDeclaration) -> OperatorDeclaration:
+    """The operator at 96 features and 80 outputs (not powers of two), for the interpreter."""
+    sizes = {"features": 96, "outputs": 80}
+    axes = tuple(
+        Axis(name=a.name, kind="const", value=sizes[a.name]) if a.kind == "const" else a
+        for a in declaration.axes
+    )
+    fields = {name: getattr(declaration, name) for name in type(declaration).model_fields}
+    return OperatorDeclaration(**{**fields, "axes": axes})
+
+
+def print_table(report: Report) -> None:
+    print(f"{report.device} | torch {report.torch} | triton {report.triton}")
+    print(f"session current: {report.session_current}; fused TUNING {report.tuning}")
+    for result in report.results:
+        print(f"\n{result.workload} (batch {result.batch}): floor {result.floor_us} us")
+        for row in result.accuracy:
+            state = row.violation or "keeps the contract"
+            print(
+                f"  {row.distribution:>12}: {state}; {row.differing_elements}/{row.elements} "
+                f"differ from the BLAS; most BF16 steps from FP64: fused "
+                f"{row.fused_max_steps_from_fp64:.2f}, BLAS {row.blas_max_steps_from_fp64:.2f}"
+            )
+        for timing in result.timings:
+            if timing.us is None:
+                print(f"  {timing.role:>13}: {timing.problem}")
+                continue
+            detail = f"  {timing.settings}" if timing.role.startswith("variant") else ""
+            print(f"  {timing.role:>13}: {timing.us:8.2f} us {timing.gb_per_s:7.0f} GB/s{detail}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--quick", action="store_true", help="small sizes (for the interpreter)")
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp")))
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("projection_gpu: no CUDA device here; use --device cpu --quick", file=sys.stderr)
+        return 2
+    started = time.time()
+    declaration = small(DECLARATION) if args.quick else DECLARATION
+    deadline = started + SWEEP_SECONDS
+    results = []
+    for workload in declaration.workloads:
+        results.append(measure(declaration, workload, device, args.quick, deadline))
+        deadline = time.time() + SWEEP_SECONDS
+    report = Report(
+        device=torch.cuda.get_device_name() if device.type == "cuda" else "cpu (interpreter)",
+        torch=torch.__version__,
+        triton=__import__("triton").__version__,
+        session_current=projection_session.session_text()
+        == projection_session.SESSION_FILE.read_text(),
+        tuning=dict(fused.TUNING),
+        seconds=round(time.time() - started, 1),
+        results=results,
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "projection_gpu.json").write_text(report.model_dump_json(indent=2) + "\n")
+    print_table(report)
+    print(f"\nwrote {args.out / 'projection_gpu.json'} in {report.seconds} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
