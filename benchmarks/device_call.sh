@@ -83,6 +83,7 @@ for part in "$@"; do
             --profile "${spec%%:*}" --mode "${spec##*:}" --batch "$b"
         done
       done ;;
+    projection) run projection 90 python3 benchmarks/projection_gpu.py ;;  # issue 26: modulation
     zygote) run zygote 60 python3 benchmarks/zygote_threads.py ;;
     bias) run bias 240 python3 benchmarks/graph_bias_probe.py ;;
     queue) TAIL=${TAIL:-40} run queue 240 python3 benchmarks/replay_queue_probe.py ;;
