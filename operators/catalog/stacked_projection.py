@@ -70,6 +70,11 @@ DECLARATION = OperatorDeclaration(
         "the one BF16 rounding of an output can land one step (up to 2^-7 relative) away",
     ),
     workloads=tuple(
-        Workload(name=f"condition_b{batch}", axes={"batch": batch}) for batch in BATCHES
+        Workload(
+            name=f"condition_b{batch}",
+            axes={"batch": batch},
+            calls_per_forward=PI05.calls_per_forward("action", per_layer=2),
+        )
+        for batch in BATCHES
     ),
 )
