@@ -301,15 +301,18 @@ def print_table(report: Report) -> None:
             print(f"  {timing.role:>13}: {timing.us:8.2f} us {timing.gb_per_s:7.0f} GB/s{detail}")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--quick", action="store_true", help="small sizes (for the interpreter)")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp")))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         print("projection_gpu: no CUDA device here; use --device cpu --quick", file=sys.stderr)
+        return 2
+    if device.type != "cuda" and not args.quick:
+        print("projection_gpu: the interpreter needs --quick (small sizes)", file=sys.stderr)
         return 2
     started = time.time()
     declaration = small(DECLARATION) if args.quick else DECLARATION
