@@ -42,7 +42,7 @@ INPUT_SETS = 20
 REPLAYS = 20
 WARMUP = 2
 SEEDS = 2
-SWEEP_SECONDS = 20.0
+SWEEP_SECONDS = 15.0
 """Compiling a variant takes about a second; variants past this much time are skipped."""
 H200_BYTES_PER_S = 4.8e12
 """The H200's HBM3e peak, for the byte floor (about 4.3 TB/s is reached by a copy)."""
