@@ -47,23 +47,26 @@ SWEEP_SECONDS = 15.0
 H200_BYTES_PER_S = 4.8e12
 """The H200's HBM3e peak, for the byte floor (about 4.3 TB/s is reached by a copy)."""
 VARIANTS = [
-    {"block_n": n, "block_k": k, "num_warps": warps, "num_stages": stages}
-    for n, k, warps, stages in (
-        (16, 512, 4, 3),
-        (16, 256, 4, 3),
-        (16, 256, 4, 4),
-        (16, 1024, 4, 2),
-        (16, 512, 8, 3),
-        (16, 128, 4, 4),
-        (32, 256, 4, 3),
-        (32, 512, 4, 3),
-        (32, 256, 8, 3),
-        (64, 256, 4, 3),
-        (64, 128, 8, 4),
-        (16, 256, 2, 4),
+    {"block_n": n, "block_k": k, "num_warps": warps, "num_stages": stages, "dot": dot}
+    for n, k, warps, stages, dot in (
+        (16, 512, 4, 3, True),
+        (16, 256, 4, 4, True),
+        (16, 1024, 4, 2, True),
+        (16, 512, 8, 3, True),
+        (16, 256, 2, 4, True),
+        (32, 256, 4, 3, True),
+        (32, 512, 8, 3, True),
+        (64, 256, 4, 3, True),
+        (4, 512, 4, 3, False),
+        (8, 256, 4, 3, False),
+        (8, 512, 4, 3, False),
+        (8, 128, 2, 4, False),
+        (16, 256, 4, 3, False),
+        (16, 128, 8, 4, False),
     )
 ]
-"""Launch settings tried: columns per program, K per step, warps, stages."""
+"""Launch settings tried: columns per program, K per step, warps, stages, tl.dot or
+multiply-and-sum (which allows fewer columns per program, so more programs)."""
 
 
 class Accuracy(BaseModel):

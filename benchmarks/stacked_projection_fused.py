@@ -12,19 +12,22 @@ import triton.language as tl
 from operators import triton_runtime  # selects the interpreter before any kernel
 from operators.kernel_launch import compiler_visible, launch
 
-TUNING = {"block_n": 16, "block_k": 512, "num_warps": 4, "num_stages": 3}
-"""Launch settings on a GPU: output columns per program, K per step, warps, pipeline stages."""
+TUNING = {"block_n": 16, "block_k": 512, "num_warps": 4, "num_stages": 3, "dot": True}
+"""Launch settings on a GPU: output columns per program, K per step, warps, pipeline stages,
+and whether the products go through tl.dot (tensor cores) or FP32 multiply-and-sum."""
 TUNING_SPACE = {
-    "block_n": (16, 32, 64),
+    "block_n": (4, 8, 16, 32, 64),
     "block_k": (128, 256, 512, 1024),
     "num_warps": (2, 4, 8),
     "num_stages": (2, 3, 4),
+    "dot": (True, False),
 }
 """What `autotune` may try; block_k changes the FP32 sum order, within the contract."""
-MIN_ROWS = 16
-"""tl.dot takes at least 16 rows: fewer rows of x are masked up to it."""
-MAX_ROWS = 64
-"""Most rows of x one program keeps; more rows take more programs along the grid's axis 1."""
+DOT_ROWS = (16, 64)
+"""tl.dot takes at least 16 rows and columns: fewer rows of x are masked up to 16; one program
+keeps at most 64 rows, more take more programs along the grid's axis 1."""
+SUM_ROWS = 8
+"""Most rows of x one multiply-and-sum program keeps (its products are rows x columns x K)."""
 
 
 @triton.jit
@@ -43,6 +46,7 @@ def _project_columns(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     EVEN_K: tl.constexpr,
+    DOT: tl.constexpr,
     INTERPRETED: tl.constexpr,
 ):
     """y[row block, column block] = x W^T: FP32 sums over K, one BF16 rounding at the end."""
@@ -62,7 +66,10 @@ def _project_columns(
             k_ok = (start + k) < features
             x = tl.load(x_block, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
             w = tl.load(w_block, mask=column_ok[:, None] & k_ok[None, :], other=0.0)
-        if INTERPRETED:  # the interpreter multiplies BF16 dot operands as raw integers
+        if not DOT:  # few columns per program: more programs, CUDA cores, same FP32 sums
+            products = x.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
+            total += tl.sum(products, axis=2)
+        elif INTERPRETED:  # the interpreter multiplies BF16 dot operands as raw integers
             x, w = x.to(tl.float32), w.to(tl.float32)
             total = tl.dot(x, tl.trans(w), total, input_precision="ieee")
         else:  # BF16 products are exact in FP32: only the order of the sums differs
@@ -97,6 +104,7 @@ def _stacked_projection_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     EVEN_K: tl.constexpr,
+    DOT: tl.constexpr,
     INTERPRETED: tl.constexpr,
 ):
     """Axis 0 runs over the column blocks of all three weights in turn, axis 1 over row blocks
@@ -109,17 +117,17 @@ def _stacked_projection_kernel(
     if which == 0:
         _project_columns(
             x_ptr, w0_ptr, y0_ptr, rows, features, outputs, x_row_stride, w0_row_stride,
-            row_block, column_block, BLOCK_B, BLOCK_N, BLOCK_K, EVEN_K, INTERPRETED,
+            row_block, column_block, BLOCK_B, BLOCK_N, BLOCK_K, EVEN_K, DOT, INTERPRETED,
         )  # fmt: skip
     elif which == 1:
         _project_columns(
             x_ptr, w1_ptr, y1_ptr, rows, features, outputs, x_row_stride, w1_row_stride,
-            row_block, column_block, BLOCK_B, BLOCK_N, BLOCK_K, EVEN_K, INTERPRETED,
+            row_block, column_block, BLOCK_B, BLOCK_N, BLOCK_K, EVEN_K, DOT, INTERPRETED,
         )  # fmt: skip
     else:
         _project_columns(
             x_ptr, w2_ptr, y2_ptr, rows, features, outputs, x_row_stride, w2_row_stride,
-            row_block, column_block, BLOCK_B, BLOCK_N, BLOCK_K, EVEN_K, INTERPRETED,
+            row_block, column_block, BLOCK_B, BLOCK_N, BLOCK_K, EVEN_K, DOT, INTERPRETED,
         )  # fmt: skip
 
 
@@ -131,7 +139,7 @@ def stacked_projection_kernel(
 
     At the modulation's sizes the call is memory-bound (6 MB of weights against a few rows of
     x), so programs split the output columns only, each keeping every row of x (up to
-    MAX_ROWS) and walking K with wide loads of its weight rows."""
+    DOT_ROWS[1] or SUM_ROWS) and walking K with wide loads of its weight rows."""
     rows, features = x.shape
     outputs = w0.shape[0]
     x, w0, w1, w2 = (t if t.stride(-1) == 1 else t.contiguous() for t in (x, w0, w1, w2))
@@ -140,8 +148,13 @@ def stacked_projection_kernel(
         return ys
     if features == 0:
         return tuple(y.zero_() for y in ys)
-    block_b = min(MAX_ROWS, max(MIN_ROWS, triton.next_power_of_2(rows)))
-    block_n = TUNING["block_n"]
+    dot = TUNING["dot"]
+    if dot:
+        block_b = min(DOT_ROWS[1], max(DOT_ROWS[0], triton.next_power_of_2(rows)))
+        block_n = max(16, TUNING["block_n"])
+    else:
+        block_b = min(SUM_ROWS, triton.next_power_of_2(rows))
+        block_n = TUNING["block_n"]
     block_k = min(TUNING["block_k"], max(16, triton.next_power_of_2(features)))
     if triton_runtime.interpreting():  # one program per weight keeps the interpreter quick
         block_n = max(block_n, triton.next_power_of_2(outputs))
@@ -151,7 +164,7 @@ def stacked_projection_kernel(
         x, w0, w1, w2, *ys, rows, features, outputs,
         x.stride(0), w0.stride(0), w1.stride(0), w2.stride(0),
         BLOCK_B=block_b, BLOCK_N=block_n, BLOCK_K=block_k, EVEN_K=features % block_k == 0,
-        INTERPRETED=triton_runtime.interpreting(),
+        DOT=dot, INTERPRETED=triton_runtime.interpreting(),
         num_warps=TUNING["num_warps"], num_stages=TUNING["num_stages"],
     )  # fmt: skip
     return ys

@@ -23,7 +23,7 @@ import stacked_projection_fused as fused  # noqa: E402
 SMALL = projection_gpu.small(DECLARATION)
 """96 features and 80 outputs: K is ragged against the default 128-wide step."""
 ROWS = (1, 3, 70)
-"""One row, an odd count, and more rows than one program keeps (MAX_ROWS)."""
+"""One row, an odd count, and more rows than one program keeps (either path)."""
 
 
 def test_the_session_writes_the_kernel_module_over_the_operator_file():
@@ -37,7 +37,11 @@ def test_the_session_writes_the_kernel_module_over_the_operator_file():
     assert "from ...operators.kernel_launch import compiler_visible, launch" in write["content"]
 
 
-@pytest.mark.parametrize("settings", [{}, {"block_k": 32}], ids=["ragged_k", "even_k"])
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"block_k": 32}, {"dot": False, "block_n": 8, "block_k": 64}],
+    ids=["ragged_k", "even_k", "multiply_and_sum"],
+)
 def test_the_kernel_meets_the_contract_on_every_distribution(settings):
     kernel = projection_gpu.fused_with(settings)
     for rows in ROWS:
