@@ -10,6 +10,7 @@ SUBCOMMANDS = (
     "controller.cli.sandbox_command",
     "controller.cli.capture_command",
     "controller.cli.skeleton_command",
+    "controller.cli.calibrate_command",
     "controller.cli.profile_command",
     "controller.cli.generate_command",
     "controller.cli.evaluate_command",
@@ -18,6 +19,7 @@ SUBCOMMANDS = (
     "controller.cli.tune_all_command",
     "controller.cli.install_command",
     "controller.cli.verify_command",
+    "controller.cli.optimize_command",
     "controller.cli.runs_command",
 )
 

@@ -39,11 +39,13 @@ def run(arguments) -> int:
             print(f"{declaration.name}  ({len(declaration.workloads)} workloads)")
         return 0
     names = arguments.operators or REGISTRY.names()
-    files_of = None
+    files_of, calibrated = None, []
     if arguments.captured is not None:
+        from gates.calibration.contract_file import calibrated_operators
         from gates.tasks.captured import captured_operators, render_captured_package
 
         names = captured_operators(arguments.captured, arguments.operators)
+        calibrated = calibrated_operators(arguments.captured, names)
 
         def files_of(declaration):
             return render_captured_package(declaration, arguments.captured)
@@ -54,5 +56,6 @@ def run(arguments) -> int:
         folder, digest = write_package(
             declaration, arguments.output, force=arguments.force, files=files
         )
-        print(f"{declaration.name}: {folder} sha256:{digest[:16]}")
+        note = " (calibrated contract: FP64 oracle too)" if declaration.name in calibrated else ""
+        print(f"{declaration.name}: {folder} sha256:{digest[:16]}{note}")
     return 0

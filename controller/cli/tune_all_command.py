@@ -143,9 +143,16 @@ def _selection(arguments) -> list[str]:
     from operators import REGISTRY
 
     if arguments.captured is not None:
+        from gates.calibration.contract_file import calibrated_operators
         from gates.tasks.captured import captured_operators
 
         names = captured_operators(arguments.captured, arguments.operators)
+        calibrated = calibrated_operators(arguments.captured, names)
+        if calibrated:
+            print(
+                f"controller: calibrated contracts (FP64 oracle) from {arguments.captured} "
+                f"for {', '.join(calibrated)}"
+            )
     else:
         names = arguments.operators or [d.name for d in REGISTRY if d.preferred is not None]
     repeated = sorted({name for name in names if names.count(name) > 1})

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import torch
 
+from gates.calibration.contract_file import package_calibration
+from gates.calibration.judgement import fp64_excess
 from gates.evaluator.captured_cases import (
     case_inputs,
     load_captured,
@@ -43,7 +45,8 @@ class CaseFailure(Exception):
 
 
 def run_judge(request: EvaluationRequest, declaration, candidate: CandidateReport) -> JudgeReport:
-    """Check every case; cheats first, then the contract, then hidden-only failures."""
+    """Check every case; cheats first, then the contract (and on a calibrated task's captured
+    cases the FP64 oracle, `gates.calibration`), then hidden-only failures."""
     header = {
         "nonce": request.nonce,
         "task_digest": request.task_digest,
@@ -52,6 +55,7 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
     clock = PhaseClock()
     device = torch.device(request.device)
     captured = load_captured(Path(request.task))
+    calibration = package_calibration(Path(request.task))
     cases = plan_cases(declaration, request.nonce, request.device, tuple(captured))
     outputs = torch.load(candidate.outputs_file, weights_only=True, map_location="cpu")
     witnessed = {k: outputs.pop(k) for k in list(outputs) if k.startswith(WITNESS_PREFIX)}
@@ -77,6 +81,11 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
                     raise CaseFailure("INCORRECT_SHAPE", mismatch)
                 _check_case(declaration, case, inputs, record, produced, repeat, others, errors)
                 clock.lap("checks")
+                if calibration is not None and case.captured is not None:
+                    excess = fp64_excess(calibration, declaration, inputs, produced)
+                    if excess is not None:
+                        raise CaseFailure("INCORRECT_NUMERICAL", f"{case.key}: {excess}", False)
+                    clock.lap("fp64")
             except (CaseFailure, CheatDetected) as failure:
                 near_miss = isinstance(failure, CaseFailure) and not failure.gross
                 if not case.hidden or near_miss:

@@ -8,12 +8,15 @@ its promotion uses (warm when it had, cold when not). `captured_layouts.json` ca
 workload's strides, aliasing and output layouts, and the definition names every non-row-major
 layout. Where the production kernel's outputs do not take the layout the model's own
 implementation produced, the baseline places them in it (`operators.layout_copy`), so the
-baseline and every candidate are judged and timed producing what the model needs.
+baseline and every candidate are judged and timed producing what the model needs. Where
+`controller calibrate` measured the operator on this capture, its calibrated contract rides
+along (`calibrated_contract.json`) and the judge holds candidates to the FP64 oracle as well.
 """
 
 import json
 from pathlib import Path
 
+from gates.calibration.contract_file import PACKAGE_FILE, current_calibration
 from gates.errors import GateError
 from gates.tasks.definition import ConstAxis, Definition, TraceTensor, VarAxis
 from gates.tasks.generation import render_package
@@ -72,6 +75,9 @@ def render_captured_package(
             "workloads": described,
         }
     )
+    calibration = current_calibration(capture_folder, declaration)
+    if calibration is not None:
+        files[PACKAGE_FILE] = _json_bytes(calibration.model_dump(mode="json"))
     return files
 
 
@@ -161,7 +167,7 @@ def _placements(declaration: OperatorDeclaration, described: list[dict]) -> dict
             continue
         inputs = {name: TensorLayout(**value) for name, value in item["inputs"].items()}
         workload = CallSizes(
-            name=item["workload"], axes=_axis_sizes(declaration, inputs, item["workload"])
+            name=item["workload"], axes=captured_axis_sizes(declaration, inputs, item["workload"])
         )
         if len(item["outputs"]) != len(declaration.outputs):
             raise GateError(
@@ -214,13 +220,13 @@ def _workload_trace(
         if not isinstance(value, int | float | bool):
             raise GateError(f"{uuid}: scalar {name!r} was {value!r}, not a number")
         inputs[name] = ScalarInput(value=value)
-    sizes = _axis_sizes(declaration, layout.inputs, uuid)
+    sizes = captured_axis_sizes(declaration, layout.inputs, uuid)
     axes = {axis: sizes[axis] for axis in var_axes}
     workload = Workload(uuid=uuid, axes=axes, inputs=inputs)
     return Trace(definition=declaration.name, workload=workload, weight=float(layout.count))
 
 
-def _axis_sizes(
+def captured_axis_sizes(
     declaration: OperatorDeclaration, inputs: dict[str, TensorLayout], uuid: str
 ) -> dict:
     """Each axis's size read off one layout's captured input shapes."""
@@ -253,7 +259,7 @@ def _captured_axes(definition: Definition, declaration, layouts: list[CapturedLa
     (the model's own configuration), or turns var where its calls disagree."""
     seen: dict[str, set[int]] = {}
     for layout in layouts:
-        sizes = _axis_sizes(declaration, layout.inputs, f"{declaration.name}-{layout.key}")
+        sizes = captured_axis_sizes(declaration, layout.inputs, f"{declaration.name}-{layout.key}")
         for axis, size in sizes.items():
             seen.setdefault(axis, set()).add(size)
     axes = {}

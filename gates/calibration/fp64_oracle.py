@@ -1,0 +1,43 @@
+"""The FP64 oracle: an operator's Torch reference run with every floating tensor in FP64.
+
+References name their working precision (`x.float()`, `.to(x.dtype)`), so FP64 inputs alone
+would still be cast down to FP32 inside. `Float64Everywhere` is a dispatch mode that turns
+every floating dtype an ATen call asks for into FP64 and upcasts floating inputs, so the
+reference's own code runs unchanged at FP64.
+"""
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from operators.declaration import as_outputs
+
+NARROWER_FLOATS = (torch.bfloat16, torch.float16, torch.float32)
+
+
+class Float64Everywhere(TorchDispatchMode):
+    """Every ATen call's floating `dtype` becomes FP64; floating inputs of ops that write into
+    none of their arguments are upcast (an in-place op keeps writing into its own tensor)."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if kwargs.get("dtype") in NARROWER_FLOATS:
+            kwargs["dtype"] = torch.float64
+        if not func._schema.is_mutable:
+            args = torch.utils._pytree.tree_map(_upcast, args)
+            kwargs = torch.utils._pytree.tree_map(_upcast, kwargs)
+        return func(*args, **kwargs)
+
+
+def _upcast(value):
+    if isinstance(value, torch.Tensor) and value.dtype in NARROWER_FLOATS:
+        return value.double()
+    if isinstance(value, torch.dtype) and value in NARROWER_FLOATS:
+        return torch.float64
+    return value
+
+
+def fp64_outputs(reference, inputs: list[torch.Tensor], params: dict) -> tuple[torch.Tensor, ...]:
+    """The reference's outputs computed in FP64 on `inputs` (their values, upcast exactly)."""
+    wide = [t.double() if t.dtype in NARROWER_FLOATS else t for t in inputs]
+    with torch.no_grad(), Float64Everywhere():
+        return tuple(t.double() for t in as_outputs(reference(*wide, **params)))
