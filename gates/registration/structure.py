@@ -3,9 +3,10 @@ now calls `ops.<operator>(...)` instead of computing the math inline.
 
 The check is on the syntax tree: a site must contain a registry call and must no longer contain
 the calls the reference is made of that the site made at BASE (for `gelu_tanh`, the old
-`F.gelu(..., approximate="tanh")`). A call that takes the registry call's result is downstream
-of it, not the expression it replaced (a fused MLP's down projection after
-`ops.gated_gelu_projection`), so it is not held against the site.
+`F.gelu(..., approximate="tanh")`). A call that takes the registry call's result, or a value
+computed from it, is downstream of it, not the expression it replaced (a fused MLP's down
+projection after `ops.gated_gelu_projection`, attention's output projection after
+`ops.qkv_projection`), so it is not held against the site.
 """
 
 import ast
@@ -80,13 +81,23 @@ def _site_problem(base, candidate, site, operator, reference) -> str | None:
 
 
 def _registry_results(function: FunctionNode, operator: str) -> set[str]:
-    """Names the site assigns from an expression holding its registry call."""
-    names = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign) and _holds_registry_call(node.value, operator):
-            for target in node.targets:
-                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-    return names
+    """Names the site assigns from its registry call, or from values computed from those
+    (attention's output projection reads what attention made of the projected queries)."""
+    assignments = [node for node in ast.walk(function) if isinstance(node, ast.Assign)]
+    names: set[str] = set()
+    while True:
+        grown = set(names)
+        for node in assignments:
+            if _holds_registry_call(node.value, operator) or _reads(node.value, names):
+                for target in node.targets:
+                    grown |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        if grown == names:
+            return names
+        names = grown
+
+
+def _reads(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
 
 
 def _takes_registry_result(call: ast.Call, operator: str, results: set[str]) -> bool:
@@ -94,7 +105,7 @@ def _takes_registry_result(call: ast.Call, operator: str, results: set[str]) -> 
     for argument in [*call.args, *(k.value for k in call.keywords)]:
         if _holds_registry_call(argument, operator):
             return True
-        if any(isinstance(n, ast.Name) and n.id in results for n in ast.walk(argument)):
+        if _reads(argument, results):
             return True
     return False
 

@@ -50,6 +50,36 @@ def test_a_reference_call_on_the_registry_result_is_downstream(base_tree, make_c
     assert verdict.passed, verdict.summary
 
 
+def test_a_reference_call_on_a_value_made_from_the_result_is_downstream(
+    base_tree, make_candidate, probe
+):
+    # Attention's output projection reads what attention made of the projected queries.
+    downstream = vision().replace(
+        "        return ops.gelu_tanh(x) * 0.5",
+        "        activated = ops.gelu_tanh(x)\n"
+        "        merged = activated * 0.5\n"
+        '        return F.gelu(merged, approximate="tanh")',
+    )
+    downstream = downstream.replace(IMPORTS_ROUTED, IMPORTS + "\nfrom operators import ops\n")
+    verdict = judge(base_tree, make_candidate({"model/vision.py": downstream}), probe)
+    assert verdict.passed, verdict.summary
+
+
+def test_rejects_the_old_expression_on_a_value_not_made_from_the_result(
+    base_tree, make_candidate, probe
+):
+    kept = vision().replace(
+        "        return ops.gelu_tanh(x) * 0.5",
+        "        activated = ops.gelu_tanh(x)\n"
+        "        scaled = x * 0.5\n"
+        '        return activated + F.gelu(scaled, approximate="tanh")',
+    )
+    kept = kept.replace(IMPORTS_ROUTED, IMPORTS + "\nfrom operators import ops\n")
+    verdict = judge(base_tree, make_candidate({"model/vision.py": kept}), probe)
+    assert not verdict.passed
+    assert "still calls F.gelu(scaled, approximate='tanh') (the old expression)" in verdict.summary
+
+
 def test_rejects_the_old_expression_beside_a_bound_registry_result(
     base_tree, make_candidate, probe
 ):
