@@ -1,0 +1,144 @@
+"""`controller calibrate` on the tiny example's capture: the baseline measured again on other
+draws stays within the calibrated tolerance, a kernel one BF16 step off on every element and
+one computing in lower precision than the baseline (within the BF16 rule) are refused against
+FP64, and a reference changed since calibration makes generate and tune-all refuse in one line."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from controller.cli import main
+from gates.calibration.contract_file import (
+    CALIBRATION_FILE,
+    DEFAULT_MARGIN,
+    PACKAGE_FILE,
+    capture_digest,
+    load_calibration,
+    reference_digest,
+)
+from gates.calibration.judgement import fp64_excess
+from gates.calibration.measure import input_sets
+from operators import REGISTRY
+from operators.call_capture import load_capture
+from operators.declaration import as_outputs
+
+CALIBRATED = ["rms_norm", "ada_rms_norm"]
+OTHER_SEEDS = (11, 12)  # not the calibration's own draws
+
+
+@pytest.fixture(scope="module")
+def calibrated(tiny_capture, tmp_path_factory) -> Path:
+    """A copy of the tiny capture with rms_norm and ada_rms_norm calibrated on the CPU."""
+    folder = tmp_path_factory.mktemp("calibrated") / "tiny"
+    shutil.copytree(tiny_capture, folder)
+    assert main(["calibrate", str(folder), "--operators", *CALIBRATED, "--device", "cpu"]) == 0
+    return folder
+
+
+def sets_of(folder: Path, name: str) -> list[list[torch.Tensor]]:
+    """The operator's fixture and two fresh draws of every captured layout of it."""
+    declaration = REGISTRY.declaration(name)
+    layouts = [layout for layout in load_capture(folder).layouts if layout.operator == name]
+    device = torch.device("cpu")
+    return [
+        s
+        for layout in layouts
+        for s in input_sets(declaration, folder, layout, OTHER_SEEDS, device)
+    ]
+
+
+def production(name: str, inputs) -> list[torch.Tensor]:
+    declaration = REGISTRY.declaration(name)
+    with torch.no_grad():
+        return list(as_outputs(declaration.preferred(*inputs, **declaration.params)))
+
+
+def test_the_calibration_records_its_figures_and_identities(calibrated):
+    calibration = load_calibration(calibrated)
+    assert sorted(calibration.operators) == sorted(CALIBRATED)
+    assert calibration.capture_sha256 == capture_digest(calibrated)
+    assert calibration.environment["torch"] == torch.__version__
+    for name in CALIBRATED:
+        operator = calibration.operators[name]
+        assert operator.reference_sha256 == reference_digest(REGISTRY.declaration(name))
+        assert operator.measured_on.fixtures and operator.measured_on.seeds
+        for output in operator.outputs:
+            assert 0 < output.baseline_error < 2.0**-7  # about one BF16 rounding
+            assert output.tolerance == pytest.approx((1 + DEFAULT_MARGIN) * output.baseline_error)
+
+
+def test_the_baseline_on_other_draws_is_within_the_calibrated_tolerance(calibrated):
+    calibration = load_calibration(calibrated)
+    for name in CALIBRATED:
+        declaration = REGISTRY.declaration(name)
+        for inputs in sets_of(calibrated, name):
+            outputs = production(name, inputs)
+            assert fp64_excess(calibration.operators[name], declaration, inputs, outputs) is None
+
+
+def test_one_bf16_step_off_on_every_element_is_refused_against_fp64(calibrated):
+    calibration = load_calibration(calibrated)
+    for name in CALIBRATED:
+        declaration = REGISTRY.declaration(name)
+        for inputs in sets_of(calibrated, name):
+            stepped = [
+                torch.nextafter(y, torch.full_like(y, float("inf")))
+                for y in production(name, inputs)
+            ]
+            excess = fp64_excess(calibration.operators[name], declaration, inputs, stepped)
+            assert excess is not None and "against the FP64 reference" in excess, name
+
+
+def rms_norm_in_bfloat16_steps(x, weight, eps=1e-6):
+    """rms_norm whose inverse RMS, normalised row and scaled row are each rounded to BF16:
+    three roundings where the baseline has one."""
+    inverse_rms = torch.rsqrt(x.float().pow(2).mean(dim=-1, keepdim=True) + eps)
+    return (x * inverse_rms.to(x.dtype)) * weight
+
+
+def test_a_lower_precision_kernel_passes_the_bf16_rule_but_not_fp64(calibrated):
+    declaration = REGISTRY.declaration("rms_norm")
+    calibration = load_calibration(calibrated).operators["rms_norm"]
+    for inputs in sets_of(calibrated, "rms_norm"):
+        got = rms_norm_in_bfloat16_steps(*inputs, **declaration.params)
+        (expected,) = declaration.run_reference(*inputs)
+        assert declaration.contract.check("y", got, expected) is None  # the BF16 rule holds
+        excess = fp64_excess(calibration, declaration, inputs, [got])
+        assert excess is not None and "calibrated" in excess
+
+
+def test_generate_carries_the_calibrated_contract_and_says_so(calibrated, tmp_path, capsys):
+    output = tmp_path / "tasks"
+    argv = ["generate", "--captured", str(calibrated), "rms_norm", "gated_residual"]
+    assert main([*argv, "--output", str(output)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert "calibrated" in printed[0] and "calibrated" not in printed[1]
+    carried = json.loads((output / "rms_norm" / PACKAGE_FILE).read_text())
+    assert carried == json.loads(
+        load_calibration(calibrated).operators["rms_norm"].model_dump_json()
+    )
+    assert not (output / "gated_residual" / PACKAGE_FILE).exists()
+
+
+def test_a_changed_reference_makes_generate_and_tune_all_refuse_in_one_line(
+    calibrated, tmp_path, capsys
+):
+    stale = tmp_path / "stale"
+    shutil.copytree(calibrated, stale)
+    document = json.loads((stale / CALIBRATION_FILE).read_text())
+    document["operators"]["rms_norm"]["reference_sha256"] = "0" * 64
+    (stale / CALIBRATION_FILE).write_text(json.dumps(document))
+    runs = tmp_path / "runs"
+    commands = [
+        ["generate", "--captured", str(stale), "--output", str(tmp_path / "tasks")],
+        ["tune-all", "--captured", str(stale), "--runs-dir", str(runs), "--target", str(stale)],
+    ]
+    for argv in commands:
+        assert main(argv) == 2
+        error = capsys.readouterr().err.strip().splitlines()
+        assert len(error) == 1 and "reference of rms_norm changed" in error[0], error
+        assert "controller calibrate" in error[0]
+    assert not (tmp_path / "tasks").exists() and not runs.exists()
