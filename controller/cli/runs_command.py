@@ -20,6 +20,12 @@ def add_parser(subparsers) -> None:
         parser.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, metavar="DIR")
         parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
         parser.set_defaults(func=handler)
+    report.add_argument(
+        "--html",
+        action="store_true",
+        help="write the run's (or a tune-all batch's) self-contained review page and print "
+        "its path",
+    )
 
 
 def show_status(arguments) -> int:
@@ -92,6 +98,8 @@ def show_report(arguments) -> int:
     from controller.runs.evidence import build_report, render_markdown
     from controller.runs.store import RunStore
 
+    if arguments.html:
+        return write_page(arguments.run, arguments.runs_dir)
     store = RunStore.open(arguments.run, arguments.runs_dir)
     manifest, warnings = store.manifest_for_reading()
     _warn(warnings)
@@ -104,6 +112,18 @@ def show_report(arguments) -> int:
             from controller.flows.tune_evidence import tuning_markdown
 
             print(tuning_markdown(store, manifest.gate_settings.get("device", "cpu")))
+    return 0
+
+
+def write_page(run: str, runs_dir: Path) -> int:
+    """The review page of a run folder, or of a batch folder (which has no manifest)."""
+    from controller.review_page import write_html_report
+    from controller.runs.store import RunStore
+
+    folder = Path(run) if Path(run).is_dir() else runs_dir / run
+    if not (folder / "batch.json").is_file():
+        folder = RunStore.open(run, runs_dir).run_dir
+    print(write_html_report(folder))
     return 0
 
 
