@@ -28,25 +28,6 @@ LOG2_E = 1.4426950408889634
 
 
 @triton.jit
-def _key_block_pointers(
-    cache_ptr,
-    current_ptr,
-    keys,
-    dims,
-    prefix,
-    cache_token_stride,
-    current_token_stride,
-):
-    """Pointers to a block of keys (or values) that may straddle the cache and the current."""
-    in_cache = keys < prefix
-    cache_rows = tl.where(in_cache, keys, 0) * cache_token_stride
-    current_rows = tl.where(in_cache, 0, keys - prefix) * current_token_stride
-    cached = cache_ptr + cache_rows[:, None] + dims[None, :]
-    current = current_ptr + current_rows[:, None] + dims[None, :]
-    return tl.where(in_cache[:, None], cached, current)
-
-
-@triton.jit
 def _block_mask(rows_present, dims, head_dim, EVEN_DIM: tl.constexpr):
     """Which elements of a (rows, head dimension) block exist; with EVEN_DIM the mask varies
     along rows only, so loads along the head dimension stay whole 16-byte vectors."""
@@ -54,6 +35,57 @@ def _block_mask(rows_present, dims, head_dim, EVEN_DIM: tl.constexpr):
         return rows_present[:, None]
     else:
         return rows_present[:, None] & (dims[None, :] < head_dim)
+
+
+@triton.jit
+def _attend_to_keys(
+    q,
+    acc,
+    row_max,
+    row_sum,
+    k_ptr,
+    v_ptr,
+    token_stride,
+    begin,
+    end,
+    dims,
+    head_dim,
+    score_scale,
+    BLOCK_KEYS: tl.constexpr,
+    EVEN_DIM: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
+    """Online-softmax accumulation over keys [begin, end) of one key/value tensor, base 2."""
+    for start in range(begin, end, BLOCK_KEYS):
+        keys = start + tl.arange(0, BLOCK_KEYS)
+        valid = keys < end
+        mask = _block_mask(valid, dims, head_dim, EVEN_DIM)
+        offsets = keys[:, None] * token_stride + dims[None, :]
+        key = tl.load(k_ptr + offsets, mask=mask, other=0.0)
+        if UPCAST:
+            scores = tl.dot(q, tl.trans(key.to(tl.float32)), input_precision="ieee")
+        else:
+            scores = tl.dot(q, tl.trans(key))
+        scores = tl.where(valid[None, :], scores, float("-inf"))
+        # Scaled scores only inside one fused multiply-add: the maximum of the unscaled scores,
+        # scaled, is the maximum of the scaled ones (the scale is positive).
+        new_max = tl.maximum(row_max, tl.max(scores, axis=1) * score_scale)
+        correction = tl.exp2(row_max - new_max)
+        weights = tl.exp2(scores * score_scale - new_max[:, None])
+        row_sum = row_sum * correction + tl.sum(weights, axis=1)
+        value = tl.load(v_ptr + offsets, mask=mask, other=0.0)
+        acc = acc * correction[:, None]
+        if UPCAST:  # the interpreter's conversion truncates: round as the hardware does
+            high = round_to_bfloat16(weights)
+            low = round_to_bfloat16(weights - high)
+            acc += tl.dot(high + low, value.to(tl.float32), input_precision="ieee")
+        else:  # one rounding conversion per part (round to nearest even)
+            high = weights.to(value.dtype)
+            low = (weights - high.to(tl.float32)).to(value.dtype)
+            acc = tl.dot(high, value, acc)
+            acc = tl.dot(low, value, acc)
+        row_max = new_max
+    return acc, row_max, row_sum
 
 
 @triton.jit
@@ -107,6 +139,7 @@ def _partial_attention_kernel(
     if UPCAST:  # the interpreter multiplies BF16 dot operands as raw integers
         q = q.to(tl.float32)
 
+    score_scale = tl.cast(score_scale, tl.float32)  # float32 under Inductor too
     cache_base = batch * cache_batch_stride + kv_head * cache_head_stride
     current_base = batch * kv_batch_stride + kv_head * kv_head_stride
     length = prefix + tokens
@@ -115,55 +148,41 @@ def _partial_attention_kernel(
     acc = tl.zeros((BLOCK_ROWS, BLOCK_DIM), dtype=tl.float32)
     row_max = tl.full((BLOCK_ROWS,), float("-inf"), dtype=tl.float32)
     row_sum = tl.zeros((BLOCK_ROWS,), dtype=tl.float32)
-    for start in range(first_key, last_key, BLOCK_KEYS):
-        keys = start + tl.arange(0, BLOCK_KEYS)
-        valid = keys < last_key
-        kv_mask = _block_mask(valid, dims, head_dim, EVEN_DIM)
-        key = tl.load(
-            _key_block_pointers(
-                k_cache_ptr + cache_base,
-                k_ptr + current_base,
-                keys,
-                dims,
-                prefix,
-                cache_token_stride,
-                kv_token_stride,
-            ),
-            mask=kv_mask,
-            other=0.0,
-        )
-        if UPCAST:
-            scores = tl.dot(q, tl.trans(key.to(tl.float32)), input_precision="ieee")
-        else:
-            scores = tl.dot(q, tl.trans(key))
-        scores = scores * tl.cast(score_scale, tl.float32)  # float32 under Inductor too
-        scores = tl.where(valid[None, :], scores, float("-inf"))
-        new_max = tl.maximum(row_max, tl.max(scores, axis=1))
-        correction = tl.exp2(row_max - new_max)
-        weights = tl.exp2(scores - new_max[:, None])
-        row_sum = row_sum * correction + tl.sum(weights, axis=1)
-        high = round_to_bfloat16(weights)
-        low = round_to_bfloat16(weights - high)
-        value = tl.load(
-            _key_block_pointers(
-                v_cache_ptr + cache_base,
-                v_ptr + current_base,
-                keys,
-                dims,
-                prefix,
-                cache_token_stride,
-                kv_token_stride,
-            ),
-            mask=kv_mask,
-            other=0.0,
-        )
-        acc = acc * correction[:, None]
-        if UPCAST:
-            acc += tl.dot(high + low, value.to(tl.float32), input_precision="ieee")
-        else:
-            acc = tl.dot(high.to(value.dtype), value, acc)
-            acc = tl.dot(low.to(value.dtype), value, acc)
-        row_max = new_max
+    # The slice's cached keys, then its current ones: each range is plain strided memory.
+    acc, row_max, row_sum = _attend_to_keys(
+        q,
+        acc,
+        row_max,
+        row_sum,
+        k_cache_ptr + cache_base,
+        v_cache_ptr + cache_base,
+        cache_token_stride,
+        first_key,
+        tl.minimum(last_key, prefix),
+        dims,
+        head_dim,
+        score_scale,
+        BLOCK_KEYS,
+        EVEN_DIM,
+        UPCAST,
+    )
+    acc, row_max, row_sum = _attend_to_keys(
+        q,
+        acc,
+        row_max,
+        row_sum,
+        k_ptr + current_base,
+        v_ptr + current_base,
+        kv_token_stride,
+        tl.maximum(first_key, prefix) - prefix,
+        last_key - prefix,
+        dims,
+        head_dim,
+        score_scale,
+        BLOCK_KEYS,
+        EVEN_DIM,
+        UPCAST,
+    )
 
     if SPLIT:  # unnormalised float32 sums and the softmax statistics, merged by the next launch
         slot = tl.program_id(2) * tl.num_programs(1) + tl.program_id(1)
