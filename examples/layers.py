@@ -1,7 +1,8 @@
 """The transformer pieces the prefix encoder and the action expert share.
 
-Norms, rotary embedding, attention and the MLP's gated projection go through the operator
-registry; the other projections stay plain `F.linear` calls.
+Norms, the query/key/value projections, rotary embedding, attention and the MLP's gated
+projection go through the operator registry; the output and down projections stay plain
+`F.linear` calls.
 """
 
 import torch
@@ -67,9 +68,9 @@ class SelfAttention(nn.Module):
 
     def forward(self, hidden, cos, sin, key_cache, value_cache):
         """Returns the attention output and this call's rotated keys and values."""
-        query = self._heads(F.linear(hidden, self.query_weight), self.size.query_heads)
-        key = self._heads(F.linear(hidden, self.key_weight), self.size.kv_heads)
-        value = self._heads(F.linear(hidden, self.value_weight), self.size.kv_heads)
+        query, key, value = ops.qkv_projection(
+            hidden, self.query_weight, self.key_weight, self.value_weight, self.size.head_dim
+        )
         query, key = ops.rotate_qk(query, key, cos, sin)
         attended = ops.split_kv_attention(
             query, key_cache, value_cache, key, value, self.size.attention_scale
@@ -77,11 +78,6 @@ class SelfAttention(nn.Module):
         batch, _, tokens, _ = attended.shape
         merged = attended.transpose(1, 2).reshape(batch, tokens, -1)
         return F.linear(merged, self.output_weight), key, value
-
-    def _heads(self, projected: torch.Tensor, heads: int) -> torch.Tensor:
-        batch, tokens, _ = projected.shape
-        split = projected.view(batch, tokens, heads, self.size.head_dim)
-        return split.transpose(1, 2).contiguous()
 
 
 class GatedMlp(nn.Module):
