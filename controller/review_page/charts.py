@@ -145,13 +145,12 @@ def _log_if_wide(axes, values: list[float]) -> None:
 
 def _svg(figure, chart_id: str) -> str:
     """The figure as an `<svg>` element: text kept as text, ids salted by the chart's id so
-    several charts share one page, no date, no XML prolog."""
+    several charts share one page, no metadata, no XML prolog."""
     import matplotlib
 
     buffer = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": chart_id}):
         figure.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
-    start = text.index("<svg")
-    svg = text[start:]
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", text[text.index("<svg") :], flags=re.S)
     return re.sub(r"<svg ", f'<svg class="chart-svg" id="{chart_id}" ', svg, count=1)

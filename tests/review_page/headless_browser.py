@@ -135,7 +135,9 @@ class PageLoad:
             if params["type"] in ("error", "warning", "assert"):
                 self.errors.append(f"console.{params['type']}: {text}")
         elif method == "Runtime.exceptionThrown":
-            self.errors.append(f"exception: {params['exceptionDetails'].get('text')}")
+            details = params["exceptionDetails"]
+            described = (details.get("exception") or {}).get("description", "")
+            self.errors.append(f"exception: {details.get('text')} {described}".strip())
         elif method == "Log.entryAdded":
             entry = params["entry"]
             self.messages.append({"level": entry["level"], "text": entry["text"]})

@@ -4,9 +4,16 @@ the evaluator boundary: rejection feedback, promotion, patience, export, status,
 import hashlib
 import json
 import re
+import sys
+from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 from tune_fixtures import FakeEvaluator, journal, mark, only_run, tune_arguments, write_script
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "review_page"))
+
+from page_in_browser import assert_charts_drew, open_review_page  # noqa: E402
 
 from controller.cli.runs_command import run_status
 from controller.cli.tune_command import run_tune
@@ -112,6 +119,49 @@ def test_report_and_status_show_the_incumbent_history_and_the_stop_reason(script
     assert status["tune"]["incumbent_attempt"] == 3
     assert status["tune"]["weighted_speedup"] == pytest.approx(1 / 0.85, rel=0.02)
     assert "stopped: patience reached" in status["tune"]["line"]
+
+
+def test_the_review_page_opens_in_a_browser_with_every_attempt_gate_and_chart(
+    scripted_run, tmp_path
+):
+    """The page the run wrote, as Chromium renders it: no console error, the six attempts with
+    the gates each ran, the speedup, per-attempt latency and model-time charts drawn."""
+    _, run_dir, _ = scripted_run
+    page = run_dir / "evidence" / "report.html"
+    assert page.stat().st_size < 2_000_000
+    seen, load = open_review_page(page, tmp_path / "tune.png")
+    assert load.errors == []
+    assert load.load_seconds < 5
+    assert seen["external"] == []
+    checks = {
+        number: json.loads((run_dir / "attempts" / f"{number:04d}" / "check.json").read_text())
+        for number in range(1, 7)
+    }
+    shown = {attempt["number"]: attempt for attempt in seen["attempts"]}
+    assert sorted(shown) == list(range(1, 7))
+    for number, check in checks.items():
+        gates = shown[number]["gates"]
+        assert [gate["gate"] for gate in gates] == check["gates"]
+        assert [gate["outcome"] == "pass" for gate in gates] == [
+            verdict["passed"] for verdict in check["verdicts"]
+        ]
+        assert all(gate["details"] > 2 for gate in gates)
+    assert shown[1]["gates"][-1] == {"gate": "correctness", "outcome": "fail", "details": ANY}
+    assert shown[3]["status"] == "accepted" and shown[6]["diffLines"] > 0
+    assert seen["transcripts"] == 6 and seen["manifest"]
+    charts = {chart["chart"]: chart for chart in seen["charts"]}
+    assert sorted(charts) == [
+        "latency-attempt-2",
+        "latency-attempt-3",
+        "latency-attempt-4",
+        "latency-attempt-5",
+        "latency-attempt-6",
+        "model-time",
+        "speedup-by-attempt",
+    ]
+    assert charts["speedup-by-attempt"]["declaredPoints"] == 4 * 5  # workloads x timed attempts
+    assert charts["latency-attempt-4"]["declaredPoints"] == 4 * 3  # and three roles
+    assert_charts_drew(seen)
 
 
 @pytest.mark.parametrize(
