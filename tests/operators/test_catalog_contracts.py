@@ -8,6 +8,7 @@ import triton.language as tl
 
 from operators.catalog import CATALOG, gated_gelu, gated_residual
 from operators.catalog.checking import first_violation, scaled_down
+from operators.catalog.qkv_projection import qkv_projection_reference
 from operators.catalog.split_kv_attention import split_kv_attention_triton
 from operators.declaration import DISTRIBUTIONS
 
@@ -111,6 +112,11 @@ def gated_gelu_projection_swapped(x, gate_weight, up_weight):
     return gated_gelu_swapped(F.linear(x, gate_weight), F.linear(x, up_weight))
 
 
+def qkv_projection_keys_as_values(x, wq, wk, wv, head_dim):
+    """Projects the values through the key weight."""
+    return qkv_projection_reference(x, wq, wk, wk, head_dim)
+
+
 def attention_missing_prefix(q, k_cache, v_cache, k, v, scale):
     """Attends only to the current tokens, ignoring the cached prefix."""
     empty = k_cache[:, :, :0]
@@ -123,6 +129,7 @@ WRONG_KERNELS = {
     "gated_residual": gated_residual_fused_rounding,
     "gated_gelu": gated_gelu_swapped,
     "gated_gelu_projection": gated_gelu_projection_swapped,
+    "qkv_projection": qkv_projection_keys_as_values,
     "rotate_qk": rotate_qk_fused_rounding,
     "split_kv_attention": attention_missing_prefix,
 }
@@ -154,6 +161,7 @@ def test_every_catalog_operator_has_a_production_kernel_and_pi05_workloads():
         "gated_gelu",
         "gated_gelu_projection",
         "gated_residual",
+        "qkv_projection",
         "rms_norm",
         "rotate_qk",
         "split_kv_attention",
