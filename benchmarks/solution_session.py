@@ -1,0 +1,67 @@
+"""Write the scripted tune session that submits a hand-written kernel module for an operator.
+
+The session writes the module over the solution's copy of the operator file, with its
+repository imports made relative as the vendored solution's are, so `controller tune run
+--operator OP --agent scripted:benchmarks/sessions/tune_OP.json` judges it by every tuning gate.
+Run it after editing the kernel: `python benchmarks/solution_session.py OP KERNEL_FILE`
+(`--check` exits 1 when the session file is stale).
+"""
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parent
+
+
+def solution_path(operator: str) -> str:
+    return f"solution/operators/catalog/{operator}.py"
+
+
+def solution_source(kernel_source: str, operator: str) -> str:
+    """The kernel module as the solution's operator file: `from operators` made relative."""
+    depth = len(Path(solution_path(operator)).parts) - 2
+    relative = "from " + "." * (depth + 1) + "operators"
+    return re.sub(r"^from operators", relative, kernel_source, flags=re.M)
+
+
+def session_file(operator: str) -> Path:
+    return BENCHMARKS / "sessions" / f"tune_{operator}.json"
+
+
+def session_text(operator: str, kernel_file: Path) -> str:
+    """One attempt that reads the incumbent, then writes the kernel module over it."""
+    path = solution_path(operator)
+    actions = [
+        {"tool": "read", "path": path},
+        {
+            "tool": "write",
+            "path": path,
+            "content": solution_source(kernel_file.read_text(), operator),
+        },
+    ]
+    return json.dumps({"attempts": [actions]}, indent=1) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("operator")
+    parser.add_argument("kernel_file", type=Path)
+    parser.add_argument("--check", action="store_true", help="exit 1 if the session is stale")
+    arguments = parser.parse_args(argv)
+    text = session_text(arguments.operator, arguments.kernel_file)
+    target = session_file(arguments.operator)
+    if arguments.check:
+        if not target.is_file() or target.read_text() != text:
+            print(f"{target} is stale: run python benchmarks/solution_session.py")
+            return 1
+        return 0
+    target.write_text(text)
+    print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
