@@ -93,10 +93,10 @@ def test_one_bf16_step_off_on_every_element_is_refused_against_fp64(calibrated):
 
 
 def rms_norm_in_bfloat16_steps(x, weight, eps=1e-6):
-    """rms_norm whose inverse RMS, normalised row and scaled row are each rounded to BF16:
-    three roundings where the baseline has one."""
+    """rms_norm whose normalised row is rounded to BF16 before the scale: two roundings where
+    the baseline has one (each at most half a BF16 step, so the BF16 rule's three hold)."""
     inverse_rms = torch.rsqrt(x.float().pow(2).mean(dim=-1, keepdim=True) + eps)
-    return (x * inverse_rms.to(x.dtype)) * weight
+    return (x.float() * inverse_rms).to(x.dtype) * weight
 
 
 def test_a_lower_precision_kernel_passes_the_bf16_rule_but_not_fp64(calibrated):
@@ -142,3 +142,34 @@ def test_a_changed_reference_makes_generate_and_tune_all_refuse_in_one_line(
         assert len(error) == 1 and "reference of rms_norm changed" in error[0], error
         assert "controller calibrate" in error[0]
     assert not (tmp_path / "tasks").exists() and not runs.exists()
+
+
+@pytest.mark.slow
+def test_the_evaluator_passes_the_baseline_and_refuses_a_lower_precision_kernel(
+    calibrated, tmp_path
+):
+    from gates.evaluator.evaluation import evaluate
+    from gates.tasks.solution import load_solution
+
+    output = tmp_path / "tasks"
+    assert (
+        main(["generate", "--captured", str(calibrated), "rms_norm", "--output", str(output)]) == 0
+    )
+    task = output / "rms_norm"
+    baseline = evaluate(task, task / "solution", device="cpu", timeout=240)
+    assert baseline.status == "PASSED", baseline.reason
+    document = json.loads(load_solution(task / "solution").model_dump_json())
+    once = "y = round_to_bfloat16(x * inverse_rms[:, None] * weight[None, :])"
+    in_steps = (
+        "y = round_to_bfloat16(round_to_bfloat16(x * inverse_rms[:, None]) * weight[None, :])"
+    )
+    for source in document["sources"]:
+        if source["path"].endswith("rms_norm.py"):
+            assert once in source["content"]
+            source["content"] = source["content"].replace(once, in_steps)
+    document["name"] = "rms_norm_in_bfloat16_steps"
+    candidate = tmp_path / "in_steps.json"
+    candidate.write_text(json.dumps(document))
+    result = evaluate(task, candidate, device="cpu", timeout=240)
+    assert result.status == "INCORRECT_NUMERICAL", result.reason
+    assert "against the FP64 reference" in result.reason and "-captured-" in result.reason
