@@ -1,0 +1,299 @@
+"""An optimize batch from start to report, resumable at any point.
+
+The folder `runs/optimize-<UTC>-<hex>/` is a run folder like every other (`RunStore`): a frozen
+`manifest.json` (the settings in its work item, the controller's source and the environment),
+an fsync'd `journal.jsonl`, `state.json`, a lock. Each step is journaled `step_started` before
+its work and `step_finished`, with its result, after it; the work writes its files whole, so a
+batch killed anywhere redoes at most the step it was in, and a finished step's result is read
+back from the journal, never measured again. That is why a resumed batch reaches the profile
+an uninterrupted one would have reached from the same measurements.
+
+    profile -> capture -> plan -> tune <op> (largest share first) -> install
+            -> verify (numerics; model time against none, stock and each kernel left out)
+            -> decide (keep or drop each kernel) -> verify kept -> publish -> report
+"""
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from controller.errors import ControllerError
+from controller.optimize.decision import FULL, KernelDecision, decide, without
+from controller.optimize.plan import TuningPlan, plan_tuning
+from controller.optimize.settings import OptimizeSettings
+from controller.optimize.steps import HOTSPOTS_FILE, OptimizeInterrupted, OptimizeSteps, TuneOutcome
+from controller.runs.journal import Journal
+from controller.runs.progress import Progress
+from controller.runs.store import RunStore, write_json_atomic
+from controller.verification.verify import VerifyReport, speed_failures
+from examples.paired_timing import PairedTiming
+from operators import KernelSelection
+
+FLOW = "optimize"
+STAGED = "profiles"
+BASELINES = ("none", "stock")
+
+
+class ModelCheck(BaseModel):
+    """`verify` of one set of kernels: numerics, and the model's time where it was timed."""
+
+    numerics: VerifyReport
+    alone_numerics: dict[str, bool] = {}
+    timing: list[PairedTiming] = []
+    speed_failures: list[str] = []
+
+    @property
+    def passed(self) -> bool:
+        return self.numerics.passed and bool(self.timing) and not self.speed_failures
+
+
+class OptimizeOutcome(BaseModel):
+    """Where the batch ended: every step's result, as the report shows them."""
+
+    state: str
+    settings: OptimizeSettings
+    plan: TuningPlan | None = None
+    tuned: list[TuneOutcome] = []
+    installed: list[str] = []
+    verify: ModelCheck | None = None
+    decisions: list[KernelDecision] = []
+    kept: ModelCheck | None = None
+    published: list[str] = []
+    profile_folder: str | None = None
+
+
+class _Steps:
+    """Runs each step once: its result comes from the journal if it finished before."""
+
+    def __init__(self, journal: Journal, events: list[dict], progress: Progress) -> None:
+        self.journal, self.progress = journal, progress
+        self.finished = {e["step"]: e["result"] for e in events if e["kind"] == "step_finished"}
+
+    def run(self, name: str, work: Callable[[], Any], line: Callable[[Any], str]) -> Any:
+        if name in self.finished:
+            return self.finished[name]
+        self.journal.append("step_started", step=name)
+        with self.progress.phase(f"optimize: {name}"):
+            result = work()
+        self.journal.append("step_finished", step=name, result=result)
+        self.finished[name] = result
+        self.progress.note(f"optimize: {name}: {line(result)}")
+        return result
+
+
+def run_optimize(folder: Path, steps: OptimizeSteps, progress: Progress) -> OptimizeOutcome:
+    """Run (or resume) the batch in `folder` to its end; saves `interrupted` when stopped."""
+    store = RunStore(folder)
+    with store.locked():
+        manifest = store.manifest()
+        settings = OptimizeSettings.model_validate(manifest.work_item)
+        journal = store.open_journal()
+        events = store.events()
+        if not events:
+            journal.append(
+                "created", manifest=manifest.model_dump(mode="json"), digest=manifest.digest()
+            )
+        else:
+            journal.append("resumed", after=events[-1]["kind"])
+        write_json_atomic(store.state_path, {"state": "running"})
+        try:
+            outcome = _optimize(store, settings, _Steps(journal, events, progress), steps)
+        except (KeyboardInterrupt, OptimizeInterrupted) as error:
+            journal.append("interrupted", reason=str(error) or "interrupted")
+            write_json_atomic(store.state_path, {"state": "interrupted"})
+            return OptimizeOutcome(state="interrupted", settings=settings)
+        if not any(event["kind"] == "finished" for event in events):
+            journal.append("finished", published=outcome.published)
+        write_json_atomic(store.state_path, {"state": outcome.state})
+        return outcome
+
+
+def _optimize(store: RunStore, settings, done: _Steps, steps: OptimizeSteps) -> OptimizeOutcome:
+    folder = store.run_dir
+    driver = settings.driver
+    done.run("profile", lambda: steps.profile(driver, folder / "profile"), lambda _: "profiled")
+    done.run("capture", lambda: steps.capture(driver, folder / "capture"), lambda _: "captured")
+    plan = TuningPlan.model_validate(done.run("plan", lambda: _plan(folder, settings), _plan_line))
+    outcome = OptimizeOutcome(state="finished", settings=settings, plan=plan)
+    for row in plan.tuned:
+        result = done.run(
+            f"tune {row.operator}",
+            lambda row=row: steps.tune(
+                row.operator, row.minutes, folder / "capture", folder / "tune" / row.operator
+            ).model_dump(mode="json"),
+            lambda result: f"{result['status']}{_speedup(result)} {result['reason']}".strip(),
+        )
+        outcome.tuned.append(TuneOutcome.model_validate(result))
+    exports = {row.operator: Path(row.export) for row in outcome.tuned if row.export}
+    outcome.installed = done.run(
+        "install",
+        lambda: _install_staged(folder, settings.profile, exports),
+        lambda names: ", ".join(names) or "nothing was promoted",
+    )
+    if not outcome.installed:
+        return outcome
+    check = done.run(
+        "verify",
+        lambda: _verify(folder, settings.profile, outcome.installed, exports, steps),
+        _check_line,
+    )
+    outcome.verify = ModelCheck.model_validate(check)
+    decisions = done.run(
+        "decide",
+        lambda: [
+            item.model_dump(mode="json")
+            for item in decide(
+                outcome.installed,
+                outcome.verify.numerics.passed,
+                outcome.verify.alone_numerics,
+                outcome.verify.timing,
+            )
+        ],
+        lambda rows: "; ".join(f"{row['operator']} {row['reason']}" for row in rows),
+    )
+    outcome.decisions = [KernelDecision.model_validate(row) for row in decisions]
+    kept = [row.operator for row in outcome.decisions if row.kept]
+    if not kept:
+        return outcome
+    check = done.run(
+        "verify kept",
+        lambda: _verify_kept(folder, settings.profile, kept, exports, outcome.verify, steps),
+        _check_line,
+    )
+    outcome.kept = ModelCheck.model_validate(check)
+    if not outcome.kept.passed:
+        return outcome
+    root = Path(settings.tuned_root)
+    outcome.published = done.run(
+        "publish",
+        lambda: _install(root, settings.profile, {name: exports[name] for name in kept}),
+        lambda names: f"{', '.join(names)} into {root / settings.profile}",
+    )
+    outcome.profile_folder = str(root / settings.profile)
+    return outcome
+
+
+def _plan(folder: Path, settings: OptimizeSettings) -> dict:
+    from controller.profiling.hotspots import HotspotReport
+    from operators import REGISTRY
+    from operators.call_capture import load_capture
+
+    report = HotspotReport.model_validate_json((folder / "profile" / HOTSPOTS_FILE).read_text())
+    captured = set(load_capture(folder / "capture").counts_by_operator())
+    tunable = {declaration.name for declaration in REGISTRY if declaration.preferred is not None}
+    plan = plan_tuning(report, captured, tunable, settings.budget_minutes, settings.operators)
+    write_json_atomic(folder / "plan.json", plan.model_dump(mode="json"))
+    return plan.model_dump(mode="json")
+
+
+def _install(root: Path, profile: str, exports: dict[str, Path]) -> list[str]:
+    """Install `exports` into `root/profile`, replacing what a killed attempt left there."""
+    from controller.profile_install import install_export
+
+    for _, export in sorted(exports.items()):
+        install_export(export, profile, root, replace=True)
+    return sorted(exports)
+
+
+def _install_staged(folder: Path, profile: str, exports: dict[str, Path]) -> list[str]:
+    """The whole set, and the set without each kernel, as profiles inside the batch folder."""
+    staged = folder / STAGED
+    shutil.rmtree(staged, ignore_errors=True)
+    _install(staged / "all", profile, exports)
+    for operator in exports:
+        others = {name: path for name, path in exports.items() if name != operator}
+        _install(staged / f"without-{operator}", profile, others)
+    return sorted(exports)
+
+
+def _selection(root: Path, profile: str) -> KernelSelection:
+    """The profile staged in `root`, or `none` where it holds no kernel."""
+    if not (root / profile).is_dir():
+        return KernelSelection("none")
+    return KernelSelection(profile, tuned_root=root)
+
+
+def _verify(folder, profile, installed, exports, steps: OptimizeSteps) -> dict:
+    staged = folder / STAGED
+    full = _selection(staged / "all", profile)
+    numerics = steps.numerics(profile, full)
+    alone: dict[str, bool] = {}
+    if not numerics.passed:  # find which kernels the numerics fail with, one at a time
+        for operator in installed:
+            root = staged / f"only-{operator}"
+            shutil.rmtree(root, ignore_errors=True)
+            _install(root, profile, {operator: exports[operator]})
+            alone[operator] = steps.numerics(profile, _selection(root, profile)).passed
+    profiles = {FULL: full, **{name: KernelSelection(name) for name in BASELINES}}
+    for operator in installed:
+        profiles[without(operator)] = _selection(staged / f"without-{operator}", profile)
+    pairs = [(FULL, name) for name in profiles if name != FULL]
+    timing = steps.time(profiles, pairs)
+    check = _check(numerics, timing, alone)
+    write_json_atomic(folder / "verify" / "all.json", check.model_dump(mode="json"))
+    return check.model_dump(mode="json")
+
+
+def _verify_kept(folder, profile, kept, exports, whole: ModelCheck, steps) -> dict:
+    """The kept kernels as they will be published; the whole set's check when none dropped."""
+    if set(kept) == {name for name in exports}:
+        check = whole.model_copy(update={"alone_numerics": {}})
+    else:
+        root = folder / STAGED / "kept"
+        shutil.rmtree(root, ignore_errors=True)
+        _install(root, profile, {name: exports[name] for name in kept})
+        selection = _selection(root, profile)
+        profiles = {FULL: selection, **{name: KernelSelection(name) for name in BASELINES}}
+        timing = steps.time(profiles, [(FULL, name) for name in BASELINES])
+        check = _check(steps.numerics(profile, selection), timing, {})
+    write_json_atomic(folder / "verify.json", check.numerics.model_dump(mode="json"))
+    write_json_atomic(folder / "verify" / "kept.json", check.model_dump(mode="json"))
+    return check.model_dump(mode="json")
+
+
+def _check(numerics: VerifyReport, timing: list[PairedTiming], alone) -> ModelCheck:
+    failures = [failure for paired in timing for failure in speed_failures(FULL, paired)]
+    notes = [] if timing else ["the model was not timed: it needs CUDA"]
+    numerics = numerics.model_copy(
+        update={"timing": timing, "speed_failures": failures, "notes": numerics.notes + notes}
+    )
+    return ModelCheck(
+        numerics=numerics, alone_numerics=alone, timing=timing, speed_failures=failures
+    )
+
+
+def _plan_line(plan: dict) -> str:
+    rows = [row for row in plan["rows"] if row["minutes"] is not None]
+    return ", ".join(f"{row['operator']} {row['minutes']:.1f} min" for row in rows) or (
+        "no operator is worth tuning"
+    )
+
+
+def _speedup(result: dict) -> str:
+    return f" x{result['speedup']:.3f}" if result.get("speedup") else ""
+
+
+def _check_line(check: dict) -> str:
+    model = ModelCheck.model_validate(check)
+    state = "numerics pass" if model.numerics.passed else "numerics FAIL"
+    ratios = [
+        ratio.describe()
+        for timing in model.timing
+        for ratio in timing.ratios
+        if ratio.baseline in BASELINES
+    ]
+    return "; ".join([state, *ratios]) if ratios else f"{state}; not timed"
+
+
+def refuse_changed(settings: OptimizeSettings, given: dict) -> None:
+    """A resumed batch keeps its settings: name the first given one that differs."""
+    frozen = settings.model_dump(mode="json")
+    for field, value in given.items():
+        if value is not None and frozen.get(field) != value:
+            raise ControllerError(
+                f"cannot resume: optimize field {field!r} is {frozen.get(field)!r}, not "
+                f"{value!r}; drop the option or start a new batch"
+            )

@@ -1,0 +1,114 @@
+"""The real side effects of an optimize batch: `controller profile` and `capture-ops` in this
+process, one tune-all batch per operator, and `verify`'s numerics and paired timing on the
+example model."""
+
+from pathlib import Path
+
+from controller.batch.record import RunOptions
+from controller.optimize.steps import OptimizeInterrupted, TuneOutcome
+from controller.verification.verify import (
+    MODEL_SEED,
+    ExampleForwards,
+    VerifyReport,
+    reference_cases,
+    verify_profile,
+)
+from examples.paired_timing import PairedTiming
+from operators import KernelSelection
+
+PROFILE_WARMUP, PROFILE_STEPS, PROFILE_TIMED_STEPS = 1, 3, 10
+CAPTURE_STEPS = 1
+
+
+class DeviceSteps:
+    """Profiles and captures the driver, tunes through tune-all, checks the example model."""
+
+    def __init__(
+        self,
+        options: RunOptions,
+        preflight: bool,
+        gpus: list[str],
+        size: str,
+        batches: list[int],
+        inputs: int,
+        say=print,
+    ) -> None:
+        self.options, self.preflight, self.gpus = options, preflight, gpus
+        self.size, self.batches, self.inputs, self.say = size, batches, inputs, say
+        self._forwards: ExampleForwards | None = None
+        self._cases = None
+
+    def profile(self, driver: list[str], folder: Path) -> None:
+        from controller.profiling.driver import load_driver
+        from controller.profiling.hotspot_files import write_report
+        from controller.profiling.hotspots import build_report
+        from controller.profiling.profiled_run import profile_driver
+
+        step = load_driver(driver)
+        run = profile_driver(step, "eager", PROFILE_WARMUP, PROFILE_STEPS, PROFILE_TIMED_STEPS)
+        write_report(build_report(run, driver), folder)
+
+    def capture(self, driver: list[str], folder: Path) -> None:
+        from controller.profiling.driver import load_driver
+        from operators.call_capture import CallCapture
+
+        step = load_driver(driver)
+        capture = CallCapture()
+        with capture.recording():
+            for _ in range(CAPTURE_STEPS):
+                step()
+        capture.write(folder, driver[0], driver[1:], CAPTURE_STEPS)
+
+    def tune(self, operator: str, minutes: float, capture: Path, folder: Path) -> TuneOutcome:
+        """One tune-all batch of one operator in `folder`: started, or resumed if there."""
+        from controller.batch.summary import summarize_operator
+        from controller.batch.tune_all import run_batch, start_batch
+        from controller.batch.workers import LocalWorkers
+
+        found = sorted(folder.glob("batch-*")) if folder.is_dir() else []
+        if found:
+            batch = found[-1]
+        else:
+            options = self.options.model_copy(update={"max_minutes": minutes})
+            batch = start_batch(folder, [operator], options, self.preflight, capture=capture)
+        record, _ = run_batch(batch, LocalWorkers(batch, self.gpus), say=self.say)
+        if record.state == "interrupted":
+            raise OptimizeInterrupted(f"tuning {operator} was stopped")
+        entry = record.entries[operator]
+        row = summarize_operator(batch, operator, entry)
+        return TuneOutcome(
+            operator=operator,
+            status=entry.status,
+            export=row.export if entry.status == "done" else None,
+            speedup=row.speedup,
+            reason=row.stop_reason,
+        )
+
+    def numerics(self, label: str, selection: KernelSelection) -> VerifyReport:
+        forwards = self._example()
+        if self._cases is None:
+            self._cases = reference_cases(forwards, self.batches, self.inputs)
+        return verify_profile(
+            label, selection, forwards, self.batches, self.inputs, self._cases, time_it=False
+        )
+
+    def time(
+        self, profiles: dict[str, KernelSelection], pairs: list[tuple[str, str]]
+    ) -> list[PairedTiming]:
+        from examples.paired_timing import time_paired
+
+        forwards = self._example()
+        if forwards.device.type != "cuda":
+            return []
+        return [
+            time_paired(forwards.model, forwards.inputs(batch, MODEL_SEED), profiles, pairs)
+            for batch in self.batches
+        ]
+
+    def _example(self) -> ExampleForwards:
+        if self._forwards is None:
+            from examples.config import SIZES
+            from operators import triton_runtime
+
+            self._forwards = ExampleForwards(SIZES[self.size], triton_runtime.default_device())
+        return self._forwards

@@ -1,0 +1,107 @@
+"""Which operators an optimize batch tunes, in what order, and with how many minutes each.
+
+Rule: an operator is a candidate when the profile attributes device time to its registry
+calls, the capture holds its calls, it has a production kernel, and (with `--operators`) it was
+asked for. Candidates are ranked by their device time per step, largest first. One is worth
+tuning when it holds at least `MIN_SHARE` of the step. Each operator tuned gets `MIN_MINUTES`,
+and the rest of the budget is split in proportion to the shares; where the budget cannot give
+every worthy operator its minimum, the smallest shares are left out.
+"""
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from controller.profiling.attribution import REGISTRY_PREFIX
+from controller.profiling.hotspots import HotspotReport
+
+MIN_SHARE = 0.01
+MIN_MINUTES = 1.0
+
+
+class OperatorShare(BaseModel):
+    """One registry operator's share of the model's step, and what the plan does with it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    operator: str
+    us_per_step: float = Field(description="device time of its calls per step (host on a CPU)")
+    share_of_step: float
+    calls_per_step: float
+    minutes: float | None = Field(None, description="tuning budget; None when not tuned")
+    reason: str = Field("", description="why it is not tuned, when it is not")
+
+    @property
+    def tuned(self) -> bool:
+        return self.minutes is not None
+
+
+class TuningPlan(BaseModel):
+    """Every registry operator the profile saw, largest share first, with its budget."""
+
+    model_config = ConfigDict(frozen=True)
+
+    budget_minutes: float
+    rows: list[OperatorShare]
+
+    @property
+    def tuned(self) -> list[OperatorShare]:
+        return [row for row in self.rows if row.tuned]
+
+
+def plan_tuning(
+    report: HotspotReport,
+    captured: set[str],
+    tunable: set[str],
+    budget_minutes: float,
+    requested: list[str] | None = None,
+) -> TuningPlan:
+    """Rank the registry operators of `report` and split `budget_minutes` over the worthy ones.
+
+    `captured`: operators the capture holds; `tunable`: operators with a production kernel."""
+    ranked = sorted(report.registry, key=lambda row: (-row.kernel_us_per_step, row.region))
+    rows, worthy = [], []
+    for region in ranked:
+        name = region.region.removeprefix(REGISTRY_PREFIX)
+        reason = ""
+        if requested and name not in requested:
+            reason = "not among --operators"
+        elif name not in tunable:
+            reason = "no production kernel to tune"
+        elif name not in captured:
+            reason = "the capture holds no call of it"
+        elif region.share_of_step < MIN_SHARE:
+            reason = f"under {MIN_SHARE:.0%} of the step"
+        if not reason:
+            worthy.append(len(rows))
+        rows.append(
+            OperatorShare(
+                operator=name,
+                us_per_step=region.kernel_us_per_step,
+                share_of_step=region.share_of_step,
+                calls_per_step=region.calls_per_step,
+                reason=reason,
+            )
+        )
+    seen = {row.operator for row in rows}
+    for name in requested or []:
+        if name not in seen:
+            rows.append(
+                OperatorShare(
+                    operator=name,
+                    us_per_step=0.0,
+                    share_of_step=0.0,
+                    calls_per_step=0.0,
+                    reason="the profile saw no call of it",
+                )
+            )
+    affordable = int(budget_minutes // MIN_MINUTES)
+    for index in worthy[affordable:]:
+        rows[index] = rows[index].model_copy(
+            update={"reason": f"the budget gives {MIN_MINUTES:g} minute to {affordable} only"}
+        )
+    chosen = worthy[:affordable]
+    spare = budget_minutes - MIN_MINUTES * len(chosen)
+    total_share = sum(rows[index].share_of_step for index in chosen) or 1.0
+    for index in chosen:
+        extra = spare * rows[index].share_of_step / total_share
+        rows[index] = rows[index].model_copy(update={"minutes": round(MIN_MINUTES + extra, 3)})
+    return TuningPlan(budget_minutes=budget_minutes, rows=rows)

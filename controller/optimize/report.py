@@ -1,0 +1,107 @@
+"""The optimize batch's evidence: `evidence/report.md` a reviewer reads first and
+`evidence/report.json`, from the batch's outcome."""
+
+from pathlib import Path
+
+from controller.optimize.batch import BASELINES, ModelCheck, OptimizeOutcome
+from controller.runs.store import write_atomic, write_json_atomic
+
+
+def write_optimize_report(folder: Path, outcome: OptimizeOutcome) -> Path:
+    """Write both files; returns the markdown's path."""
+    evidence = folder / "evidence"
+    write_json_atomic(evidence / "report.json", outcome.model_dump(mode="json"))
+    path = evidence / "report.md"
+    write_atomic(path, render(folder, outcome))
+    return path
+
+
+def render(folder: Path, outcome: OptimizeOutcome) -> str:
+    settings = outcome.settings
+    lines = [
+        f"# Optimize {folder.name}: {outcome.state}",
+        "",
+        f"Profile `{settings.profile}` for `{' '.join(settings.driver)}`; tuning budget "
+        f"{settings.budget_minutes:g} minutes, agent `{settings.tune.agent}` on "
+        f"`{settings.tune.device}`; verified on the example model `{settings.size}` at "
+        f"batch {', '.join(map(str, settings.batches))}.",
+        "",
+        f"**Result:** {_result(outcome)}",
+    ]
+    if outcome.plan is not None:
+        lines += [
+            "",
+            "## Operators by share of the model's step",
+            "",
+            "| operator | us/step | share | calls/step | minutes | not tuned because |",
+            "| --- | ---: | ---: | ---: | ---: | --- |",
+        ]
+        lines += [
+            f"| {row.operator} | {row.us_per_step:.1f} | {row.share_of_step:.1%} "
+            f"| {row.calls_per_step:.1f} | {'-' if row.minutes is None else f'{row.minutes:.1f}'} "
+            f"| {row.reason} |"
+            for row in outcome.plan.rows
+        ]
+    if outcome.tuned:
+        lines += ["", "## Tuning", "", "| operator | status | speedup | export | reason |"]
+        lines += ["| --- | --- | ---: | --- | --- |"]
+        lines += [
+            f"| {row.operator} | {row.status} | "
+            f"{'-' if row.speedup is None else f'x{row.speedup:.3f}'} | {row.export or '-'} "
+            f"| {row.reason.replace('|', '/')} |"
+            for row in outcome.tuned
+        ]
+    if outcome.verify is not None:
+        lines += ["", "## Verify: every installed kernel", "", *_check(outcome.verify)]
+    if outcome.decisions:
+        lines += ["", "## Keep or drop, by the model", "", "| operator | kept | why |"]
+        lines += ["| --- | --- | --- |"]
+        lines += [
+            f"| {row.operator} | {'yes' if row.kept else 'no'} | {row.reason} |"
+            for row in outcome.decisions
+        ]
+    if outcome.kept is not None:
+        lines += ["", "## Verify: the kept kernels", "", *_check(outcome.kept)]
+    return "\n".join(lines) + "\n"
+
+
+def _result(outcome: OptimizeOutcome) -> str:
+    if outcome.state == "interrupted":
+        return "interrupted; resume with `controller optimize --resume` and this folder."
+    if outcome.published:
+        return (
+            f"installed {', '.join(outcome.published)} into `{outcome.profile_folder}`; "
+            "`verify` passes."
+        )
+    if not outcome.installed:
+        return "no kernel was promoted, so no profile was installed."
+    if outcome.kept is not None and not outcome.kept.passed:
+        return "the kept kernels do not pass `verify`; no profile was installed."
+    return "every installed kernel was dropped by the model-level result; no profile installed."
+
+
+def _check(check: ModelCheck) -> list[str]:
+    numerics = check.numerics
+    lines = [
+        f"Numerics: {'pass' if numerics.passed else 'FAIL'}"
+        + (f" ({numerics.error})" if numerics.error else "")
+        + "."
+    ]
+    for verdict in numerics.outputs:
+        if not verdict.passed:
+            lines.append(f"- {verdict.name}: {'; '.join(verdict.failures)}")
+    for operator, passed in sorted(check.alone_numerics.items()):
+        lines.append(f"- {operator} alone: numerics {'pass' if passed else 'FAIL'}")
+    if not check.timing:
+        return [*lines, "", "Model time: not measured (needs CUDA)."]
+    lines += ["", "| batch | profile | ms (median round) |", "| ---: | --- | ---: |"]
+    for timing in check.timing:
+        for name, ms in timing.median_ms.items():
+            lines.append(f"| {timing.batch} | {name} | {ms:.3f} |")
+    lines.append("")
+    for timing in check.timing:
+        for ratio in timing.ratios:
+            where = "against" if ratio.baseline in BASELINES else "left out:"
+            lines.append(f"- batch {timing.batch}, {where} {ratio.describe()}")
+    lines += [f"- FAIL: {failure}" for failure in check.speed_failures]
+    return lines

@@ -1,0 +1,23 @@
+"""What an optimize batch was asked to do, frozen in its manifest's work item."""
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from controller.batch.record import RunOptions
+
+
+class OptimizeSettings(BaseModel):
+    """The batch's request: a `--resume` that names another value is refused, naming it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    profile: str = Field(description="the kernel profile to install, tuned/<profile>/")
+    driver: list[str] = Field(description="module:function [ARGS] or script.py [ARGS]")
+    budget_minutes: float = Field(gt=0, description="tuning minutes, split over the operators")
+    operators: list[str] = Field(default_factory=list, description="only these (default: any)")
+    tuned_root: str = Field(description="where the profile is installed")
+    tune: RunOptions = Field(description="the tune-all options of every operator's run")
+    preflight: bool = True
+    gpus: list[str] = Field(default_factory=lambda: ["0"])
+    size: str = Field(description="the example model's size that verify checks")
+    batches: list[int] = Field(description="batch sizes the model is verified and timed at")
+    inputs: int = Field(ge=1, description="input seeds per batch of the numerical gate")

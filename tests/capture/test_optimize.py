@@ -1,0 +1,208 @@
+"""`controller optimize`: ranking, the budget split, install, verify and the keep-or-drop rule,
+end to end on the tiny example's capture with the machine faked at its boundary
+(`optimize_fakes`), and a batch SIGKILLed at every transition that resumes to the same profile."""
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+from optimize_fakes import FakeSteps, hotspot_report
+
+from controller.cli import build_parser, main
+from controller.cli.optimize_command import run as run_optimize
+from controller.optimize.plan import plan_tuning
+from controller.runs.journal import KILL_AT_VARIABLE
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "batch"))
+from batch_fixtures import make_target  # noqa: E402
+
+US_PER_STEP = {
+    "gated_residual": 400.0,
+    "rms_norm": 300.0,
+    "rotate_qk": 200.0,
+    "ada_rms_norm": 150.0,
+    "split_kv_attention": 5.0,
+}
+PROMOTED_MS = {"gated_residual": 5.0, "rms_norm": -2.0, "rotate_qk": 3.0}
+BAD_NUMERICS = ("rotate_qk",)
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory) -> Path:
+    return make_target(tmp_path_factory.mktemp("target") / "repo")
+
+
+def optimize_argv(tmp_path: Path, target: Path, *extra: str) -> list[str]:
+    return [
+        "optimize",
+        "--profile",
+        "fast",
+        "--budget-minutes",
+        "5",
+        "--device",
+        "cpu",
+        "--unfenced",
+        "--target",
+        str(target),
+        "--tuned-root",
+        str(tmp_path / "tuned"),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        *extra,
+        "--",
+        "controller.profiling.example_driver:forward",
+        "tiny",
+        "1",
+    ]
+
+
+def fake_steps(tiny_capture: Path) -> FakeSteps:
+    return FakeSteps(tiny_capture, US_PER_STEP, PROMOTED_MS, BAD_NUMERICS)
+
+
+def only_batch(runs: Path) -> Path:
+    (folder,) = [path for path in runs.iterdir() if path.name.startswith("optimize-")]
+    return folder
+
+
+def test_the_budget_goes_to_the_largest_shares_and_leaves_out_what_it_cannot_afford():
+    report = hotspot_report(US_PER_STEP)
+    captured = set(US_PER_STEP) - {"ada_rms_norm"}
+    plan = plan_tuning(report, captured, set(US_PER_STEP), budget_minutes=2.5)
+    reasons = {row.operator: row.reason for row in plan.rows}
+    assert [row.operator for row in plan.rows] == list(US_PER_STEP)  # largest share first
+    assert [(row.operator, row.minutes) for row in plan.tuned] == [
+        ("gated_residual", pytest.approx(1 + 0.5 * 4 / 7, abs=1e-3)),
+        ("rms_norm", pytest.approx(1 + 0.5 * 3 / 7, abs=1e-3)),
+    ]
+    assert reasons["rotate_qk"] == "the budget gives 1 minute to 2 only"
+    assert reasons["ada_rms_norm"] == "the capture holds no call of it"
+    assert reasons["split_kv_attention"] == "under 1% of the step"
+    asked = plan_tuning(report, captured, set(US_PER_STEP), 9.0, ["rms_norm", "linear"])
+    assert [row.operator for row in asked.tuned] == ["rms_norm"]
+    assert asked.tuned[0].minutes == 9.0
+    assert {row.operator: row.reason for row in asked.rows}["linear"] == (
+        "the profile saw no call of it"
+    )
+
+
+def test_optimize_keeps_only_the_kernels_the_model_needs_and_reports_the_figures(
+    tiny_capture, target, tmp_path, capsys
+):
+    steps = fake_steps(tiny_capture)
+    code = run_optimize(build_parser().parse_args(optimize_argv(tmp_path, target)), steps=steps)
+    assert code == 0, capsys.readouterr().out
+    assert [name for name, _ in steps.tuned] == list(US_PER_STEP)[:4]  # largest share first
+    minutes = dict(steps.tuned)
+    assert minutes["gated_residual"] == pytest.approx(1 + 1 * 400 / 1050, abs=1e-3)
+    assert minutes["ada_rms_norm"] == pytest.approx(1 + 1 * 150 / 1050, abs=1e-3)
+
+    profile = json.loads((tmp_path / "tuned" / "fast" / "profile.json").read_text())
+    assert sorted(profile["operators"]) == ["gated_residual"]
+    batch = only_batch(tmp_path / "runs")
+    staged = json.loads((batch / "profiles" / "all" / "fast" / "profile.json").read_text())
+    assert sorted(staged["operators"]) == ["gated_residual", "rms_norm", "rotate_qk"]
+    report = json.loads((batch / "evidence" / "report.json").read_text())
+    decisions = {row["operator"]: row for row in report["decisions"]}
+    assert decisions["gated_residual"]["kept"]
+    # rms_norm passed its own gates (it was promoted) but the model is slower with it
+    assert not decisions["rms_norm"]["kept"]
+    removal = decisions["rms_norm"]["removal"][0]  # the model: 94 ms with it, 92 ms without
+    assert removal["median"] == pytest.approx(92 / 94, abs=1e-4)
+    assert decisions["rotate_qk"]["reason"] == "dropped: the model's numerics fail with it"
+    assert report["verify"]["alone_numerics"] == {
+        "gated_residual": True,
+        "rms_norm": True,
+        "rotate_qk": False,
+    }
+    assert report["kept"]["speed_failures"] == []
+    markdown = (batch / "evidence" / "report.md").read_text()
+    assert (
+        "| rms_norm | no | dropped: removing it does not make the model slower beyond noise "
+        "(profile x0.979 against without rms_norm (rounds 0.979-0.979)) |"
+    ) in markdown
+    assert "| split_kv_attention | 5.0 | 0.5% | 2.0 | - | under 1% of the step |" in markdown
+    assert json.loads((batch / "verify.json").read_text())["passed"]
+    printed = capsys.readouterr().out
+    assert "optimize: tune rms_norm: done x1.200" in printed
+    assert "optimize: decide: gated_residual kept: removing it makes the model slower" in printed
+
+
+def test_a_kernel_is_not_kept_where_the_model_was_not_timed(tiny_capture, target, tmp_path):
+    steps = fake_steps(tiny_capture)
+    steps.time = lambda profiles, pairs: []  # a CPU: verify does not time the model
+    argv = optimize_argv(tmp_path, target, "--operators", "gated_residual")
+    assert run_optimize(build_parser().parse_args(argv), steps=steps) == 1
+    report = json.loads((only_batch(tmp_path / "runs") / "evidence" / "report.json").read_text())
+    (decision,) = report["decisions"]
+    assert decision["reason"] == "dropped: the model was not timed (needs CUDA)"
+    assert not (tmp_path / "tuned" / "fast").exists()
+
+
+def test_bad_requests_are_one_line_and_exit_2(tiny_capture, target, tmp_path, capsys):
+    argv = optimize_argv(tmp_path, target)
+    assert main([*argv[:2], "none", *argv[3:]]) == 2
+    assert "--profile 'none': give a snake_case name" in capsys.readouterr().err
+    assert main([*argv[:-4], "--operators", "no_such_op", *argv[-4:]]) == 2
+    assert "--operators: unknown operator 'no_such_op'" in capsys.readouterr().err
+    assert main(argv[: argv.index("--")]) == 2
+    assert "no driver given" in capsys.readouterr().err
+    (tmp_path / "tuned" / "fast").mkdir(parents=True)
+    assert main(argv) == 2
+    assert "profile 'fast' is already installed" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_sigkill_at_every_transition_then_resume_reaches_the_same_profile(
+    tiny_capture, target, tmp_path
+):
+    reference = tmp_path / "reference"
+    argv = optimize_argv(reference, target)
+    assert run_optimize(build_parser().parse_args(argv), steps=fake_steps(tiny_capture)) == 0
+    expected = (reference / "tuned" / "fast" / "profile.json").read_text()
+
+    killed = tmp_path / "killed"
+    killed_after: set[tuple[str, str]] = set()
+    kill_at, resume = 1, None  # the first process dies right after `created`
+    while True:
+        given = ["optimize", "--resume", resume] if resume else optimize_argv(killed, target)
+        status = _forked(given, fake_steps(tiny_capture), kill_at)
+        if not os.WIFSIGNALED(status):
+            assert os.WEXITSTATUS(status) == 0
+            break
+        assert os.WTERMSIG(status) == signal.SIGKILL
+        resume = str(only_batch(killed / "runs"))
+        last = _journal(Path(resume))[-1]
+        killed_after.add((last["kind"], last.get("step", "")))
+        assert len(killed_after) < 100, "the batch makes no progress between kills"
+        # A resumed process appends `resumed` first: dying after its 2nd event kills it as a
+        # step starts, after its 3rd as that step finishes, so every transition gets a kill.
+        kill_at = 3 if kill_at == 2 else 2
+    assert (killed / "tuned" / "fast" / "profile.json").read_text() == expected
+    events = _journal(Path(resume))
+    transitions = {(e["kind"], e.get("step", "")) for e in events if e["kind"] != "resumed"}
+    assert transitions - {("finished", "")} <= killed_after
+    finished_steps = [event["step"] for event in events if event["kind"] == "step_finished"]
+    assert len(finished_steps) == len(set(finished_steps)) > 10  # none was done twice
+
+
+def _journal(batch: Path) -> list[dict]:
+    return [json.loads(line) for line in (batch / "journal.jsonl").read_text().splitlines()]
+
+
+def _forked(argv: list[str], steps: FakeSteps, kill_at: int) -> int:
+    """Run the command in a forked child that SIGKILLs itself after its `kill_at`-th journal
+    event; the child's status."""
+    pid = os.fork()
+    if pid == 0:
+        code = 70
+        try:
+            os.environ[KILL_AT_VARIABLE] = str(kill_at)
+            code = run_optimize(build_parser().parse_args(argv), steps=steps)
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return status
