@@ -32,12 +32,17 @@ def add_parser(subparsers) -> None:
 def run(arguments) -> int:
     import torch
 
+    from controller.errors import ControllerError
     from gates.calibration.capture_calibration import calibrate_capture
     from gates.calibration.contract_file import CALIBRATION_FILE, DEFAULT_MARGIN
     from gates.tasks.captured import captured_operators
     from operators import triton_runtime
 
     names = captured_operators(arguments.capture, arguments.operators)
+    if arguments.device == "cuda" and not triton_runtime.cuda_available():
+        raise ControllerError(
+            "--device cuda: no CUDA device here; calibrate on the GPU you tune on"
+        )
     device = arguments.device or ("cuda" if triton_runtime.cuda_available() else "cpu")
     margin = DEFAULT_MARGIN if arguments.margin is None else arguments.margin
     calibration = calibrate_capture(arguments.capture, names, margin, torch.device(device))

@@ -89,13 +89,22 @@ def reference_digest(declaration: OperatorDeclaration) -> str:
 
 
 def capture_digest(folder: Path) -> str:
-    """The digest of a capture's description and the fixtures it names."""
-    folder = Path(folder)
-    digest = hashlib.sha256((folder / CAPTURE_FILE).read_bytes())
-    for layout in load_capture(folder).layouts:
-        digest.update(layout.fixture.encode())
-        digest.update((folder / layout.fixture).read_bytes())
-    return digest.hexdigest()
+    """The digest of a capture's description and the fixtures it names (remembered while no
+    file's size or modification time changes: a model's fixtures can weigh a gigabyte)."""
+    folder = Path(folder).resolve()
+    fixtures = [folder / layout.fixture for layout in load_capture(folder).layouts]
+    paths = [folder / CAPTURE_FILE, *fixtures]
+    stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in paths)
+    if stamp not in _DIGESTS:
+        digest = hashlib.sha256()
+        for path in paths:
+            digest.update(path.relative_to(folder).as_posix().encode())
+            digest.update(path.read_bytes())
+        _DIGESTS[stamp] = digest.hexdigest()
+    return _DIGESTS[stamp]
+
+
+_DIGESTS: dict[tuple, str] = {}
 
 
 def load_calibration(folder: Path) -> CalibrationFile | None:
