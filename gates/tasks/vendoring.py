@@ -2,7 +2,9 @@
 
 Files keep their repository paths inside the solution; the only rewrite turns absolute
 imports of repository packages into relative ones, so the solution imports its own copies
-and not the live repository.
+and not the live repository. The kernel runtime (the interpreter switch and the launcher) is
+always vendored, so a solution for an operator whose production path is plain PyTorch (a
+fusion registered for tuning) can launch Triton kernels the way the catalog's kernels do.
 """
 
 import ast
@@ -13,6 +15,7 @@ from gates.errors import GateError
 from gates.python_source import parse_python
 
 REPOSITORY_PACKAGES = ("operators",)
+KERNEL_RUNTIME = ("operators/triton_runtime.py", "operators/kernel_launch.py")
 
 
 def repository_root() -> Path:
@@ -27,7 +30,8 @@ def vendor_module_of(function, root: Path | None = None) -> tuple[str, dict[str,
     if source_file is None:
         raise GateError(f"cannot find the source of {function.__qualname__}")
     entry = Path(source_file).resolve().relative_to(root).as_posix()
-    pending, sources = [entry], {}
+    runtime = [path for path in KERNEL_RUNTIME if (root / path).is_file()]
+    pending, sources = [entry, *runtime], {}
     while pending:
         relative = pending.pop()
         if relative in sources:
