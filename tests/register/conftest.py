@@ -24,7 +24,7 @@ def write_session(tmp_path):
     return write
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def fence_arguments() -> list[str]:
     from sandbox.errors import FenceError
     from sandbox.fence import get_fence
