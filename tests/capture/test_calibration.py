@@ -173,3 +173,15 @@ def test_the_evaluator_passes_the_baseline_and_refuses_a_lower_precision_kernel(
     result = evaluate(task, candidate, device="cpu", timeout=240)
     assert result.status == "INCORRECT_NUMERICAL", result.reason
     assert "against the FP64 reference" in result.reason and "-captured-" in result.reason
+
+
+def test_bad_calibrate_input_is_one_line_and_exit_2(calibrated, tmp_path, capsys):
+    refusals = [
+        ([str(tmp_path / "missing")], "holds no capture.json"),
+        ([str(calibrated), "--operators", "linear"], "holds no call of 'linear'"),
+        ([str(calibrated), "--margin", "-0.5"], "give a margin of zero or more"),
+    ]
+    for argv, message in refusals:
+        assert main(["calibrate", *argv, "--device", "cpu"]) == 2
+        error = capsys.readouterr().err.strip().splitlines()
+        assert len(error) == 1 and message in error[0], error
