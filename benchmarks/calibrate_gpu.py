@@ -26,7 +26,7 @@ import torch  # noqa: E402
 from gates.calibration.capture_calibration import calibrate_capture  # noqa: E402
 from gates.calibration.contract_file import DEFAULT_MARGIN  # noqa: E402
 from gates.calibration.judgement import fp64_excess  # noqa: E402
-from gates.calibration.measure import input_sets  # noqa: E402
+from gates.calibration.measure import call_params, input_sets  # noqa: E402
 from gates.tasks.captured import captured_operators  # noqa: E402
 from operators import REGISTRY  # noqa: E402
 from operators.call_capture import load_capture  # noqa: E402
@@ -93,10 +93,11 @@ def _recheck(folder: Path, name: str, operator, device) -> bool:
     declaration = REGISTRY.declaration(name)
     kernel = declaration.preferred or declaration.reference
     for layout in [item for item in load_capture(folder).layouts if item.operator == name]:
+        params = call_params(declaration, layout)
         for inputs in input_sets(declaration, folder, layout, RECHECK_SEEDS, device)[1:]:
             with torch.no_grad():
-                outputs = list(as_outputs(kernel(*inputs, **declaration.params)))
-            excess = fp64_excess(operator, declaration, inputs, outputs)
+                outputs = list(as_outputs(kernel(*inputs, **params)))
+            excess = fp64_excess(operator, declaration, inputs, outputs, params)
             if excess is not None:
                 print(f"  {name} {layout.key}: {excess}")
                 return False

@@ -47,6 +47,15 @@ def input_sets(
     return sets
 
 
+def call_params(declaration: OperatorDeclaration, layout: CapturedLayout) -> dict:
+    """The declared scalar parameters as the model passed them in this layout's calls."""
+    return {
+        name: layout.scalars.get(name, default)
+        for name, default in declaration.params.items()
+        if layout.scalars.get(name, default) is not None
+    }
+
+
 def calibrate_operator(
     declaration: OperatorDeclaration,
     capture_folder: Path,
@@ -60,11 +69,12 @@ def calibrate_operator(
     names = [spec.name for spec in declaration.outputs]
     worst = {name: {"production": 0.0, "reference": 0.0, "absolute": 0.0} for name in names}
     for layout in layouts:
+        params = call_params(declaration, layout)
         for inputs in input_sets(declaration, capture_folder, layout, seeds, device):
-            oracle = fp64_outputs(declaration.reference, inputs, declaration.params)
+            oracle = fp64_outputs(declaration.reference, inputs, params)
             with torch.no_grad():
-                produced = as_outputs(production(*inputs, **declaration.params))
-                referenced = declaration.run_reference(*inputs)
+                produced = as_outputs(production(*inputs, **params))
+                referenced = as_outputs(declaration.reference(*inputs, **params))
             for name, got, ref, exact in zip(names, produced, referenced, oracle, strict=True):
                 figures = worst[name]
                 figures["production"] = max(figures["production"], relative_rms_error(got, exact))
