@@ -8,7 +8,7 @@ batch killed anywhere redoes at most the step it was in, and a finished step's r
 back from the journal, never measured again. That is why a resumed batch reaches the profile
 an uninterrupted one would have reached from the same measurements.
 
-    profile -> capture -> plan -> tune <op> (largest share first) -> install
+    profile -> capture -> plan -> calibrate -> tune <op> (largest share first) -> install
             -> verify (numerics; model time against none, stock and each kernel left out)
             -> decide (keep or drop each kernel) -> verify kept -> publish -> report
 """
@@ -118,6 +118,13 @@ def _optimize(store: RunStore, settings, done: _Steps, steps: OptimizeSteps) -> 
     done.run("capture", lambda: steps.capture(driver, folder / "capture"), lambda _: "captured")
     plan = TuningPlan.model_validate(done.run("plan", lambda: _plan(folder, settings), _plan_line))
     outcome = OptimizeOutcome(state="finished", settings=settings, plan=plan)
+    planned = [row.operator for row in plan.tuned]
+    if planned:
+        done.run(
+            "calibrate",
+            lambda: steps.calibrate(folder / "capture", planned),
+            lambda _: f"contracts of {', '.join(planned)} against FP64",
+        )
     for row in plan.tuned:
         result = done.run(
             f"tune {row.operator}",

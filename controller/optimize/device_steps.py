@@ -1,6 +1,6 @@
-"""The real side effects of an optimize batch: `controller profile` and `capture-ops` in this
-process, one tune-all batch per operator, and `verify`'s numerics and paired timing on the
-example model."""
+"""The real side effects of an optimize batch: `controller profile`, `capture-ops` and
+`calibrate` in this process, one tune-all batch per operator, and `verify`'s numerics and
+paired timing on the example model."""
 
 from pathlib import Path
 
@@ -58,6 +58,16 @@ class DeviceSteps:
             for _ in range(CAPTURE_STEPS):
                 step()
         capture.write(folder, driver[0], driver[1:], CAPTURE_STEPS)
+
+    def calibrate(self, capture: Path, operators: list[str]) -> None:
+        import torch
+
+        from gates.calibration.capture_calibration import calibrate_capture
+        from gates.calibration.contract_file import DEFAULT_MARGIN
+        from operators import triton_runtime
+
+        device = "cuda" if triton_runtime.cuda_available() else "cpu"
+        calibrate_capture(capture, operators, DEFAULT_MARGIN, torch.device(device))
 
     def tune(self, operator: str, minutes: float, capture: Path, folder: Path) -> TuneOutcome:
         """One tune-all batch of one operator in `folder`: started, or resumed if there."""

@@ -2,8 +2,9 @@
 
 Rule: an operator is a candidate when the profile attributes device time to its registry
 calls, the capture holds its calls, it has a production kernel, and (with `--operators`) it was
-asked for. Candidates are ranked by their device time per step, largest first. One is worth
-tuning when it holds at least `MIN_SHARE` of the step. Each operator tuned gets `MIN_MINUTES`,
+asked for. Candidates are ranked by their device time per step, largest first. Without
+`--operators`, one is worth tuning when it holds at least `MIN_SHARE` of the step; an operator
+named there is tuned whatever its share. Each operator tuned gets `MIN_MINUTES`,
 and the rest of the budget is split in proportion to the shares; where the budget cannot give
 every worthy operator its minimum, the smallest shares are left out.
 """
@@ -68,7 +69,7 @@ def plan_tuning(
             reason = "no production kernel to tune"
         elif name not in captured:
             reason = "the capture holds no call of it"
-        elif region.share_of_step < MIN_SHARE:
+        elif region.share_of_step < MIN_SHARE and not requested:
             reason = f"under {MIN_SHARE:.0%} of the step"
         if not reason:
             worthy.append(len(rows))

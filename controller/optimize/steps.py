@@ -1,5 +1,6 @@
 """The side effects of an optimize batch, behind one protocol: profiling and capturing the
-driver, tuning one operator, and the model-level checks (numerics, paired model time).
+driver, calibrating contracts, tuning one operator, and the model-level checks (numerics,
+paired model time).
 
 `DeviceSteps` does them for real; tests fake this boundary, never the batch's logic."""
 
@@ -40,6 +41,10 @@ class OptimizeSteps(Protocol):
 
     def capture(self, driver: list[str], folder: Path) -> None:
         """Capture the driver's registry calls; leaves a `capture-ops` folder."""
+
+    def calibrate(self, capture: Path, operators: list[str]) -> None:
+        """Measure `operators`' contracts against their FP64 reference on the capture's inputs
+        (`calibration.json` beside the capture, which the tune tasks then carry)."""
 
     def tune(self, operator: str, minutes: float, capture: Path, folder: Path) -> TuneOutcome:
         """Tune `operator` on its captured workloads for at most `minutes` (resuming a

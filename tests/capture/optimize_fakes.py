@@ -72,6 +72,7 @@ class FakeSteps:
         self.capture_source, self.us_per_step = capture, us_per_step
         self.promoted, self.bad_numerics = promoted, set(bad_numerics)
         self.tuned: list[tuple[str, float]] = []
+        self.calibrated: list[str] = []
 
     def profile(self, driver, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -81,6 +82,9 @@ class FakeSteps:
     def capture(self, driver, folder: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
         shutil.copytree(self.capture_source, folder)
+
+    def calibrate(self, capture, operators) -> None:
+        self.calibrated = list(operators)
 
     def tune(self, operator, minutes, capture, folder: Path) -> TuneOutcome:
         self.tuned.append((operator, minutes))
