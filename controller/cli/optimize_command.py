@@ -93,6 +93,7 @@ def run(arguments: argparse.Namespace, steps=None) -> int:
 def _start(arguments):
     import re
 
+    from controller.batch.devices import parse_gpus
     from controller.cli.tune_all_command import _options
     from controller.errors import ControllerError
     from controller.optimize.batch import FLOW
@@ -136,7 +137,7 @@ def _start(arguments):
         tuned_root=str(root),
         tune=options,
         preflight=not arguments.no_preflight,
-        gpus=[gpu.strip() for gpu in (arguments.gpus or "0").split(",")],
+        gpus=parse_gpus(arguments.gpus) if arguments.gpus else ["0"],
         size=arguments.size or ("pi05" if cuda else "tiny"),
         batches=batches,
         inputs=inputs,
@@ -162,12 +163,19 @@ def _resumable(arguments):
 
     store = RunStore.open(arguments.resume, arguments.runs_dir)
     manifest = verify_resumable(store, flow=FLOW)
+    from controller.cli.tune_all_command import PASSED_THROUGH, _given
+
     given = {
         "profile": arguments.profile,
         "budget_minutes": arguments.budget_minutes,
         "operators": arguments.operators,
         "driver": arguments.driver or None,
+        "tune.unfenced": True if arguments.unfenced else None,
     }
+    for field in PASSED_THROUGH:
+        if field != "max_minutes":
+            value = _given(arguments, field)
+            given[f"tune.{field}"] = value
     refuse_changed(OptimizeSettings.model_validate(manifest.work_item), given)
     return store
 

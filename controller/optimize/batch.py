@@ -296,8 +296,10 @@ def _check_line(check: dict) -> str:
 
 
 def refuse_changed(settings: OptimizeSettings, given: dict) -> None:
-    """A resumed batch keeps its settings: name the first given one that differs."""
+    """A resumed batch keeps its settings: name the first given one that differs (a tune-all
+    option as `tune.<field>`)."""
     frozen = settings.model_dump(mode="json")
+    frozen.update({f"tune.{field}": value for field, value in frozen["tune"].items()})
     for field, value in given.items():
         if value is not None and frozen.get(field) != value:
             raise ControllerError(

@@ -140,7 +140,9 @@ def test_optimize_keeps_only_the_kernels_the_model_needs_and_reports_the_figures
     assert "optimize: decide: gated_residual kept: removing it makes the model slower" in printed
 
 
-def test_a_kernel_is_not_kept_where_the_model_was_not_timed(tiny_capture, target, tmp_path):
+def test_a_kernel_is_not_kept_where_the_model_was_not_timed_and_a_resume_keeps_the_request(
+    tiny_capture, target, tmp_path, capsys
+):
     steps = fake_steps(tiny_capture)
     steps.time = lambda profiles, pairs: []  # a CPU: verify does not time the model
     argv = optimize_argv(tmp_path, target, "--operators", "gated_residual")
@@ -149,6 +151,16 @@ def test_a_kernel_is_not_kept_where_the_model_was_not_timed(tiny_capture, target
     (decision,) = report["decisions"]
     assert decision["reason"] == "dropped: the model was not timed (needs CUDA)"
     assert not (tmp_path / "tuned" / "fast").exists()
+
+    batch = str(only_batch(tmp_path / "runs"))
+    assert main(["optimize", "--resume", batch, "--budget-minutes", "9"]) == 2
+    assert main(["optimize", "--resume", batch, "--agent", "claude"]) == 2
+    errors = capsys.readouterr().err
+    assert "optimize field 'budget_minutes' is 5.0, not 9.0" in errors
+    assert "optimize field 'tune.agent' is 'autotune', not 'claude'" in errors
+    again = fake_steps(tiny_capture)
+    assert run_optimize(build_parser().parse_args(["optimize", "--resume", batch]), again) == 1
+    assert again.tuned == []  # a finished step is read back from the journal, not redone
 
 
 def test_bad_requests_are_one_line_and_exit_2(tiny_capture, target, tmp_path, capsys):
