@@ -13,7 +13,6 @@ an uninterrupted one would have reached from the same measurements.
             -> decide (keep or drop each kernel) -> verify kept -> publish -> report
 """
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,33 +20,23 @@ from typing import Any
 from pydantic import BaseModel
 
 from controller.errors import ControllerError
-from controller.optimize.decision import FULL, KernelDecision, decide, without
+from controller.optimize.decision import KernelDecision, decide
+from controller.optimize.model_checks import (
+    BASELINES,
+    ModelCheck,
+    install_profile,
+    install_staged,
+    verify_all,
+    verify_kept,
+)
 from controller.optimize.plan import TuningPlan, plan_tuning
 from controller.optimize.settings import OptimizeSettings
 from controller.optimize.steps import HOTSPOTS_FILE, OptimizeInterrupted, OptimizeSteps, TuneOutcome
 from controller.runs.journal import Journal
 from controller.runs.progress import Progress
 from controller.runs.store import RunStore, write_json_atomic
-from controller.verification.verify import VerifyReport, speed_failures
-from examples.paired_timing import PairedTiming
-from operators import KernelSelection
 
 FLOW = "optimize"
-STAGED = "profiles"
-BASELINES = ("none", "stock")
-
-
-class ModelCheck(BaseModel):
-    """`verify` of one set of kernels: numerics, and the model's time where it was timed."""
-
-    numerics: VerifyReport
-    alone_numerics: dict[str, bool] = {}
-    timing: list[PairedTiming] = []
-    speed_failures: list[str] = []
-
-    @property
-    def passed(self) -> bool:
-        return self.numerics.passed and bool(self.timing) and not self.speed_failures
 
 
 class OptimizeOutcome(BaseModel):
@@ -137,14 +126,14 @@ def _optimize(store: RunStore, settings, done: _Steps, steps: OptimizeSteps) -> 
     exports = {row.operator: Path(row.export) for row in outcome.tuned if row.export}
     outcome.installed = done.run(
         "install",
-        lambda: _install_staged(folder, settings.profile, exports),
+        lambda: install_staged(folder, settings.profile, exports),
         lambda names: ", ".join(names) or "nothing was promoted",
     )
     if not outcome.installed:
         return outcome
     check = done.run(
         "verify",
-        lambda: _verify(folder, settings.profile, outcome.installed, exports, steps),
+        lambda: verify_all(folder, settings.profile, outcome.installed, exports, steps),
         _check_line,
     )
     outcome.verify = ModelCheck.model_validate(check)
@@ -167,7 +156,7 @@ def _optimize(store: RunStore, settings, done: _Steps, steps: OptimizeSteps) -> 
         return outcome
     check = done.run(
         "verify kept",
-        lambda: _verify_kept(folder, settings.profile, kept, exports, outcome.verify, steps),
+        lambda: verify_kept(folder, settings.profile, kept, exports, outcome.verify, steps),
         _check_line,
     )
     outcome.kept = ModelCheck.model_validate(check)
@@ -176,7 +165,7 @@ def _optimize(store: RunStore, settings, done: _Steps, steps: OptimizeSteps) -> 
     root = Path(settings.tuned_root)
     outcome.published = done.run(
         "publish",
-        lambda: _install(root, settings.profile, {name: exports[name] for name in kept}),
+        lambda: install_profile(root, settings.profile, {name: exports[name] for name in kept}),
         lambda names: f"{', '.join(names)} into {root / settings.profile}",
     )
     outcome.profile_folder = str(root / settings.profile)
@@ -194,82 +183,6 @@ def _plan(folder: Path, settings: OptimizeSettings) -> dict:
     plan = plan_tuning(report, captured, tunable, settings.budget_minutes, settings.operators)
     write_json_atomic(folder / "plan.json", plan.model_dump(mode="json"))
     return plan.model_dump(mode="json")
-
-
-def _install(root: Path, profile: str, exports: dict[str, Path]) -> list[str]:
-    """Install `exports` into `root/profile`, replacing what a killed attempt left there."""
-    from controller.profile_install import install_export
-
-    for _, export in sorted(exports.items()):
-        install_export(export, profile, root, replace=True)
-    return sorted(exports)
-
-
-def _install_staged(folder: Path, profile: str, exports: dict[str, Path]) -> list[str]:
-    """The whole set, and the set without each kernel, as profiles inside the batch folder."""
-    staged = folder / STAGED
-    shutil.rmtree(staged, ignore_errors=True)
-    _install(staged / "all", profile, exports)
-    for operator in exports:
-        others = {name: path for name, path in exports.items() if name != operator}
-        _install(staged / f"without-{operator}", profile, others)
-    return sorted(exports)
-
-
-def _selection(root: Path, profile: str) -> KernelSelection:
-    """The profile staged in `root`, or `none` where it holds no kernel."""
-    if not (root / profile).is_dir():
-        return KernelSelection("none")
-    return KernelSelection(profile, tuned_root=root)
-
-
-def _verify(folder, profile, installed, exports, steps: OptimizeSteps) -> dict:
-    staged = folder / STAGED
-    full = _selection(staged / "all", profile)
-    numerics = steps.numerics(profile, full)
-    alone: dict[str, bool] = {}
-    if not numerics.passed:  # find which kernels the numerics fail with, one at a time
-        for operator in installed:
-            root = staged / f"only-{operator}"
-            shutil.rmtree(root, ignore_errors=True)
-            _install(root, profile, {operator: exports[operator]})
-            alone[operator] = steps.numerics(profile, _selection(root, profile)).passed
-    profiles = {FULL: full, **{name: KernelSelection(name) for name in BASELINES}}
-    for operator in installed:
-        profiles[without(operator)] = _selection(staged / f"without-{operator}", profile)
-    pairs = [(FULL, name) for name in profiles if name != FULL]
-    timing = steps.time(profiles, pairs)
-    check = _check(numerics, timing, alone)
-    write_json_atomic(folder / "verify" / "all.json", check.model_dump(mode="json"))
-    return check.model_dump(mode="json")
-
-
-def _verify_kept(folder, profile, kept, exports, whole: ModelCheck, steps) -> dict:
-    """The kept kernels as they will be published; the whole set's check when none dropped."""
-    if set(kept) == {name for name in exports}:
-        check = whole.model_copy(update={"alone_numerics": {}})
-    else:
-        root = folder / STAGED / "kept"
-        shutil.rmtree(root, ignore_errors=True)
-        _install(root, profile, {name: exports[name] for name in kept})
-        selection = _selection(root, profile)
-        profiles = {FULL: selection, **{name: KernelSelection(name) for name in BASELINES}}
-        timing = steps.time(profiles, [(FULL, name) for name in BASELINES])
-        check = _check(steps.numerics(profile, selection), timing, {})
-    write_json_atomic(folder / "verify.json", check.numerics.model_dump(mode="json"))
-    write_json_atomic(folder / "verify" / "kept.json", check.model_dump(mode="json"))
-    return check.model_dump(mode="json")
-
-
-def _check(numerics: VerifyReport, timing: list[PairedTiming], alone) -> ModelCheck:
-    failures = [failure for paired in timing for failure in speed_failures(FULL, paired)]
-    notes = [] if timing else ["the model was not timed: it needs CUDA"]
-    numerics = numerics.model_copy(
-        update={"timing": timing, "speed_failures": failures, "notes": numerics.notes + notes}
-    )
-    return ModelCheck(
-        numerics=numerics, alone_numerics=alone, timing=timing, speed_failures=failures
-    )
 
 
 def _plan_line(plan: dict) -> str:

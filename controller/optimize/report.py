@@ -3,7 +3,8 @@
 
 from pathlib import Path
 
-from controller.optimize.batch import BASELINES, ModelCheck, OptimizeOutcome
+from controller.optimize.batch import OptimizeOutcome
+from controller.optimize.model_checks import BASELINES, ModelCheck
 from controller.runs.store import write_atomic, write_json_atomic
 
 

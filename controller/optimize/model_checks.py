@@ -1,0 +1,126 @@
+"""The model-level checks of an optimize batch on profiles staged inside its folder: every
+promoted kernel (`profiles/all`), the set without each one (`profiles/without-<op>`), each one
+alone where the whole set fails the numerics (`profiles/only-<op>`), and the kept set
+(`profiles/kept`), judged by `verify`'s numerical gate and its paired model timing."""
+
+import shutil
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from controller.optimize.decision import FULL, without
+from controller.optimize.steps import OptimizeSteps
+from controller.runs.store import write_json_atomic
+from controller.verification.verify import VerifyReport, speed_failures
+from examples.paired_timing import PairedTiming
+from operators import KernelSelection
+
+STAGED = "profiles"
+BASELINES = ("none", "stock")
+
+
+class ModelCheck(BaseModel):
+    """`verify` of one set of kernels: numerics, and the model's time where it was timed."""
+
+    numerics: VerifyReport
+    alone_numerics: dict[str, bool] = {}
+    timing: list[PairedTiming] = []
+    speed_failures: list[str] = []
+
+    @property
+    def passed(self) -> bool:
+        return self.numerics.passed and bool(self.timing) and not self.speed_failures
+
+
+def install_profile(root: Path, profile: str, exports: dict[str, Path]) -> list[str]:
+    """Install `exports` into `root/profile`, replacing what a killed attempt left there."""
+    from controller.profile_install import install_export
+
+    for _, export in sorted(exports.items()):
+        install_export(export, profile, root, replace=True)
+    return sorted(exports)
+
+
+def install_staged(folder: Path, profile: str, exports: dict[str, Path]) -> list[str]:
+    """The whole set, and the set without each kernel, as profiles inside the batch folder."""
+    staged = folder / STAGED
+    shutil.rmtree(staged, ignore_errors=True)
+    install_profile(staged / "all", profile, exports)
+    for operator in exports:
+        others = {name: path for name, path in exports.items() if name != operator}
+        install_profile(staged / f"without-{operator}", profile, others)
+    return sorted(exports)
+
+
+def _selection(root: Path, profile: str) -> KernelSelection:
+    """The profile staged in `root`, or `none` where it holds no kernel."""
+    if not (root / profile).is_dir():
+        return KernelSelection("none")
+    return KernelSelection(profile, tuned_root=root)
+
+
+def verify_all(
+    folder: Path,
+    profile: str,
+    installed: list[str],
+    exports: dict[str, Path],
+    steps: OptimizeSteps,
+) -> dict:
+    """Numerics of the whole set (and of each kernel alone where it fails), and the model's
+    time under it, `none`, `stock` and the set without each kernel, in one paired session."""
+    staged = folder / STAGED
+    full = _selection(staged / "all", profile)
+    numerics = steps.numerics(profile, full)
+    alone: dict[str, bool] = {}
+    if not numerics.passed:  # find which kernels the numerics fail with, one at a time
+        for operator in installed:
+            root = staged / f"only-{operator}"
+            shutil.rmtree(root, ignore_errors=True)
+            install_profile(root, profile, {operator: exports[operator]})
+            alone[operator] = steps.numerics(profile, _selection(root, profile)).passed
+    profiles = {FULL: full, **{name: KernelSelection(name) for name in BASELINES}}
+    for operator in installed:
+        profiles[without(operator)] = _selection(staged / f"without-{operator}", profile)
+    pairs = [(FULL, name) for name in profiles if name != FULL]
+    timing = steps.time(profiles, pairs)
+    check = _check(numerics, timing, alone)
+    write_json_atomic(folder / "verify" / "all.json", check.model_dump(mode="json"))
+    return check.model_dump(mode="json")
+
+
+def verify_kept(
+    folder: Path,
+    profile: str,
+    kept: list[str],
+    exports: dict[str, Path],
+    whole: ModelCheck,
+    steps: OptimizeSteps,
+) -> dict:
+    """The kept kernels as they will be published; the whole set's check when none dropped."""
+    if set(kept) == {name for name in exports}:
+        check = whole.model_copy(update={"alone_numerics": {}})
+    else:
+        root = folder / STAGED / "kept"
+        shutil.rmtree(root, ignore_errors=True)
+        install_profile(root, profile, {name: exports[name] for name in kept})
+        selection = _selection(root, profile)
+        profiles = {FULL: selection, **{name: KernelSelection(name) for name in BASELINES}}
+        timing = steps.time(profiles, [(FULL, name) for name in BASELINES])
+        check = _check(steps.numerics(profile, selection), timing, {})
+    write_json_atomic(folder / "verify.json", check.numerics.model_dump(mode="json"))
+    write_json_atomic(folder / "verify" / "kept.json", check.model_dump(mode="json"))
+    return check.model_dump(mode="json")
+
+
+def _check(
+    numerics: VerifyReport, timing: list[PairedTiming], alone: dict[str, bool]
+) -> ModelCheck:
+    """`verify`'s latency gate (faster than `none` in every round) over the timed batches."""
+    failures = [failure for paired in timing for failure in speed_failures(FULL, paired)]
+    notes = [] if timing else ["the model was not timed: it needs CUDA"]
+    numerics = numerics.model_copy(
+        update={"timing": timing, "speed_failures": failures, "notes": numerics.notes + notes}
+    )
+    return ModelCheck(
+        numerics=numerics, alone_numerics=alone, timing=timing, speed_failures=failures
+    )
