@@ -11,13 +11,15 @@ from pathlib import Path
 import pytest
 from optimize_fakes import FakeSteps, hotspot_report
 
+from controller.batch.record import RunOptions
 from controller.cli import build_parser, main
 from controller.cli.optimize_command import run as run_optimize
+from controller.optimize.device_steps import DeviceSteps
 from controller.optimize.plan import plan_tuning
 from controller.runs.journal import KILL_AT_VARIABLE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "batch"))
-from batch_fixtures import make_target  # noqa: E402
+from batch_fixtures import make_target, write_script  # noqa: E402
 
 US_PER_STEP = {
     "gated_residual": 400.0,
@@ -227,3 +229,26 @@ def _forked(argv: list[str], steps: FakeSteps, kill_at: int) -> int:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     return status
+
+
+def test_the_tune_step_is_one_captured_tune_all_batch_and_a_second_call_resumes_it(
+    tiny_capture, target, tmp_path, monkeypatch
+):
+    """The real step: a `tune run` child on the CPU with a scripted agent (nothing is timed,
+    so nothing is promoted)."""
+    monkeypatch.setenv("CONTROLLER_DEVICE_LOCKS", str(tmp_path / "locks"))
+    script = write_script(tmp_path / "session.json", [])
+    options = RunOptions(
+        agent=f"scripted:{script}", device="cpu", target=str(target), unfenced=True, max_attempts=1
+    )
+    steps = DeviceSteps(options, False, ["0"], "tiny", [1], 1, say=lambda line: None)
+    folder = tmp_path / "tune" / "rms_norm"
+    first = steps.tune("rms_norm", 1.5, tiny_capture, folder)
+    assert (first.status, first.export) == ("rejected", None)
+    assert first.reason == "attempt limit reached: 1 of 1 used"
+    (batch,) = folder.glob("batch-*")
+    record = json.loads((batch / "batch.json").read_text())
+    assert record["options"]["max_minutes"] == 1.5  # the plan's minutes for this operator
+    assert record["capture"] == str(tiny_capture.resolve())
+    assert steps.tune("rms_norm", 1.5, tiny_capture, folder) == first
+    assert list(folder.glob("batch-*")) == [batch]  # resumed, not started again
