@@ -9,7 +9,8 @@
 # Usage, from the repository root on the GPU machine (about 6 minutes):
 #   OUT=$OUT bash benchmarks/optimize_gpu.sh rms_norm
 # Knobs: BUDGET (3 minutes of tuning), FENCE ("--fence landlock"; "--unfenced" where Landlock
-# cannot start), PROFILE (optimized), ATTEMPTS (4), PATIENCE (2).
+# cannot start), PROFILE (optimized), ATTEMPTS (4), PATIENCE (2), SIZE (pi05) and DEVICE (cuda):
+# DEVICE=cpu SIZE=tiny checks the script itself on a machine without a GPU.
 # The ruff gate of the tune runs needs ruff: carry its wheel in .whl/ (docs/benchmarks.md).
 set -u
 cd "$(dirname "$0")/.."
@@ -20,6 +21,8 @@ FENCE=${FENCE:---fence landlock}
 PROFILE=${PROFILE:-optimized}
 ATTEMPTS=${ATTEMPTS:-4}
 PATIENCE=${PATIENCE:-2}
+SIZE=${SIZE:-pi05}
+DEVICE=${DEVICE:-cuda}
 source benchmarks/device_env.sh
 record_versions "$OUT/versions.txt"
 operators=("$@")
@@ -36,10 +39,10 @@ if [ -n "$batch" ]; then
 else
   # shellcheck disable=SC2086  # FENCE holds one or two words on purpose
   run optimize 560 python3 -m controller optimize --profile "$PROFILE" \
-    --operators "${operators[@]}" --budget-minutes "$BUDGET" --device cuda $FENCE \
+    --operators "${operators[@]}" --budget-minutes "$BUDGET" --device "$DEVICE" --size "$SIZE" $FENCE \
     --max-attempts "$ATTEMPTS" --patience "$PATIENCE" --target "$target" \
     --tuned-root "$WORK/tuned" --runs-dir "$WORK/runs" \
-    -- controller.profiling.example_driver:forward pi05 1
+    -- controller.profiling.example_driver:forward "$SIZE" 1
 fi
 batch=$(ls -d "$WORK"/runs/optimize-* 2>/dev/null | head -n 1)
 [ -n "$batch" ] || exit 1
