@@ -74,13 +74,19 @@ class DeviceSteps:
         from controller.batch.summary import summarize_operator
         from controller.batch.tune_all import run_batch, start_batch
         from controller.batch.workers import LocalWorkers
+        from controller.errors import ControllerError
+        from gates.errors import GateError
+        from operators.errors import OperatorError
 
         found = sorted(folder.glob("batch-*")) if folder.is_dir() else []
         if found:
             batch = found[-1]
         else:
             options = self.options.model_copy(update={"max_minutes": minutes})
-            batch = start_batch(folder, [operator], options, self.preflight, capture=capture)
+            try:
+                batch = start_batch(folder, [operator], options, self.preflight, capture=capture)
+            except (ControllerError, GateError, OperatorError) as error:  # this operator only
+                return TuneOutcome(operator=operator, status="failed", reason=str(error))
         record, _ = run_batch(batch, LocalWorkers(batch, self.gpus), say=self.say)
         if record.state == "interrupted":
             raise OptimizeInterrupted(f"tuning {operator} was stopped")

@@ -252,3 +252,11 @@ def test_the_tune_step_is_one_captured_tune_all_batch_and_a_second_call_resumes_
     assert record["capture"] == str(tiny_capture.resolve())
     assert steps.tune("rms_norm", 1.5, tiny_capture, folder) == first
     assert list(folder.glob("batch-*")) == [batch]  # resumed, not started again
+
+
+def test_a_tuning_that_cannot_start_fails_its_operator_only(target, tmp_path):
+    options = RunOptions(agent="autotune", device="cpu", target=str(target), unfenced=True)
+    steps = DeviceSteps(options, False, ["0"], "tiny", [1], 1, say=lambda line: None)
+    outcome = steps.tune("rms_norm", 1.0, tmp_path / "no-capture", tmp_path / "tune")
+    assert outcome.status == "failed" and outcome.export is None
+    assert "holds no capture.json; run `controller capture-ops`" in outcome.reason
