@@ -121,9 +121,10 @@ def _start(arguments):
         raise ControllerError(
             f"profile {name!r} is already installed in {root}; choose another name or remove it"
         )
-    budget = arguments.budget_minutes or DEFAULT_BUDGET_MINUTES
+    budget = arguments.budget_minutes
+    budget = DEFAULT_BUDGET_MINUTES if budget is None else budget
     batches = arguments.batch or [1]
-    inputs = arguments.inputs or DEFAULT_INPUTS
+    inputs = DEFAULT_INPUTS if arguments.inputs is None else arguments.inputs
     if budget <= 0 or inputs < 1 or min(batches) < 1:
         raise ControllerError("--budget-minutes must be positive, --inputs and --batch at least 1")
     arguments.max_minutes = None

@@ -171,6 +171,8 @@ def test_bad_requests_are_one_line_and_exit_2(tiny_capture, target, tmp_path, ca
     assert "--profile 'none': give a snake_case name" in capsys.readouterr().err
     assert main([*argv[:-4], "--operators", "no_such_op", *argv[-4:]]) == 2
     assert "--operators: unknown operator 'no_such_op'" in capsys.readouterr().err
+    assert main([*argv[:-4], "--budget-minutes", "0", *argv[-4:]]) == 2
+    assert "--budget-minutes must be positive" in capsys.readouterr().err
     assert main(argv[: argv.index("--")]) == 2
     assert "no driver given" in capsys.readouterr().err
     (tmp_path / "tuned" / "fast").mkdir(parents=True)
