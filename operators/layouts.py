@@ -35,6 +35,9 @@ def layout_of(tensor: torch.Tensor) -> TensorLayout:
 
 
 ArgumentSignature = tuple[TensorLayout | float | int | bool | str | None, ...]
+PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+"""A model's weights are Parameters: a plain tensor that autograd may track, with no dispatch
+of its own. Any other subclass can change what an operation does, so it never matches."""
 
 
 def signature_of(args: tuple[Any, ...]) -> ArgumentSignature:
@@ -42,7 +45,7 @@ def signature_of(args: tuple[Any, ...]) -> ArgumentSignature:
     signature = []
     for arg in args:
         if isinstance(arg, torch.Tensor):
-            if type(arg) is not torch.Tensor:
+            if type(arg) not in PLAIN_TENSOR_TYPES:
                 return (object(),)
             signature.append(layout_of(arg))
         elif arg is None or isinstance(arg, bool | int | float | str):

@@ -139,9 +139,9 @@ def write_summary(batch: Path, record: BatchRecord) -> BatchSummary:
     )
     write_json_atomic(batch / SUMMARY_JSON, summary.model_dump(mode="json"))
     write_atomic(batch / SUMMARY_MD, render_markdown(summary, record))
-    from controller.review_page import write_html_report  # the page reads the summary back
+    from controller.review_page import write_review_page  # the page reads the summary back
 
-    write_html_report(batch)
+    write_review_page(batch)
     return summary
 
 

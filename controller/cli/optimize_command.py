@@ -196,9 +196,8 @@ def _device_steps(settings):
 
 def _write_html(folder: Path) -> None:
     """The reviewer's page, where the page writer is installed in this tree."""
-    try:
-        from controller.review_page import write_html_report
-    except ImportError:
-        return
-    path = write_html_report(folder)
-    print(f"controller: page in {path}")
+    from controller.review_page import write_review_page
+
+    path = write_review_page(folder)
+    if path is not None:
+        print(f"controller: page in {path}")

@@ -21,7 +21,7 @@ from controller.errors import ControllerError
 from controller.flows.base import RunContext
 from controller.flows.register_evidence import write_declaration_evidence
 from controller.gitrepo import CONTROLLER_IDENTITY, git
-from controller.review_page import write_html_report
+from controller.review_page import write_review_page
 from controller.runs.review_notes import REGISTER_BY_EYE, review_lines
 from gates.python_source import parse_python
 from gates.registration import GATE_NAMES
@@ -167,7 +167,7 @@ class RegisterFlow:
         """The report's section on the new declaration beside the calls its sites made, and
         the review page built from the finished report."""
         write_declaration_evidence(run.store)
-        write_html_report(run.store.run_dir)
+        write_review_page(run.store.run_dir)
 
     def _hidden(self, run: RunContext, config: TargetConfig) -> HiddenDraw:
         """The run's hidden configurations, drawn again from its nonce (same on resume)."""

@@ -20,7 +20,7 @@ from controller.flows import tune_evidence, tune_export, tune_screen_evidence
 from controller.flows import tune_incumbents as incumbents
 from controller.flows.base import RunContext
 from controller.gitrepo import CONTROLLER_IDENTITY, git
-from controller.review_page import write_html_report
+from controller.review_page import write_review_page
 from controller.runs.budget import BudgetStop
 from controller.runs.records import START_FOLDER
 from controller.runs.store import write_json_atomic
@@ -205,7 +205,7 @@ class TuneFlow:
     def write_evidence(self, run: RunContext) -> None:
         tune_evidence.write_tuning_evidence(run.store, self.device)
         tune_screen_evidence.write_screen_evidence(run.store)
-        write_html_report(run.store.run_dir)
+        write_review_page(run.store.run_dir)
 
     def _summaries(self, run: RunContext) -> list[incumbents.AttemptSummary]:
         return incumbents.attempt_summaries(run.store)

@@ -43,8 +43,8 @@ def latency_chart(chart_id: str, latencies: list[WorkloadLatencies]) -> Chart:
             medians,
             [index + shift for index, _ in rows],
             xerr=[
-                [latency.median_us - latency.low_us for _, latency in rows],
-                [latency.high_us - latency.median_us for _, latency in rows],
+                [max(0.0, latency.median_us - latency.low_us) for _, latency in rows],
+                [max(0.0, latency.high_us - latency.median_us) for _, latency in rows],
             ],
             fmt="o",
             markersize=4,

@@ -27,6 +27,21 @@ def write_html_report(run_or_batch_dir: Path) -> Path:
     )
 
 
+def write_review_page(run_or_batch_dir: Path) -> Path | None:
+    """`write_html_report` at the end of a run or batch, where the page must never decide the
+    run's outcome: a page that cannot be drawn leaves `report_html_error.txt` (the error and
+    its traceback) where the page would be, and the run's own evidence stands."""
+    import traceback
+
+    try:
+        return write_html_report(run_or_batch_dir)
+    except Exception:  # a drawing bug must not turn a judged run into a failed one
+        folder = Path(run_or_batch_dir)
+        where = folder / "evidence" if (folder / "manifest.json").is_file() else folder
+        write_atomic(where / "report_html_error.txt", traceback.format_exc())
+        return None
+
+
 def run_page_html(run_dir: Path) -> str:
     from controller.review_page.run_html import run_html
     from controller.runs.store import RunStore

@@ -160,6 +160,13 @@ def test_verified_layouts_refuse_tensor_subclasses():
     assert not verified.applies(plain.as_subclass(Marked))
 
 
+def test_verified_layouts_take_a_models_weights_as_parameters():
+    # A model passes its weights as Parameters: the tuned kernel must apply to them.
+    weight = torch.nn.Parameter(torch.empty(8, 8, dtype=torch.bfloat16), requires_grad=False)
+    verified = VerifiedLayouts([(layout_of(weight.detach()),)])
+    assert verified.applies(weight)
+
+
 def _two_calls(x, weight):
     ops.rms_norm(x, weight)
     return ops.rms_norm(x, weight)
