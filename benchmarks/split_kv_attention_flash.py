@@ -38,8 +38,26 @@ def _block_mask(rows_present, dims, head_dim, EVEN_DIM: tl.constexpr):
 
 
 @triton.jit
+def _sum_rounded(first, second, UPCAST: tl.constexpr):
+    """first + second in float32, an addition the compiler cannot fold into either product's
+    accumulation (it would turn two short tensor-core sums back into one long one)."""
+    if UPCAST:
+        return first + second
+    else:
+        return tl.inline_asm_elementwise(
+            "add.rn.f32 $0, $1, $2;",
+            "=r,r,r",
+            [first, second],
+            dtype=tl.float32,
+            is_pure=True,
+            pack=1,
+        )
+
+
+@triton.jit
 def _attend_to_keys(
-    q,
+    q_first,
+    q_second,
     acc,
     row_max,
     row_sum,
@@ -52,20 +70,39 @@ def _attend_to_keys(
     head_dim,
     score_scale,
     BLOCK_KEYS: tl.constexpr,
+    BLOCK_DIM: tl.constexpr,
     EVEN_DIM: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
-    """Online-softmax accumulation over keys [begin, end) of one key/value tensor, base 2."""
+    """Online-softmax accumulation over keys [begin, end) of one key/value tensor, base 2.
+
+    A score is the float32 sum of two half-dimension products: the tensor cores truncate as
+    they accumulate, and under the `large` inputs (scores near a thousand) one accumulation over
+    all 256 dimensions loses enough to move a cancelling output past the contract.
+    """
+    half: tl.constexpr = BLOCK_DIM // 2
+    halves = tl.arange(0, half)
     for start in range(begin, end, BLOCK_KEYS):
         keys = start + tl.arange(0, BLOCK_KEYS)
         valid = keys < end
-        mask = _block_mask(valid, dims, head_dim, EVEN_DIM)
-        offsets = keys[:, None] * token_stride + dims[None, :]
-        key = tl.load(k_ptr + offsets, mask=mask, other=0.0)
-        if UPCAST:
-            scores = tl.dot(q, tl.trans(key.to(tl.float32)), input_precision="ieee")
+        half_offsets = keys[:, None] * token_stride + halves[None, :]
+        key_first = tl.load(
+            k_ptr + half_offsets, mask=_block_mask(valid, halves, head_dim, EVEN_DIM), other=0.0
+        )
+        key_second = tl.load(
+            k_ptr + half_offsets + half,
+            mask=_block_mask(valid, halves + half, head_dim, EVEN_DIM),
+            other=0.0,
+        )
+        if UPCAST:  # the interpreter multiplies BF16 dot operands as raw integers
+            key_first = key_first.to(tl.float32)
+            key_second = key_second.to(tl.float32)
+            first = tl.dot(q_first, tl.trans(key_first), input_precision="ieee")
+            second = tl.dot(q_second, tl.trans(key_second), input_precision="ieee")
         else:
-            scores = tl.dot(q, tl.trans(key))
+            first = tl.dot(q_first, tl.trans(key_first))
+            second = tl.dot(q_second, tl.trans(key_second))
+        scores = _sum_rounded(first, second, UPCAST)
         scores = tl.where(valid[None, :], scores, float("-inf"))
         # Scaled scores only inside one fused multiply-add: the maximum of the unscaled scores,
         # scaled, is the maximum of the scaled ones (the scale is positive).
@@ -73,7 +110,10 @@ def _attend_to_keys(
         correction = tl.exp2(row_max - new_max)
         weights = tl.exp2(scores * score_scale - new_max[:, None])
         row_sum = row_sum * correction + tl.sum(weights, axis=1)
-        value = tl.load(v_ptr + offsets, mask=mask, other=0.0)
+        offsets = keys[:, None] * token_stride + dims[None, :]
+        value = tl.load(
+            v_ptr + offsets, mask=_block_mask(valid, dims, head_dim, EVEN_DIM), other=0.0
+        )
         acc = acc * correction[:, None]
         if UPCAST:  # the interpreter's conversion truncates: round as the hardware does
             high = round_to_bfloat16(weights)
@@ -135,9 +175,16 @@ def _partial_attention_kernel(
     dims = tl.arange(0, BLOCK_DIM)
     q_rows = batch * q_batch_stride + head * q_head_stride + query * q_token_stride
     q_mask = _block_mask(present, dims, head_dim, EVEN_DIM)
-    q = tl.load(q_ptr + q_rows[:, None] + dims[None, :], mask=q_mask, other=0.0)
+    half: tl.constexpr = BLOCK_DIM // 2
+    halves = tl.arange(0, half)
+    q_half = q_ptr + q_rows[:, None] + halves[None, :]
+    q_first = tl.load(q_half, mask=_block_mask(present, halves, head_dim, EVEN_DIM), other=0.0)
+    q_second = tl.load(
+        q_half + half, mask=_block_mask(present, halves + half, head_dim, EVEN_DIM), other=0.0
+    )
     if UPCAST:  # the interpreter multiplies BF16 dot operands as raw integers
-        q = q.to(tl.float32)
+        q_first = q_first.to(tl.float32)
+        q_second = q_second.to(tl.float32)
 
     score_scale = tl.cast(score_scale, tl.float32)  # float32 under Inductor too
     cache_base = batch * cache_batch_stride + kv_head * cache_head_stride
@@ -150,7 +197,8 @@ def _partial_attention_kernel(
     row_sum = tl.zeros((BLOCK_ROWS,), dtype=tl.float32)
     # The slice's cached keys, then its current ones: each range is plain strided memory.
     acc, row_max, row_sum = _attend_to_keys(
-        q,
+        q_first,
+        q_second,
         acc,
         row_max,
         row_sum,
@@ -163,11 +211,13 @@ def _partial_attention_kernel(
         head_dim,
         score_scale,
         BLOCK_KEYS,
+        BLOCK_DIM,
         EVEN_DIM,
         UPCAST,
     )
     acc, row_max, row_sum = _attend_to_keys(
-        q,
+        q_first,
+        q_second,
         acc,
         row_max,
         row_sum,
@@ -180,6 +230,7 @@ def _partial_attention_kernel(
         head_dim,
         score_scale,
         BLOCK_KEYS,
+        BLOCK_DIM,
         EVEN_DIM,
         UPCAST,
     )
