@@ -21,15 +21,17 @@ from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {
     "gemv": {"block_m": 64, "block_n": 32, "block_k": 128, "num_warps": 4, "num_stages": 4},
-    "mid": {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 4, "num_stages": 4},
-    "gemm": {"block_m": 128, "block_n": 64, "block_k": 64, "num_warps": 8, "num_stages": 3},
+    "rows512": {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3},
+    "rows1024": {"block_m": 64, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3},
+    "gemm": {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3},
 }
-"""Tiles on a GPU by token count: up to 64 tokens the weights' 16 MB bound the time, so narrow
-column blocks give one program per multiprocessor; past 1024 tokens the tensor cores do, so
-large tiles reuse each loaded block. `block_n` counts columns of each weight (two
-accumulators)."""
-GEMV_MAX_TOKENS = 64
-MID_MAX_TOKENS = 1024
+"""Tiles on a GPU by token count. Up to 64 tokens the weights' 16 MB bound the time, so narrow
+column blocks give one program per multiprocessor. Past that the tensor cores do: large tiles
+reuse each loaded block, sized so the programs fill whole waves of the 132 multiprocessors
+(400 rows: 4 x 32 = 128 programs; 576 rows: 9 x 32 = 288). `block_n` counts columns of each
+weight (two accumulators, so the tile is twice as wide)."""
+REGIME_MAX_TOKENS = {"gemv": 64, "rows512": 512, "rows1024": 1024}
+"""The most tokens each regime takes, in order; more go to `gemm`."""
 GROUP_M = 8
 """Row blocks that walk the same weight columns together, so those stay in L2."""
 SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
@@ -122,9 +124,13 @@ def launch_settings(tokens: int, hidden: int, columns: int) -> dict[str, int]:
             "num_warps": 4,
             "num_stages": 1,
         }
-    if tokens <= GEMV_MAX_TOKENS:
-        return TUNING["gemv"]
-    return TUNING["mid"] if tokens <= MID_MAX_TOKENS else TUNING["gemm"]
+    return TUNING[regime(tokens)]
+
+
+def regime(tokens: int) -> str:
+    """The TUNING entry for a call of this many tokens."""
+    fitting = [name for name, most in REGIME_MAX_TOKENS.items() if tokens <= most]
+    return fitting[0] if fitting else "gemm"
 
 
 def launch_fused(

@@ -74,24 +74,31 @@ VARIANTS = {
             (64, 32, 64, 4, 5),
         )
     ],
-    "mid": [
+    "rows512": [
+        _settings(*values)
+        for values in (
+            (64, 128, 64, 8, 3),
+            (128, 64, 64, 8, 3),
+            (64, 128, 64, 4, 4),
+            (64, 64, 64, 4, 4),
+        )
+    ],
+    "rows1024": [
         _settings(*values)
         for values in (
             (128, 64, 64, 8, 3),
-            (64, 128, 64, 4, 3),
-            (64, 32, 128, 4, 4),
-            (32, 64, 64, 4, 4),
-            (128, 32, 64, 4, 4),
+            (64, 128, 64, 4, 4),
+            (128, 128, 64, 8, 3),
+            (64, 64, 64, 4, 4),
         )
     ],
     "gemm": [
         _settings(*values)
         for values in (
-            (128, 128, 64, 8, 3),
-            (128, 64, 64, 4, 4),
-            (64, 128, 64, 4, 4),
+            (128, 128, 64, 8, 4),
+            (128, 64, 64, 8, 4),
             (256, 64, 64, 8, 3),
-            (128, 128, 32, 8, 4),
+            (128, 64, 64, 8, 3),
         )
     ],
 }
@@ -132,9 +139,7 @@ class Report(BaseModel):
 
 def regime(tokens: int) -> str:
     """Which TUNING entry the fused kernel uses at this many tokens."""
-    if tokens <= fused.GEMV_MAX_TOKENS:
-        return "gemv"
-    return "mid" if tokens <= fused.MID_MAX_TOKENS else "gemm"
+    return fused.regime(tokens)
 
 
 def variant_kernel(settings: dict[str, int]) -> Callable:

@@ -3,8 +3,11 @@
 The session writes the kernel module over the solution's copy of the operator file, with its
 repository imports made relative as the vendored solution's are, so
 `controller tune run --operator gated_gelu_projection --agent scripted:SESSION` judges it by
-every tuning gate. Run it after editing the kernel: `python benchmarks/gated_projection_session.py`
-(`--check` exits 1 when the session file is stale).
+every tuning gate. Attempt 1 is the module as it is; each later attempt is the same kernel
+with other tiles past 64 tokens (ALTERNATIVE_TILES), so a run of as many attempts as the
+session holds is a tile sweep judged by the latency gate, each against the incumbent. Run it
+after editing the kernel: `python benchmarks/gated_projection_session.py` (`--check` exits 1
+when the session file is stale).
 """
 
 import argparse
@@ -21,6 +24,28 @@ DEPTH = len(Path(SOLUTION_PATH).parts) - 2
 """Package levels from the operator file up to the solution's root (operators/catalog/)."""
 
 
+ALTERNATIVE_TILES = (
+    {"rows512": (64, 128, 64, 8, 3), "rows1024": (128, 64, 64, 8, 3), "gemm": (128, 128, 64, 8, 4)},
+    {"rows512": (128, 64, 64, 8, 3), "rows1024": (64, 128, 64, 4, 4), "gemm": (128, 64, 64, 8, 4)},
+    {"rows512": (64, 64, 128, 4, 3), "rows1024": (128, 128, 64, 8, 3), "gemm": (256, 64, 64, 8, 3)},
+)
+"""Tiles (block_m, block_n, block_k, num_warps, num_stages) attempts 2, 3, ... use instead."""
+TILE_KEYS = ("block_m", "block_n", "block_k", "num_warps", "num_stages")
+
+
+def with_tiles(kernel_source: str, tiles: dict[str, tuple[int, ...]]) -> str:
+    """The kernel module with some TUNING entries replaced, one line each as ruff writes them."""
+    start = kernel_source.index("TUNING = {\n")
+    end = kernel_source.index("\n}\n", start) + 3
+    lines = kernel_source[start:end].splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        name = line.strip().split(":", 1)[0].strip('"')
+        if name in tiles:
+            settings = ", ".join(f'"{k}": {v}' for k, v in zip(TILE_KEYS, tiles[name], strict=True))
+            lines[number] = f'    "{name}": {{{settings}}},\n'
+    return kernel_source[:start] + "".join(lines) + kernel_source[end:]
+
+
 def solution_source(kernel_source: str) -> str:
     """The kernel module as the solution's operator file: `from operators` made relative."""
     return re.sub(
@@ -29,13 +54,14 @@ def solution_source(kernel_source: str) -> str:
 
 
 def session_text() -> str:
-    """The session file's content: one attempt that writes the whole operator file."""
-    action = {
-        "tool": "write",
-        "path": SOLUTION_PATH,
-        "content": solution_source(KERNEL_FILE.read_text()),
-    }
-    return json.dumps({"attempts": [[action]]}, indent=2) + "\n"
+    """The session file's content: one attempt per tile table, each writing the whole file."""
+    kernel = KERNEL_FILE.read_text()
+    sources = [kernel] + [with_tiles(kernel, tiles) for tiles in ALTERNATIVE_TILES]
+    attempts = [
+        [{"tool": "write", "path": SOLUTION_PATH, "content": solution_source(source)}]
+        for source in sources
+    ]
+    return json.dumps({"attempts": attempts}, indent=2) + "\n"
 
 
 def main() -> int:

@@ -9,7 +9,8 @@
 #   OUT=$OUT bash benchmarks/tune_gpu.sh rotate_qk split_kv_attention
 # The ruff gate needs ruff: carry its wheel in .whl/ with pydantic's (docs/benchmarks.md).
 # An operator with benchmarks/sessions/tune_<op>.json also gets a scripted run that
-# submits that hand-written kernel; the comparison takes each operator's newest export.
+# submits that hand-written kernel, one attempt per attempt the session holds (a session may
+# carry several tile tables); the comparison takes each operator's newest export.
 # Knobs: ATTEMPTS (5), PATIENCE (3), MINUTES of tuning per operator (2), FENCE
 # ("--fence landlock"; "--unfenced" where Landlock cannot start), DEVICE (cuda).
 set -u
@@ -59,7 +60,8 @@ for op in "${operators[@]}"; do
     echo "=== tune $op (scripted: $session)"
     # shellcheck disable=SC2086
     timeout $((MINUTES * 60 + 120)) python3 -m controller tune run --operator "$op" \
-      --device "$DEVICE" $FENCE --target "$target" --runs-dir "$OUT/runs" --max-attempts 1 \
+      --device "$DEVICE" $FENCE --target "$target" --runs-dir "$OUT/runs" \
+      --max-attempts "$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["attempts"]))' "$session")" \
       --agent "scripted:$session" > "$OUT/tune_${op}_scripted.log" 2>&1
     echo "=== tune $op scripted exit $?"
     keep_evidence "${op}_scripted"

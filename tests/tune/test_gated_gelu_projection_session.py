@@ -33,7 +33,9 @@ def small_tiles(x, gate_weight, up_weight):
 
 
 def test_the_session_writes_the_kernel_module_over_the_operator_file():
-    (write,) = json.loads(gated_projection_session.SESSION_FILE.read_text())["attempts"][0]
+    attempts = json.loads(gated_projection_session.SESSION_FILE.read_text())["attempts"]
+    assert len(attempts) == 1 + len(gated_projection_session.ALTERNATIVE_TILES)
+    (write,) = attempts[0]
     assert write["tool"] == "write"
     assert write["path"] == "solution/operators/catalog/gated_gelu_projection.py"
     assert write["content"] == gated_projection_session.solution_source(
@@ -41,6 +43,11 @@ def test_the_session_writes_the_kernel_module_over_the_operator_file():
     ), "stale session: run python benchmarks/gated_projection_session.py"
     assert "from ...operators.catalog.rounding import round_to_bfloat16" in write["content"]
     assert "def gated_gelu_projection_kernel(" in write["content"]  # the solution's entry
+    (other,) = attempts[1]
+    assert other["path"] == write["path"] and other["content"] != write["content"]
+    assert "\n".join(other["content"].splitlines()[30:]) == "\n".join(
+        write["content"].splitlines()[30:]
+    ), "later attempts change the tiles only"
 
 
 @pytest.mark.parametrize("tokens", [1, 150])
