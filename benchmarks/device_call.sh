@@ -63,7 +63,8 @@ for part in "$@"; do
       for op in ${H200_OPS:-}; do
         run "tune_$op" "${TUNE_SECONDS:-240}" python3 -m controller tune run --operator "$op" \
           --device cuda ${FENCE:---fence landlock} --target "$target" --runs-dir "$OUT/runs/$op" \
-          --max-attempts 1 --agent "scripted:benchmarks/sessions/tune_$op.json"
+          --max-attempts "$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["attempts"]))' "benchmarks/sessions/tune_$op.json")" \
+          --agent "scripted:benchmarks/sessions/tune_$op.json"
         for run_dir in "$OUT/runs/$op"/tune-*; do
           python3 -m controller status "$run_dir" > "$OUT/status_$op.txt" 2>&1
           [ -d "$run_dir/export" ] && python3 -m controller install "$run_dir/export" \
