@@ -126,7 +126,13 @@ def _texts(solution) -> dict[str, str]:
 
 def _close_process_creation(guard: CandidateGuard, device: torch.device) -> None:
     """From here on no process can be started from this worker on the CPU, and on CUDA none
-    outside its lineage (process_boundary.py)."""
+    outside its lineage (process_boundary.py). On the CPU the filter also refuses the
+    anonymous executable memory oneDNN's JIT writes its kernels to, so Torch's oneDNN path is
+    turned off first: a BFloat16 `F.linear` (the production path of the projection operators)
+    then runs ATen's own compiled product instead of failing with "could not create a
+    primitive"."""
+    if device.type == "cpu":
+        torch.backends.mkldnn.enabled = False
     try:
         process_boundary.install(processes_allowed=device.type == "cuda")
     except process_boundary.BoundaryUnavailable as why:

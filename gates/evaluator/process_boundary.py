@@ -13,7 +13,8 @@ import, or outlive the evaluation, whatever route the solution finds to the syst
 executable memory only from files, all native code is in a mapped file, which the
 native-mapping check (`detectors/native_mappings.py`) holds to the installed trees. The cost:
 oneDNN's JIT (Torch's CPU path for BFloat16 matrix products and convolutions) cannot run in
-the worker, and no honest solution calls it there (the reference runs in the judge).
+the worker, so the worker turns Torch's oneDNN path off before installing the filter
+(`candidate_run._close_process_creation`) and BFloat16 products run ATen's own compiled code.
 
 On CUDA, Triton runs `ptxas` in a child process to compile an honest kernel, so processes
 may start there; the CUDA filter only keeps them in the worker's lineage (no CLONE_PARENT, no

@@ -189,3 +189,35 @@ def test_without_the_lineage_filter_clone_parent_and_a_daemon_leave_the_lineage_
     result = _run_script(control)
     lines = result.stdout.split("\n")
     assert "clone_parent started" in lines and "caught True" not in lines, result.stdout
+
+
+# The candidate worker closes the boundary through `_close_process_creation`, which turns
+# Torch's oneDNN path off on the CPU first: a BF16 `F.linear` (the production path of the
+# projection operators) must then run, while executable memory stays refused.
+BLAS_UNDER_THE_FILTER = textwrap.dedent(
+    """
+    import mmap, types
+    import torch
+    import torch.nn.functional as F
+    from gates.evaluator.candidate_run import _close_process_creation
+
+    guard = types.SimpleNamespace(notes=[])
+    _close_process_creation(guard, torch.device("cpu"))
+    x = torch.rand(50, 1024, dtype=torch.bfloat16)
+    weight = torch.randn(1024, 1024, dtype=torch.bfloat16)
+    print("linear", tuple(F.linear(x, weight).shape), guard.notes)
+    try:
+        mmap.mmap(-1, 4096, prot=7)
+        print("mmap_rwx allowed")
+    except OSError as error:
+        print("mmap_rwx refused", error.errno)
+    """
+)
+
+
+@x86_only
+def test_a_bfloat16_product_runs_in_the_worker_once_the_filter_is_installed():
+    result = _run_script(BLAS_UNDER_THE_FILTER)
+    lines = result.stdout.split("\n")
+    assert "linear (50, 1024) []" in lines, result.stdout
+    assert "mmap_rwx refused 1" in lines, result.stdout
