@@ -71,7 +71,7 @@ def test_a_capture_from_the_skeleton_matches_the_real_weights(
     tiny_capture, tiny_checkpoint, tmp_path
 ):
     # tiny_capture is the example built from seed 0, the weights tiny_checkpoint holds.
-    from conftest import DRIVER
+    from tests.capture.conftest import DRIVER
 
     assert main(["skeleton", str(tiny_checkpoint), "--output", str(tmp_path / "skel")]) == 0
     skeleton = tmp_path / "skel" / "model.safetensors"
