@@ -25,10 +25,19 @@ from gates.evaluator.detectors.uninitialised_memory import poison
 POISONED_ALLOCATIONS = frozenset(
     {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
 )
-LIBRARY_ROOTS = tuple(
-    os.path.dirname(os.path.realpath(module.__file__)) + os.sep for module in (torch, triton)
-)
-TRITON_ROOT = LIBRARY_ROOTS[1]
+
+
+def package_roots(module: types.ModuleType) -> tuple[str, ...]:
+    """A package's folder as it was imported, which its code objects' `co_filename` start
+    with, and as resolved: a virtual environment reached through a symbolic link (a checkout
+    whose `.venv` links to another's) names the same files by two paths, and a frame walk that
+    knew only the resolved one took every torch frame for the candidate's own code."""
+    folder = os.path.dirname(module.__file__)
+    return tuple(dict.fromkeys(path + os.sep for path in (folder, os.path.realpath(folder))))
+
+
+TRITON_ROOTS = package_roots(triton)
+LIBRARY_ROOTS = package_roots(torch) + TRITON_ROOTS
 LAUNCH_MODULES = ("triton.runtime.interpreter", "triton.runtime.autotuner")
 BENCH_MODULES = ("triton.testing",)
 
@@ -175,7 +184,7 @@ class CandidateTracer(TorchDispatchMode):
         while frame is not None:
             code = frame.f_code
             filename = code.co_filename
-            if filename.startswith(TRITON_ROOT):
+            if filename.startswith(TRITON_ROOTS):
                 found.append(code)
             elif not (filename.startswith(LIBRARY_ROOTS + ("<frozen",)) or code is _DISPATCH_CODE):
                 break
