@@ -1,7 +1,9 @@
 """`controller install`: an export becomes one operator of a kernel profile in `tuned/NAME/`.
 
-The export is checked first (every file against `checksums.json`, the environment it was
-verified in against this one, its task against the operator as declared now); then the
+The export is checked first (every file against `checksums.json`, its sources for a read of
+where they run that the task's baseline does not make, as the evaluator refuses them, the
+environment it was verified in against this one, its task against the operator as declared
+now); then the
 profile folder is staged whole, with `<op>/solution/` (the exported sources), `<op>/kernel.py`
 (which imports them) and `profile.json` (environment, every file's digest, and per operator
 the run and task identities, the entry point and the argument layouts the evaluator verified),
@@ -112,6 +114,7 @@ def read_export(export: Path) -> dict[str, Any]:
             "differs from the catalog's now); tune it again"
         )
     solution = load_solution(export / "solution")
+    _refuse_environment_reads(export, solution, _task_baseline(operator, task, captured))
     evaluation = _promoting_evaluation(export)
     device = evaluation.get("device", "cpu")
     return {
@@ -121,6 +124,37 @@ def read_export(export: Path) -> dict[str, Any]:
         "device": device,
         "layouts": verified_layouts(operator, device, task if captured else None),
     }
+
+
+def _refuse_environment_reads(export: Path, solution, baseline) -> None:
+    """The evaluator's static environment-inspection check again, before anything is copied:
+    an export edited or assembled after its evaluation must not reach a profile asking where
+    it runs (a kernel that is honest only while judged)."""
+    from gates.evaluator.detectors.environment_probes import source_probes
+
+    texts = {source.path: source.content for source in solution.sources}
+    known = {source.path: source.content for source in baseline.sources}
+    found = source_probes(texts, known)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise ControllerError(
+            f"export {export}: solution/{found[0]}{more}: a kernel may not ask where it runs "
+            "(loaded modules, hooks, environment, frames); tune it again without that read"
+        )
+
+
+def _task_baseline(operator: str, task: Path, captured: bool):
+    """The baseline solution of the task the export was tuned on (the run's captured package,
+    else the one `controller generate` writes now)."""
+    from gates.tasks.generation import render_package
+    from gates.tasks.package import load_task
+    from gates.tasks.solution import Solution
+    from operators import REGISTRY
+
+    if captured:
+        return load_task(task).baseline
+    files = render_package(REGISTRY.declaration(operator))
+    return Solution.model_validate_json(files["solution/solution.json"])
 
 
 def verified_layouts(operator: str, device: str, captured_task: Path | None = None) -> list[list]:

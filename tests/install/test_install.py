@@ -11,6 +11,7 @@ import torch
 from export_fixtures import make_export
 
 from controller.cli import main
+from controller.flows.tune_export import CHECKSUMS, checksums
 from operators.catalog.rms_norm import rms_norm_triton
 from operators.errors import ProfileError
 from operators.selection import KernelSelection
@@ -78,6 +79,40 @@ def test_a_tampered_export_is_refused_naming_the_file(tmp_path, capsys):
     assert "solution/operators/catalog/rms_norm.py does not match its checksum" in (
         capsys.readouterr().err
     )
+
+
+def test_an_export_that_asks_where_it_runs_is_refused_before_anything_is_installed(
+    tmp_path, capsys
+):
+    """An export assembled after its evaluation (checksums rewritten to match) whose kernel
+    computes honestly only while a test runner is loaded."""
+    export = make_export(tmp_path / "sniffing")
+    kernel = export / "solution" / "operators" / "catalog" / "rms_norm.py"
+    text = kernel.read_text() + '\n\nimport sys\n\nJUDGED = "pytest" in sys.modules\n'
+    kernel.write_text(text)
+    line = len(text.splitlines())
+    (export / CHECKSUMS).write_text(json.dumps(checksums(export)))
+    assert install(export, tmp_path / "tuned") == 2
+    message = capsys.readouterr().err
+    assert f"solution/operators/catalog/rms_norm.py:{line}: reads .modules: a kernel may not" in (
+        message
+    )
+    assert not (tmp_path / "tuned").exists()
+
+
+def test_the_shipped_h200_profile_makes_no_read_its_baselines_do_not():
+    """What `tuned/h200` installed passes the same check install now makes."""
+    from controller.profile_install import _task_baseline
+    from gates.evaluator.detectors.environment_probes import source_probes
+    from gates.tasks.solution import load_solution
+
+    profile = json.loads((ROOT / "tuned" / "h200" / "profile.json").read_text())
+    for operator in profile["operators"]:
+        solution = load_solution(ROOT / "tuned" / "h200" / operator / "solution")
+        baseline = _task_baseline(operator, ROOT, captured=False)
+        texts = {source.path: source.content for source in solution.sources}
+        known = {source.path: source.content for source in baseline.sources}
+        assert source_probes(texts, known) == [], operator
 
 
 def test_a_tampered_installed_file_refuses_to_load_naming_the_file(export, tmp_path):
