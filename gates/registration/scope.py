@@ -6,7 +6,10 @@ files (the rules every flow shares, `gates/changes/limits.py`), paths outside
 `allowed_paths`, any change to a protected path (listed, or implicitly: the parity drivers'
 modules, expectation files, `pyproject.toml`), tool configuration files (they would change how
 ruff or pytest judge), symlinks, an existing test function that was edited or
-removed, and changed source or tests that patch other modules at run time (`patching.py`).
+removed, changed source or tests that patch other modules at run time (`patching.py`), and
+operator code (the runtime package's non-test files: the reference, the kernels) that asks
+where it runs, a read BASE's file at the same path does not make (the evaluator's
+environment-inspection check, `gates/evaluator/detectors/environment_probes.py`).
 """
 
 import ast
@@ -15,6 +18,7 @@ import time
 from pathlib import Path
 
 from gates.changes.limits import ChangedFile, file_violation, limit_violations
+from gates.evaluator.detectors.environment_probes import source_probes
 from gates.python_source import parse_python
 from gates.registration.judged_commit import CommitChange, JudgedCommit
 from gates.registration.patching import patching_violations
@@ -111,6 +115,17 @@ def _violations(base, commit, config: TargetConfig, change: CommitChange, operat
     if path.endswith(".py"):
         own_module = _operator_module(config, operator) if is_test_file(path) else None
         yield from patching_violations(path, text, own_module)
+        if not is_test_file(path) and path.startswith(f"{config.runtime_package}/"):
+            yield from _environment_reads(base, path, text)
+
+
+def _environment_reads(base, path: str, text: str):
+    """An operator that asks where it runs (loaded modules, hooks, environment, frames) can
+    behave one way under the gates and another in a deployment."""
+    at_base = Path(base) / path
+    known = {path: at_base.read_text()} if at_base.is_file() else {}
+    for found in source_probes({path: text}, known):
+        yield f"{found}: operator code may not ask where it runs"
 
 
 def _operator_module(config: TargetConfig, operator: str) -> str | None:

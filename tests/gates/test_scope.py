@@ -141,3 +141,35 @@ def test_rejects_patching_through_dunder_handles(judge, make_candidate):
     verdict = judge(make_candidate({"model/sneaky.py": sneaky}))
     assert not verdict.passed
     assert "model/sneaky.py:3: uses __dict__ (runtime patching)" in str(verdict.details)
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "read"),
+    [
+        ("operators/catalog/gelu_tanh.py", "JUDGED = 'pytest' in sys.modules", "reads .modules"),
+        (
+            "operators/catalog/gelu_kernel.py",
+            "JUDGED = 'PYTEST_CURRENT_TEST' in os.environ",
+            "reads .environ",
+        ),
+        (
+            "operators/catalog/gelu_kernel.py",
+            "HOOKED = threading.getprofile() is not None",
+            "reads .getprofile",
+        ),
+    ],
+)
+def test_rejects_operator_code_that_asks_where_it_runs(judge, make_candidate, path, source, read):
+    """A kernel or reference that computes honestly only while judged (issue 29)."""
+    candidate = make_candidate()
+    target = candidate / path
+    text = target.read_text() if target.is_file() else ""
+    text += "".join(f"\nimport {name}  # noqa: E402" for name in ("os", "sys", "threading"))
+    text += "\n"
+    text += source + "\n"
+    target.write_text(text)
+    verdict = judge(candidate)
+    assert not verdict.passed
+    line = len(text.splitlines())
+    expected = f"{path}:{line}: {read}: operator code may not ask where it runs"
+    assert expected in verdict.details["violations"], verdict.details["violations"]
