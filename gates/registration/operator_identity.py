@@ -49,8 +49,6 @@ def check(
     if candidate.problem:
         return Verdict(gate=GATE, passed=False, summary=candidate.problem)
     differences: list[str] = []
-    for when, after_run in (after_runs or {}).items():
-        differences += changed_after_run(base, after_run, when)
     for name, before in sorted(base.operators.items()):
         after = candidate.operators.get(name)
         if after is None:
@@ -62,6 +60,10 @@ def check(
             + ("removed" if digest is None else "changed")
             for file, digest in _changed_files(base_tree, candidate_tree, before.files)
         ]
+    # After the import-time differences, so the summary blames a change the candidate's tree
+    # makes on import on that tree, not on a run that merely saw it again.
+    for when, after_run in (after_runs or {}).items():
+        differences += changed_after_run(base, after_run, when)
     details = {"operators": sorted(base.operators), "differences": differences}
     if differences:
         summary = f"{first_of(differences)}: {OUT_OF_SCOPE}"

@@ -49,7 +49,12 @@ def test_a_shadowed_operator_is_rejected_while_the_model_gates_pass(
     folder = run / "attempts" / "0001" / "verdicts"
     verdicts = {v["gate"]: v for v in (json.loads(f.read_text()) for f in folder.glob("*.json"))}
     failed = {gate for gate, verdict in verdicts.items() if not verdict["passed"]}
-    assert failed == {"operator_identity"}, failed
+    # The kernel runner describes BASE's operators again after its run (they must still be
+    # what BASE's snapshot says), so the shadow is named there too; no model gate fails.
+    assert failed == {"operator_identity", "kernel_workloads"}, failed
+    assert verdicts["kernel_workloads"]["summary"].startswith(
+        "rms_norm: after the kernels ran at their workloads, its contract changed"
+    )
     summary = verdicts["operator_identity"]["summary"]
     assert summary.startswith("rms_norm: its contract changed from tolerance of")
     assert "out of scope for the register flow" in summary
