@@ -24,11 +24,7 @@ DEPTH = len(Path(SOLUTION_PATH).parts) - 2
 """Package levels from the operator file up to the solution's root (operators/catalog/)."""
 
 
-ALTERNATIVE_TILES = (
-    {"rows512": (64, 128, 64, 8, 3), "rows1024": (128, 64, 64, 8, 3), "gemm": (128, 128, 64, 8, 4)},
-    {"rows512": (128, 64, 64, 8, 3), "rows1024": (64, 128, 64, 4, 4), "gemm": (128, 64, 64, 8, 4)},
-    {"rows512": (64, 64, 128, 4, 3), "rows1024": (128, 128, 64, 8, 3), "gemm": (256, 64, 64, 8, 3)},
-)
+ALTERNATIVE_TILES: tuple[dict[str, tuple[int, ...]], ...] = ()
 """Tiles (block_m, block_n, block_k, num_warps, num_stages) attempts 2, 3, ... use instead."""
 TILE_KEYS = ("block_m", "block_n", "block_k", "num_warps", "num_stages")
 
