@@ -6,7 +6,6 @@ Nothing here decides promotion: a point that screens well is only submitted, and
 controller's gates judge it like any other candidate.
 """
 
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -17,7 +16,7 @@ import torch
 
 from controller.screening.report import ScreenedPoint, weighted_time
 from gates.evaluator.graph_timing import NotCapturable
-from gates.evaluator.loading import SolutionImportError, import_entry, write_sources
+from gates.evaluator.loading import SolutionImportError, forget, import_entry, write_sources
 from gates.tasks.solution import Solution, SourceFile
 from gates.tuning.launch_settings import Point, with_point
 from operators.declaration import as_outputs
@@ -73,9 +72,7 @@ def load_point(solution: Solution, point: Point, scratch: Path, tag: str) -> Cal
 
 def forget_point(tag: str) -> None:
     """Drop a point's modules, so hundreds of points do not pile up in one process."""
-    prefix = f"_solution_{tag}"
-    for name in [n for n in sys.modules if n == prefix or n.startswith(prefix + ".")]:
-        del sys.modules[name]
+    forget(tag)
 
 
 def screen_points(

@@ -159,7 +159,7 @@ def _import_reference_roles(request, task, sources: Path, guard: CandidateGuard)
     if request.incumbent:
         solutions["incumbent"] = load_solution(Path(request.incumbent))
     for role, solution in solutions.items():
-        folder = loading.write_sources(solution, sources / role)
+        folder = loading.write_sources(solution, loading.deployment_folder(sources, role, solution))
         roles[role] = loading.import_entry(solution, folder, role)
         guard.watch_more(loading.solution_modules(role))
     return roles

@@ -76,7 +76,7 @@ def evaluate(
     if incumbent is not None:
         load_solution(Path(incumbent))
     work = Path(tempfile.mkdtemp(prefix="controller-eval-"))
-    sources = Path(tempfile.mkdtemp(prefix="controller-sources-"))
+    sources = Path(tempfile.mkdtemp())  # a neutral path: the solution sees it as __file__
     try:
         request = EvaluationRequest(
             nonce=secrets.token_hex(16),

@@ -90,7 +90,9 @@ class CandidateGuard:
         self.declaration = declaration
         self.device = device
         self.solution = solution
-        self.folder = loading.write_sources(solution, sources / "candidate")
+        self.folder = loading.write_sources(
+            solution, loading.deployment_folder(sources, "candidate", solution)
+        )
         self.setup_seconds = _warm_up(device)
         self.notes: list[str] = []
         if device.type == "cpu":

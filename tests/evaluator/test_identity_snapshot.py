@@ -8,7 +8,7 @@ import pytest
 
 from gates.evaluator.detectors.identity_snapshot import IdentitySnapshot
 
-MODULE = "_solution_identity_subject"  # a reference role's module: its tables are watched
+MODULE = "_tuned_identity_subject"  # a reference role's module: its tables are watched
 
 
 def _helper(value, scale=2):

@@ -61,6 +61,7 @@ def test_the_zygote_holds_one_thread_no_cuda_and_no_solution(monkeypatch, task_r
     from gates.evaluator.evaluation import evaluate
     from gates.evaluator.forked_worker import zygote_for
     from gates.evaluator.launcher import worker_environment
+    from gates.evaluator.loading import DEPLOYED_PREFIX
 
     monkeypatch.setenv("CONTROLLER_WORKER_START", "zygote")
     first = _describe(zygote_for, worker_environment("cpu"))
@@ -72,7 +73,7 @@ def test_the_zygote_holds_one_thread_no_cuda_and_no_solution(monkeypatch, task_r
     assert after["cuda_initialized"] is False and after["cuda_driver_initialised"] is False
     assert "torch._dynamo" in after["modules"]
     assert "operators" not in after["modules"]  # its import asks for CUDA: never in the zygote
-    assert not [name for name in after["modules"] if name.startswith("_solution_")]
+    assert not [name for name in after["modules"] if name.startswith(DEPLOYED_PREFIX)]
 
 
 def _describe(zygote_for, environment) -> dict:

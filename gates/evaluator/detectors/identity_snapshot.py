@@ -31,7 +31,7 @@ TABLE_TYPES = (dict, list, set)
 TABLE_DEPTH = 3  # nested tables followed this deep
 # Whose tables are configuration: the project's modules and the reference roles' copies. A
 # standard module's tables (`warnings.filters`) change as libraries run; not watched here.
-TABLE_OWNERS = ("gates.", "operators.", "_solution_")
+TABLE_OWNERS = ("gates.", "operators.", "_tuned_")  # `loading.DEPLOYED_PREFIX`
 
 
 class IdentitySnapshot:

