@@ -344,7 +344,7 @@ def describe_operator(runtime, declaration, profiles: list[str], tree: Path) -> 
             resolved = runtime.KernelSelection(profile).resolve(declaration.name)
             snapshot["resolved"][profile] = describer.describe(resolved)
         except Exception as error:  # a profile that refuses to load is part of the answer
-            snapshot["resolved"][profile] = {"error": _last_line(error)}
+            snapshot["resolved"][profile] = {"error": _last_line(error, tree)}
     snapshot["files"] = sorted(import_closure(tree, describer.files))
     return snapshot
 
@@ -383,10 +383,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _last_line(error: BaseException) -> str:
+def _last_line(error: BaseException, tree: Path | None = None) -> str:
+    """The error in one line; with `tree`, paths inside it are written relative to it, so the
+    same refusal reads the same from BASE's copy of the tree and from the candidate's."""
     frames = traceback.extract_tb(error.__traceback__)
     where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return f"{type(error).__name__}: {error}{where}"
+    line = f"{type(error).__name__}: {error}{where}"
+    if tree is not None:
+        line = line.replace(str(tree) + os.sep, "").replace(str(tree), ".")
+    return line
 
 
 if __name__ == "__main__":
