@@ -222,3 +222,18 @@ def test_another_operators_launch_table_changed_on_the_first_call_is_rejected(
         "rms_norm: after the parity run, its preferred kernel changed (first at "
     ), verdict.summary
     assert "TUNING" in verdict.summary
+
+
+def test_a_profile_refusal_reads_the_same_from_two_copies_of_a_tree(tmp_path):
+    # An installed profile for another GPU refuses to load on this machine; BASE's copy and
+    # the candidate's must describe that refusal alike, or every registration is rejected.
+    from gates.registration.registry_snapshot import _last_line
+
+    lines = []
+    for copy in ("base", "candidate"):
+        tree = tmp_path / copy
+        try:
+            raise RuntimeError(f"profile h200 in {tree}/tuned/h200 was verified on NVIDIA H200")
+        except RuntimeError as error:
+            lines.append(_last_line(error, tree))
+    assert lines[0] == lines[1] and "tuned/h200" in lines[0]
