@@ -40,7 +40,11 @@ def check_threads(python_before: frozenset[int], os_before: dict[int, str], main
         raise ExtraThreads(f"threads started by the solution are running: {new_python}")
     tids = [int(entry) for entry in os.listdir("/proc/self/task")]
     # only a new thread's name is read (a file per thread, each open an audit event)
-    new_os = [tid for tid in tids if tid not in os_before and _thread_name(tid) == main_name]
+    new_os = [
+        tid
+        for tid in tids
+        if tid not in os_before and _thread_name(tid) == main_name and _running(tid)
+    ]
     if new_os:
         raise ExtraThreads(f"{len(new_os)} new native threads appeared during the solution")
 
@@ -80,6 +84,17 @@ def _process_state(pid: str) -> tuple[str, str]:
         return "", ""
     name_end = stat.rfind(")")
     return stat[name_end + 2 : name_end + 3], stat[stat.find("(") + 1 : name_end]
+
+
+def _running(tid: int) -> bool:
+    """Whether the thread has not exited: a joined thread's entry can stay in /proc for a
+    moment as a zombie (Z) or dead (X) task, which runs nothing."""
+    try:
+        with open(f"/proc/self/task/{tid}/stat") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def _thread_name(tid: int) -> str:
