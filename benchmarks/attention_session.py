@@ -9,23 +9,20 @@ tuning gate. Run it after editing the kernel: `python benchmarks/attention_sessi
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
+
+import solution_session
 
 BENCHMARKS = Path(__file__).resolve().parent
 KERNEL_FILE = BENCHMARKS / "split_kv_attention_flash.py"
 SESSION_FILE = BENCHMARKS / "sessions" / "tune_split_kv_attention.json"
 SOLUTION_PATH = "solution/operators/catalog/split_kv_attention.py"
-DEPTH = len(Path(SOLUTION_PATH).parts) - 2
-"""Package levels from the operator file up to the solution's root (operators/catalog/)."""
 
 
 def solution_source(kernel_source: str) -> str:
-    """The kernel module as the solution's operator file: `from operators` made relative."""
-    return re.sub(
-        r"^from operators", "from " + "." * (DEPTH + 1) + "operators", kernel_source, flags=re.M
-    )
+    """The kernel module as the solution's operator file (`solution_session`'s rewrite)."""
+    return solution_session.solution_source(kernel_source, "split_kv_attention")
 
 
 def session_text() -> str:

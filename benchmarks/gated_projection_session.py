@@ -12,16 +12,15 @@ when the session file is stale).
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
+
+import solution_session
 
 BENCHMARKS = Path(__file__).resolve().parent
 KERNEL_FILE = BENCHMARKS / "gated_gelu_projection_fused.py"
 SESSION_FILE = BENCHMARKS / "sessions" / "tune_gated_gelu_projection.json"
 SOLUTION_PATH = "solution/operators/catalog/gated_gelu_projection.py"
-DEPTH = len(Path(SOLUTION_PATH).parts) - 2
-"""Package levels from the operator file up to the solution's root (operators/catalog/)."""
 
 
 ALTERNATIVE_TILES: tuple[dict[str, tuple[int, ...]], ...] = ()
@@ -43,10 +42,8 @@ def with_tiles(kernel_source: str, tiles: dict[str, tuple[int, ...]]) -> str:
 
 
 def solution_source(kernel_source: str) -> str:
-    """The kernel module as the solution's operator file: `from operators` made relative."""
-    return re.sub(
-        r"^from operators", "from " + "." * (DEPTH + 1) + "operators", kernel_source, flags=re.M
-    )
+    """The kernel module as the solution's operator file (`solution_session`'s rewrite)."""
+    return solution_session.solution_source(kernel_source, "gated_gelu_projection")
 
 
 def session_text() -> str:
