@@ -85,6 +85,8 @@ for part in "$@"; do
         done
       done ;;
     projection) run projection 90 python3 benchmarks/projection_gpu.py ;;  # issue 26: modulation
+    attention) run attention 200 python3 benchmarks/attention_gpu.py ;;  # issue 26: flash kernel
+    gated) run gated 200 python3 benchmarks/gated_projection_gpu.py ;;  # issue 26: MLP gate/up
     zygote) run zygote 60 python3 benchmarks/zygote_threads.py ;;
     bias) run bias 240 python3 benchmarks/graph_bias_probe.py ;;
     queue) TAIL=${TAIL:-40} run queue 240 python3 benchmarks/replay_queue_probe.py ;;

@@ -43,7 +43,7 @@ INPUT_SETS = 6
 """Six sets of the two 8 MB weights: 100 MB, past the H200's L2."""
 REPLAYS = 15
 WARMUP = 2
-SWEEP_SECONDS = 5.0
+SWEEP_SECONDS = 20.0
 """Compiling a variant takes about a second; a workload's variants past this are skipped."""
 HBM_BYTES_PER_S = 4.26e12
 """The H200's measured copy bandwidth (issue 26), for the byte floor."""
@@ -81,6 +81,10 @@ VARIANTS = {
             (128, 64, 64, 8, 3),
             (64, 128, 64, 4, 4),
             (64, 64, 64, 4, 4),
+            (64, 64, 64, 4, 3),
+            (128, 128, 64, 8, 3),
+            (64, 64, 128, 4, 3),
+            (128, 64, 64, 4, 4),
         )
     ],
     "rows1024": [
@@ -90,6 +94,10 @@ VARIANTS = {
             (64, 128, 64, 4, 4),
             (128, 128, 64, 8, 3),
             (64, 64, 64, 4, 4),
+            (128, 128, 64, 8, 4),
+            (128, 64, 64, 4, 4),
+            (64, 128, 64, 4, 3),
+            (128, 64, 128, 8, 3),
         )
     ],
     "gemm": [
@@ -99,6 +107,10 @@ VARIANTS = {
             (128, 64, 64, 8, 4),
             (256, 64, 64, 8, 3),
             (128, 64, 64, 8, 3),
+            (128, 128, 64, 8, 3),
+            (128, 64, 64, 4, 4),
+            (64, 128, 64, 4, 4),
+            (128, 64, 128, 8, 3),
         )
     ],
 }

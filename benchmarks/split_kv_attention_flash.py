@@ -114,16 +114,17 @@ def _attend_to_keys(
         value = tl.load(
             v_ptr + offsets, mask=_block_mask(valid, dims, head_dim, EVEN_DIM), other=0.0
         )
-        acc = acc * correction[:, None]
         if UPCAST:  # the interpreter's conversion truncates: round as the hardware does
             high = round_to_bfloat16(weights)
             low = round_to_bfloat16(weights - high)
-            acc += tl.dot(high + low, value.to(tl.float32), input_precision="ieee")
+            update = tl.dot(high + low, value.to(tl.float32), input_precision="ieee")
         else:  # one rounding conversion per part (round to nearest even)
             high = weights.to(value.dtype)
             low = (weights - high.to(tl.float32)).to(value.dtype)
-            acc = tl.dot(high, value, acc)
-            acc = tl.dot(low, value, acc)
+            update = _sum_rounded(tl.dot(high, value), tl.dot(low, value), UPCAST)
+        # The block's update joins the running sum in float32 outside the tensor cores: chained
+        # through them, every block's products would be truncated against the running sum.
+        acc = _sum_rounded(acc * correction[:, None], update, UPCAST)
         row_max = new_max
     return acc, row_max, row_sum
 
