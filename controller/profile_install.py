@@ -7,7 +7,8 @@ now); then the
 profile folder is staged whole, with `<op>/solution/` (the exported sources), `<op>/kernel.py`
 (which imports them) and `profile.json` (environment, every file's digest, and per operator
 the run and task identities, the entry point and the argument layouts the evaluator verified),
-and renamed into place.
+and renamed into place, unverified: the profile loads for deployment only once `controller
+verify` has passed it as it is now.
 """
 
 import json
@@ -37,6 +38,7 @@ kernel, applies = installed_kernel(__file__)
 def install_export(export: Path, profile: str, tuned_root: Path, replace: bool = False) -> Path:
     """Install `export` into `tuned_root/profile`; returns the operator's installed folder."""
     from operators.environment import KernelEnvironment, current_kernel_environment
+    from operators.profile_verification import VERIFIED_FILE, clear_verification
     from operators.profiles import PROFILE_FILE, file_digest
 
     export = Path(export).resolve()
@@ -60,6 +62,7 @@ def install_export(export: Path, profile: str, tuned_root: Path, replace: bool =
         shutil.copytree(folder, staging, ignore=shutil.ignore_patterns("__pycache__"))
     else:
         staging.mkdir(parents=True)
+    clear_verification(staging)  # a changed profile is unverified until `verify` passes it
     installed = staging / operator
     shutil.rmtree(installed, ignore_errors=True)
     shutil.copytree(export / "solution", installed / "solution")
@@ -77,7 +80,9 @@ def install_export(export: Path, profile: str, tuned_root: Path, replace: bool =
     document["files"] = {
         path.relative_to(staging).as_posix(): file_digest(path)
         for path in sorted(staging.rglob("*"))
-        if path.is_file() and path.name != PROFILE_FILE and "__pycache__" not in path.parts
+        if path.is_file()
+        and path.name not in (PROFILE_FILE, VERIFIED_FILE)
+        and "__pycache__" not in path.parts
     }
     write_json_atomic(staging / PROFILE_FILE, document)
     _swap_into_place(staging, folder)

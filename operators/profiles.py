@@ -1,7 +1,8 @@
 """Installed tuned-kernel profiles: `tuned/<name>/profile.json` plus one package per operator.
 
-A profile loads only if every file matches the digest recorded in `profile.json` and the
-profile was verified on this environment; otherwise it refuses with a one-line reason.
+A profile loads only if every file matches the digest recorded in `profile.json`, the
+profile was tuned on this environment and `controller verify` passed it as it is now
+(`operators.profile_verification`); otherwise it refuses with a one-line reason.
 """
 
 import hashlib
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from operators.environment import KernelEnvironment
 from operators.errors import ProfileError
+from operators.profile_verification import unverified_reason
 
 TUNED_ROOT = Path(__file__).resolve().parent.parent / "tuned"
 PROFILE_FILE = "profile.json"
@@ -84,8 +86,11 @@ def verify_files(folder: Path, profile: KernelProfile) -> None:
             raise ProfileError(f"profile {profile.name!r}: {relative} is not in {PROFILE_FILE}")
 
 
-def load_profile(folder: Path, environment: KernelEnvironment) -> dict[str, TunedKernel]:
-    """Verify and import a profile's kernels; refuse a tampered or foreign profile."""
+def load_profile(
+    folder: Path, environment: KernelEnvironment, allow_unverified: bool = False
+) -> dict[str, TunedKernel]:
+    """Check and import a profile's kernels; refuse a tampered, foreign or unverified profile
+    (`allow_unverified` is for the commands that verify it)."""
     profile = read_profile(folder)
     verify_files(folder, profile)
     difference = profile.environment.first_difference(environment)
@@ -93,6 +98,12 @@ def load_profile(folder: Path, environment: KernelEnvironment) -> dict[str, Tune
         raise ProfileError(
             f"profile {profile.name!r} was verified for another environment ({difference}); "
             "tune again on this machine"
+        )
+    reason = None if allow_unverified else unverified_reason(folder)
+    if reason is not None:
+        raise ProfileError(
+            f"profile {profile.name!r} is not verified ({reason}); run "
+            f"`controller verify --profile {profile.name}`"
         )
     kernels = {}
     for operator, entry in sorted(profile.operators.items()):
@@ -109,10 +120,15 @@ def profile_names(root: Path = TUNED_ROOT) -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / PROFILE_FILE).is_file())
 
 
-def matching_profile(root: Path, environment: KernelEnvironment) -> str | None:
-    """The first installed profile verified for this environment, for `kernel_profile=auto`."""
+def matching_profile(
+    root: Path, environment: KernelEnvironment, allow_unverified: bool = False
+) -> str | None:
+    """The first installed profile tuned for this environment and verified as it is now, for
+    `kernel_profile=auto`."""
     for name in profile_names(root):
-        if read_profile(root / name).environment.first_difference(environment) is None:
+        if read_profile(root / name).environment.first_difference(environment) is not None:
+            continue
+        if allow_unverified or unverified_reason(root / name) is None:
             return name
     return None
 

@@ -53,8 +53,12 @@ class KernelSelection:
         registry: OperatorRegistry = REGISTRY,
         tuned_root: Path = TUNED_ROOT,
         environment: KernelEnvironment | None = None,
+        allow_unverified: bool = False,
     ) -> None:
+        """`allow_unverified` loads an installed profile that `verify` has not passed as it is
+        now: for the commands that verify it, never for deployment."""
         self.profile = profile
+        self.allow_unverified = allow_unverified
         self.registry = registry
         self.tuned_root = tuned_root
         self._environment = environment
@@ -121,7 +125,11 @@ class KernelSelection:
             environment = self._environment or current_kernel_environment()
             name = self.profile
             if name == "auto":
-                name = matching_profile(self.tuned_root, environment) if _has_root(self) else None
+                name = (
+                    matching_profile(self.tuned_root, environment, self.allow_unverified)
+                    if _has_root(self)
+                    else None
+                )
             if name is None:
                 self._tuned = {}
             else:
@@ -130,7 +138,7 @@ class KernelSelection:
                     raise ProfileError(
                         f"kernel profile {name!r} is not installed in {self.tuned_root}"
                     )
-                self._tuned = load_profile(folder, environment)
+                self._tuned = load_profile(folder, environment, self.allow_unverified)
         return self._tuned
 
 

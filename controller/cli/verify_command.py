@@ -6,8 +6,10 @@ baseline (both `kernel_profile=torch`) and the profile. Each continuous output's
 the FP32 reference may exceed the baseline's by at most 25% on average and 2x at worst;
 discrete outputs must equal the baseline's. On CUDA the forward is also timed, captured in one
 CUDA graph, under the profile, none and stock (the references with SDPA attention), paired and
-interleaved over rounds; a profile not faster than none in every round fails. Exit 0 when the
-gate passes, 1 when it does not, 2 on bad input or a baseline far from the FP32 reference.
+interleaved over rounds; a profile not faster than none in every round fails. An installed
+profile that passes is marked verified (`verified.json`, bound to its `profile.json`), which it
+needs to load outside this command; one that fails is left unverified. Exit 0 when the gate
+passes, 1 when it does not, 2 on bad input or a baseline far from the FP32 reference.
 """
 
 import datetime
@@ -68,7 +70,9 @@ def run(arguments) -> int:
     )
     from examples.config import SIZES
     from operators import KernelSelection, triton_runtime
+    from operators.profile_verification import clear_verification, record_verification
     from operators.profiles import TUNED_ROOT
+    from operators.selection import BUILTIN_PROFILES
 
     device = triton_runtime.default_device()
     size = SIZES[arguments.size or ("pi05" if device.type == "cuda" else "tiny")]
@@ -79,8 +83,12 @@ def run(arguments) -> int:
             "--tuned-root: the end-to-end timing loads profiles from tuned/ only; install the "
             "profile there or pass --no-timing"
         )
-    selection = KernelSelection(arguments.profile, tuned_root=arguments.tuned_root or TUNED_ROOT)
+    tuned_root = arguments.tuned_root or TUNED_ROOT
+    installed = None if arguments.profile in BUILTIN_PROFILES else tuned_root / arguments.profile
+    selection = KernelSelection(arguments.profile, tuned_root=tuned_root, allow_unverified=True)
     selection.prepare()  # a missing, tampered or foreign profile is refused before any forward
+    if installed is not None:
+        clear_verification(installed)
     report = verify_profile(
         arguments.profile,
         selection,
@@ -93,7 +101,14 @@ def run(arguments) -> int:
     )
     output = arguments.output or _default_output(arguments.profile)
     write_report(report, output)
+    if installed is not None:  # a record the profile's own code wrote while it ran is dropped
+        clear_verification(installed)
+        if report.passed and not report.error:
+            record_verification(installed, "controller verify", bool(report.timing), output)
     _print(report, output)
+    if installed is not None:
+        state = "verified" if report.passed and not report.error else "left unverified"
+        print(f"profile {arguments.profile!r} {state} ({installed / 'verified.json'})")
     if report.error:
         return EXIT_ERROR
     return 0 if report.passed else EXIT_FAILED

@@ -24,8 +24,8 @@ from controller.optimize.decision import KernelDecision, decide
 from controller.optimize.model_checks import (
     BASELINES,
     ModelCheck,
-    install_profile,
     install_staged,
+    publish_kept,
     verify_all,
     verify_kept,
 )
@@ -165,7 +165,9 @@ def _optimize(store: RunStore, settings, done: _Steps, steps: OptimizeSteps) -> 
     root = Path(settings.tuned_root)
     outcome.published = done.run(
         "publish",
-        lambda: install_profile(root, settings.profile, {name: exports[name] for name in kept}),
+        lambda: publish_kept(
+            root, settings.profile, {name: exports[name] for name in kept}, folder, outcome.kept
+        ),
         lambda names: f"{', '.join(names)} into {root / settings.profile}",
     )
     outcome.profile_folder = str(root / settings.profile)

@@ -41,6 +41,23 @@ def install_profile(root: Path, profile: str, exports: dict[str, Path]) -> list[
     return sorted(exports)
 
 
+def publish_kept(
+    root: Path, profile: str, exports: dict[str, Path], folder: Path, kept: ModelCheck
+) -> list[str]:
+    """Install the kept kernels where the user's model loads them, marked verified by the kept
+    set's passing check (same sources, same manifest as the staged copy it judged)."""
+    from operators.profile_verification import record_verification
+
+    names = install_profile(root, profile, exports)
+    record_verification(
+        root / profile,
+        f"controller optimize {folder.name} (verify kept)",
+        bool(kept.timing),
+        folder / "verify" / "kept.json",
+    )
+    return names
+
+
 def install_staged(folder: Path, profile: str, exports: dict[str, Path]) -> list[str]:
     """The whole set, and the set without each kernel, as profiles inside the batch folder."""
     staged = folder / STAGED
@@ -56,7 +73,7 @@ def _selection(root: Path, profile: str) -> KernelSelection:
     """The profile staged in `root`, or `none` where it holds no kernel."""
     if not (root / profile).is_dir():
         return KernelSelection("none")
-    return KernelSelection(profile, tuned_root=root)
+    return KernelSelection(profile, tuned_root=root, allow_unverified=True)
 
 
 def verify_all(

@@ -115,7 +115,9 @@ def test_a_captured_export_installs_verified_on_the_captured_layouts(tokens_firs
     tuned = tmp_path / "tuned"
     install = ["install", str(run_dir / "export"), "--profile", "ours", "--tuned-root", str(tuned)]
     assert main(install) == 0
-    resolved = KernelSelection("ours", tuned_root=tuned).resolve("gated_residual")
+    resolved = KernelSelection("ours", tuned_root=tuned, allow_unverified=True).resolve(
+        "gated_residual"
+    )
     residual, update = (torch.randn(3, 2, HIDDEN).to(torch.bfloat16).transpose(0, 1) for _ in "ab")
     gate = torch.randn(2, HIDDEN).to(torch.bfloat16)
     assert resolved.tuned.applies(residual, update, gate)  # the captured layout, verified

@@ -17,6 +17,7 @@ from controller.cli.optimize_command import run as run_optimize
 from controller.optimize.device_steps import DeviceSteps
 from controller.optimize.plan import plan_tuning
 from controller.runs.journal import KILL_AT_VARIABLE
+from operators.selection import KernelSelection
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "batch"))
 from batch_fixtures import make_target, write_script  # noqa: E402
@@ -114,6 +115,10 @@ def test_optimize_keeps_only_the_kernels_the_model_needs_and_reports_the_figures
     profile = json.loads((tmp_path / "tuned" / "fast" / "profile.json").read_text())
     assert sorted(profile["operators"]) == ["gated_residual"]
     batch = only_batch(tmp_path / "runs")
+    published = KernelSelection("fast", tuned_root=tmp_path / "tuned")  # verified, so it loads
+    assert published.resolve("gated_residual").tuned is not None
+    verified = json.loads((tmp_path / "tuned" / "fast" / "verified.json").read_text())
+    assert verified["verified_by"] == f"controller optimize {batch.name} (verify kept)"
     staged = json.loads((batch / "profiles" / "all" / "fast" / "profile.json").read_text())
     assert sorted(staged["operators"]) == ["gated_residual", "rms_norm", "rotate_qk"]
     report = json.loads((batch / "evidence" / "report.json").read_text())

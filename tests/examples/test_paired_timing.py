@@ -51,7 +51,7 @@ def test_a_slower_profile_is_slower_beyond_noise_in_every_round(tmp_path):
     model = build_model(TINY, 0, "cpu")
     inputs = make_inputs(TINY, 1, 0, "cpu")
     profiles = {
-        "slow": KernelSelection("slow", tuned_root=slow_profile(tmp_path)),
+        "slow": KernelSelection("slow", tuned_root=slow_profile(tmp_path), allow_unverified=True),
         "torch": KernelSelection("torch"),
     }
     timing = time_paired(

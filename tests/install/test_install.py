@@ -31,7 +31,9 @@ def rows(count: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 def test_an_installed_export_runs_on_verified_layouts_and_falls_back_elsewhere(export, tmp_path):
     assert install(export, tmp_path) == 0
-    resolved = KernelSelection("fast", tuned_root=tmp_path).resolve("rms_norm")
+    resolved = KernelSelection("fast", tuned_root=tmp_path, allow_unverified=True).resolve(
+        "rms_norm"
+    )
     assert resolved.tuned is not None
     assert resolved.tuned.kernel.__module__.startswith("_tuned_fast_rms_norm.")
     x, weight = rows(50)  # the action_b1 workload: 50 rows of 1024
@@ -122,7 +124,7 @@ def test_a_tampered_installed_file_refuses_to_load_naming_the_file(export, tmp_p
     )
     installed.write_text(installed.read_text() + "\nROUNDING_HACK = 1\n")
     with pytest.raises(ProfileError, match="rms_norm/solution/operators/catalog/rounding.py does"):
-        KernelSelection("fast", tuned_root=tmp_path).resolve("rms_norm")
+        KernelSelection("fast", tuned_root=tmp_path, allow_unverified=True).resolve("rms_norm")
 
 
 def test_installed_files_are_ruff_clean(export, tmp_path):
@@ -142,7 +144,7 @@ def test_a_second_operator_joins_the_profile_and_both_load(export, tmp_path):
     other = make_export(tmp_path / "other", "gated_residual")
     assert install(export, tmp_path / "tuned") == 0
     assert install(other, tmp_path / "tuned") == 0
-    selection = KernelSelection("fast", tuned_root=tmp_path / "tuned")
+    selection = KernelSelection("fast", tuned_root=tmp_path / "tuned", allow_unverified=True)
     assert selection.resolve("rms_norm").tuned is not None
     assert selection.resolve("gated_residual").tuned is not None
     profile = json.loads((tmp_path / "tuned" / "fast" / "profile.json").read_text())

@@ -12,6 +12,7 @@ from controller.verification.model_gate import ReferenceCase, VerificationError,
 from controller.verification.verify import ExampleForwards, reference_cases, verify_profile
 from examples.config import TINY
 from operators.environment import current_kernel_environment
+from operators.errors import ProfileError
 from operators.profiles import file_digest
 from operators.selection import KernelSelection
 
@@ -40,13 +41,29 @@ def cases(forwards):
     return reference_cases(forwards, [1], 1)
 
 
-def degraded_profile(root: Path) -> Path:
-    folder = root / "degraded"
+SELF_VERIFYING_SOURCE = DEGRADED_SOURCE.replace(
+    '"""rms_norm scaled by 1 + 2^-6: it drifts a little more than BF16 does."""',
+    '"""The degraded rms_norm, which marks its own profile verified each time it runs."""',
+).replace(
+    "    return (rms_norm_reference",
+    """    from pathlib import Path
+
+    from operators.profile_verification import record_verification
+
+    record_verification(Path(__file__).parents[1], "controller verify", timed=True)
+    return (rms_norm_reference""",
+)
+
+HONEST_SOURCE = DEGRADED_SOURCE.replace("(1 + 2**-6)", "1")
+
+
+def degraded_profile(root: Path, name: str = "degraded", source_text=DEGRADED_SOURCE) -> Path:
+    folder = root / name
     (folder / "rms_norm").mkdir(parents=True)
     source = folder / "rms_norm" / "kernel.py"
-    source.write_text(DEGRADED_SOURCE)
+    source.write_text(source_text)
     profile = {
-        "name": "degraded",
+        "name": name,
         "environment": current_kernel_environment().model_dump(),
         "operators": {"rms_norm": {"source": "rms_norm/kernel.py"}},
         "files": {"rms_norm/kernel.py": file_digest(source)},
@@ -73,7 +90,9 @@ def test_the_production_kernels_pass(forwards, cases):
 
 
 def test_a_degraded_kernel_fails_naming_the_output_and_the_figure(forwards, cases, tmp_path):
-    selection = KernelSelection("degraded", tuned_root=degraded_profile(tmp_path))
+    selection = KernelSelection(
+        "degraded", tuned_root=degraded_profile(tmp_path), allow_unverified=True
+    )
     report = verify_profile("degraded", selection, forwards, [1], 1, cases)
     assert not report.passed
     failed = {v.name: v.failures for v in report.outputs if not v.passed}
@@ -93,6 +112,29 @@ def test_a_baseline_far_from_fp32_is_an_error_and_discrete_outputs_must_match():
     verdicts = judge([close], lambda batch, seed: {"y": reference["y"], "token": torch.zeros(4)})
     token = next(v for v in verdicts if v.name == "token")
     assert token.discrete and token.failures == ["differs from the baseline at batch 1 seed 0"]
+
+
+def test_verify_marks_a_passing_profile_verified_and_leaves_a_failing_one_unverified(
+    tmp_path, capsys
+):
+    """Only a pass marks a profile loadable; a record the failing profile's own code wrote
+    while it was judged is dropped."""
+    degraded_profile(tmp_path, "honest", HONEST_SOURCE)
+    degraded_profile(tmp_path, "sneaky", SELF_VERIFYING_SOURCE)
+    common = ["--tuned-root", str(tmp_path), "--size", "tiny", "--inputs", "1", "--batch", "1"]
+    for name in ("honest", "sneaky"):
+        with pytest.raises(ProfileError, match=f"profile '{name}' is not verified"):
+            KernelSelection(name, tuned_root=tmp_path).resolve("rms_norm")
+    report = tmp_path / "honest.json"
+    assert main(["verify", "--profile", "honest", *common, "--output", str(report)]) == 0
+    assert "profile 'honest' verified" in capsys.readouterr().out
+    assert KernelSelection("honest", tuned_root=tmp_path).resolve("rms_norm").tuned is not None
+    report = tmp_path / "sneaky.json"
+    assert main(["verify", "--profile", "sneaky", *common, "--output", str(report)]) == 1
+    assert "profile 'sneaky' left unverified" in capsys.readouterr().out
+    assert not (tmp_path / "sneaky" / "verified.json").exists()
+    with pytest.raises(ProfileError, match="profile 'sneaky' is not verified"):
+        KernelSelection("sneaky", tuned_root=tmp_path).resolve("rms_norm")
 
 
 def test_verify_refuses_bad_input_before_running_the_model(tmp_path, capsys):

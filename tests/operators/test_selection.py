@@ -11,6 +11,7 @@ from operators.catalog.rms_norm import rms_norm_reference, rms_norm_triton
 from operators.environment import current_kernel_environment
 from operators.errors import ProfileError
 from operators.layouts import VerifiedLayouts, layout_of
+from operators.profile_verification import record_verification
 from operators.profiles import file_digest
 from operators.selection import KernelSelection
 
@@ -28,8 +29,9 @@ def applies(x, weight, eps=1e-6):
 '''
 
 
-def write_profile(root: Path, name: str = "fast", environment=None) -> Path:
-    """Install a one-operator profile the way `controller install` lays it out."""
+def write_profile(root: Path, name: str = "fast", environment=None, verified=True) -> Path:
+    """Install a one-operator profile the way `controller install` lays it out, and mark it
+    verified as `controller verify` does when it passes (unless `verified` is False)."""
     folder = root / name
     (folder / "rms_norm").mkdir(parents=True)
     source = folder / "rms_norm" / "kernel.py"
@@ -42,6 +44,8 @@ def write_profile(root: Path, name: str = "fast", environment=None) -> Path:
         "files": {"rms_norm/kernel.py": file_digest(source)},
     }
     (folder / "profile.json").write_text(json.dumps(profile))
+    if verified:
+        record_verification(folder, "test fixture", timed=False)
     return folder
 
 
@@ -119,6 +123,29 @@ def test_profile_for_another_gpu_is_refused_with_a_one_line_reason(tmp_path):
     message = str(refused.value)
     assert "another environment (gpu_name:" in message and "NVIDIA H200" in message
     assert "\n" not in message
+
+
+def test_an_unverified_profile_is_refused_and_auto_passes_it_over(tmp_path):
+    write_profile(tmp_path, "fresh", verified=False)
+    with pytest.raises(ProfileError) as refused:
+        KernelSelection("fresh", tuned_root=tmp_path).resolve("rms_norm")
+    assert "profile 'fresh' is not verified (no passing `controller verify`" in str(refused.value)
+    assert "run `controller verify --profile fresh`" in str(refused.value)
+    assert KernelSelection("auto", tuned_root=tmp_path).resolve("rms_norm").tuned is None
+    allowed = KernelSelection("fresh", tuned_root=tmp_path, allow_unverified=True)
+    assert allowed.resolve("rms_norm").tuned is not None  # what `verify` itself loads
+
+
+def test_a_profile_changed_after_verify_is_refused_until_verified_again(tmp_path):
+    folder = write_profile(tmp_path)
+    manifest = json.loads((folder / "profile.json").read_text())
+    manifest["operators"]["rms_norm"]["applies"] = "kernel"  # a different profile, same files
+    (folder / "profile.json").write_text(json.dumps(manifest))
+    with pytest.raises(ProfileError, match="it changed since `test fixture` passed it"):
+        KernelSelection("fast", tuned_root=tmp_path).resolve("rms_norm")
+    (folder / "verified.json").write_text("{not json")
+    with pytest.raises(ProfileError, match="verified.json is malformed"):
+        KernelSelection("fast", tuned_root=tmp_path).resolve("rms_norm")
 
 
 def test_profile_that_is_not_installed_is_refused(tmp_path):
