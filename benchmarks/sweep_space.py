@@ -182,7 +182,7 @@ class PairedTiming:
         import torch
 
         from gates.evaluator.fresh_pool import FreshPool, pool_seeds
-        from gates.evaluator.graph_timing import CALLS_PER_GRAPH, PLACEMENTS, cold_calls
+        from gates.evaluator.graph_timing import CALLS_PER_GRAPH, PLACEMENTS, cold_calls, warm_calls
 
         self.name, self.weight, self.params = workload.name, workload.weight, declaration.params
         seeds = pool_seeds("sweep", workload.name, 0)
@@ -195,8 +195,11 @@ class PairedTiming:
             torch.device("cuda"),
         )
         self.figure = "warm" if self.pool.set_bytes <= l2_bytes else "cold"
+        set_bytes = self.pool.set_bytes
         calls = (
-            CALLS_PER_GRAPH if self.figure == "warm" else cold_calls(self.pool.set_bytes, l2_bytes)
+            warm_calls(set_bytes, l2_bytes)
+            if self.figure == "warm"
+            else cold_calls(set_bytes, l2_bytes)
         )
         self.buffers = [[t.clone() for t in self.pool.sets[0]] for _ in range(calls)]
         self.graphs_each = PLACEMENTS if self.figure == "warm" else 1

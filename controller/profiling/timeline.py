@@ -6,6 +6,7 @@ import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
+from torch.autograd import DeviceType
 
 ActivityKind = Literal["kernel", "memset", "memcpy"]
 LaunchKind = Literal["kernel", "memset", "memcpy", "graph"]
@@ -98,13 +99,34 @@ def launch_kind(name: str) -> LaunchKind | None:
     return None
 
 
+_RUNTIME_CALL = re.compile(r"^(cuda|cu)[A-Z]")
+
+
+def activity_type(event) -> str:
+    """Kineto's activity type of an event (`kernel`, `cpu_op`, `cuda_runtime`, ...). Torch
+    releases whose events do not expose it (2.11) are read from the device type, the
+    annotation flag and the name: device events by what they move (a range annotated on the
+    device is no activity), host calls by the CUDA runtime and driver naming
+    (`cudaLaunchKernel`, `cuLaunchKernel`)."""
+    if hasattr(event, "activity_type"):
+        return event.activity_type()
+    if event.device_type() != DeviceType.CPU:
+        if event.is_user_annotation():  # a host range drawn on the device's timeline
+            return "gpu_user_annotation"
+        name = event.name()
+        return "gpu_memcpy" if "Memcpy" in name else "gpu_memset" if "Memset" in name else "kernel"
+    if event.is_user_annotation():
+        return "user_annotation"
+    return "cuda_runtime" if _RUNTIME_CALL.search(event.name()) else "cpu_op"
+
+
 def timeline_from_profiler(profiler) -> Timeline:
     """The records of a finished `torch.profiler.profile` session."""
     events = profiler.profiler.kineto_results.events()
     origin = min((event.start_ns() for event in events), default=0)
     ranges, launches, waits, activities = [], [], [], []
     for event in events:
-        name, kind = event.name(), event.activity_type()
+        name, kind = event.name(), activity_type(event)
         start = (event.start_ns() - origin) / 1e3
         end = start + event.duration_ns() / 1e3
         if kind in DEVICE_ACTIVITY_KINDS:

@@ -1,8 +1,10 @@
 """Verdicts and timing from CUDA graphs (the default on CUDA).
 
 For each workload every role's call is captured, after warm-up, into CUDA graphs of many
-back-to-back calls over distinct input buffers: warm graphs (20 calls, inputs rotating, as a
-captured model sees them; PLACEMENTS per role, each with outputs of its own) and a cold one (so
+back-to-back calls over distinct input buffers: warm graphs (up to 20 calls, inputs rotating,
+as a captured model sees them: inputs just written, so in the L2; a graph holds only as many
+calls as keep all of its sets within half the L2, one where a set is larger; PLACEMENTS per
+role, each with outputs of its own) and a cold one (so
 many calls over distinct buffers that 8 x the L2 of traffic passes between two uses of one
 buffer: its inputs have left the L2, with no flush whose own cost would have to be measured
 and removed). Each of the candidate's graphs has its nodes inspected (`detectors/cuda_graph.py`)
@@ -117,6 +119,14 @@ class GraphInspection:
         self.graphs += 1
 
 
+def warm_calls(set_bytes: int, l2_bytes: int) -> int:
+    """Calls in a warm graph: the fresh sets copied in before a replay must all still be in the
+    L2 when their calls read them, as a model's operator reads what its producer just wrote.
+    Twenty sets of a large workload would be mostly evicted by the time they are read, and
+    the "warm" figure would be a cold one."""
+    return max(1, min(CALLS_PER_GRAPH, (l2_bytes // 2) // max(1, set_bytes)))
+
+
 def cold_calls(set_bytes: int, l2_bytes: int) -> int:
     """Calls in a cold graph: enough distinct buffer sets that the traffic between two uses of
     one set is COLD_TRAFFIC x the L2, so its inputs have left the L2 when it comes round."""
@@ -133,8 +143,9 @@ class RoleGraphs:
     has PLACEMENTS warm graphs, each with outputs of its own, and replays rotate through them.
     `inspect(graph, calls)`, when given, judges every graph as it is captured."""
 
-    def __init__(self, function, buffers, params, inspect, device):
+    def __init__(self, function, buffers, params, inspect, device, warm_calls=CALLS_PER_GRAPH):
         self.function, self.buffers, self.params = function, buffers, params
+        self.warm_calls = warm_calls
         self.inspect = inspect or (lambda graph, calls: None)
         self.device = device
         self.device.warm_up(function, self.buffers[0], params)
@@ -144,7 +155,7 @@ class RoleGraphs:
 
     def add_placement(self) -> None:
         """One more warm graph, its outputs allocated afresh."""
-        self.warm.append(self._captured(self.buffers[:CALLS_PER_GRAPH]))
+        self.warm.append(self._captured(self.buffers[: self.warm_calls]))
 
     def _captured(self, buffers) -> tuple:
         graph, outputs = self.device.capture(self.function, buffers, self.params)
@@ -164,6 +175,7 @@ class RoleGraphs:
 def time_workload(
     roles, pool, params, replays: int, cold: int, mismatches, inspections: dict,
     figure: str = "warm", laps: dict | None = None, device=None, witness=None,
+    warm: int = CALLS_PER_GRAPH,
 ) -> dict:  # fmt: skip
     """Replay every role's graphs `replays` times, roles interleaved, each replay's outputs
     compared with the baseline's; per-call milliseconds by role and figure. The figure
@@ -176,13 +188,14 @@ def time_workload(
     of its own has ended before the first replay, and no solution Python runs after. `laps`
     gathers the seconds spent capturing and replaying; `witness(role, figure, outputs,
     chosen)`, when given, is called after each replay is queued (`replay_witnesses.py`);
-    `device` is CUDA_GRAPHS but for tests of this plan on the CPU."""
+    `device` is CUDA_GRAPHS but for tests of this plan on the CPU; `warm` is the calls of a
+    warm graph (`warm_calls`)."""
     laps = {} if laps is None else laps
     device = device or CUDA_GRAPHS
     started = time.monotonic()
     buffers = [[t.clone() for t in pool.sets[0]] for _ in range(cold)]
     graphs = {
-        role: RoleGraphs(function, buffers, params, inspections.get(role), device)
+        role: RoleGraphs(function, buffers, params, inspections.get(role), device, warm)
         for role, function in roles.items()
     }
     names = list(roles)

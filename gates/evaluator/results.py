@@ -146,6 +146,10 @@ class WorkloadTiming(BaseModel):
     )
     speedup: float | None = None
     fresh_sets_per_round: int = 0
+    warm_calls_per_graph: int | None = Field(
+        default=None,
+        description="calls of a warm graph: as many as keep its fresh sets within half the L2",
+    )
     empty_launch_us: float | None = None
 
 

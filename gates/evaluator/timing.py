@@ -33,6 +33,7 @@ from gates.evaluator.graph_timing import (
     figure_replays,
     graph_row,
     time_workload,
+    warm_calls,
 )
 from gates.evaluator.guard import CandidateCallError
 from gates.evaluator.promotion import promotion_verdict
@@ -147,6 +148,7 @@ def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
         roles = {**setup.roles, "candidate": candidate}
         mismatches = torch.zeros((), dtype=torch.int64, device=setup.flush.device)
         cold = cold_calls(set_bytes, l2_bytes)
+        warm = warm_calls(set_bytes, l2_bytes)
         inspections = {"candidate": GraphInspection(modules, guard.folder)}
         for role, fingerprint in setup.fingerprints.get(workload.name, {}).items():
             inspections[role] = ReferenceInspection(role, workload.name, fingerprint)
@@ -154,7 +156,7 @@ def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
         witness = setup.witnesses.for_workload(workload.name, pool, figure_replays(replays, figure))
         times = time_workload(
             roles, pool, declaration.params, replays, cold, mismatches, inspections, figure,
-            setup.laps, witness=witness,
+            setup.laps, witness=witness, warm=warm,
         )  # fmt: skip
         checked = monotonic()
         disallowed = guard.policy.disallowed(tracer.facts)
@@ -163,6 +165,7 @@ def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
         floor_us = roofline_floor_ms(set_bytes, setup.bandwidth) * 1e3
         row = graph_row(workload, times, figure, setup.rounds, set_bytes, floor_us)
         row["fresh_sets_per_round"] = len(pool.sets)
+        row["warm_calls_per_graph"] = warm
         row["figure_source"] = figure_source
         rows[workload.name] = row
         guard.check_environment(f"while timing {workload.name}")

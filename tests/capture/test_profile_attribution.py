@@ -243,3 +243,41 @@ def test_the_timeline_reads_ranges_launches_waits_and_device_activities_from_kin
     ]
     (kernel_item, *_) = device_work(timeline)
     assert kernel_item.region == "registry:rms_norm"
+
+
+class OlderKinetoEvent:
+    """An event of a torch release whose events lack `activity_type` (2.11)."""
+
+    def __init__(self, name, device_type, annotation=False):
+        self._name, self._device_type, self._annotation = name, device_type, annotation
+
+    def name(self):
+        return self._name
+
+    def device_type(self):
+        return self._device_type
+
+    def is_user_annotation(self):
+        return self._annotation
+
+
+def test_events_without_an_activity_type_are_classified_by_device_annotation_and_name():
+    """On the H200's torch 2.11 a range drawn on the device's timeline read as a kernel and
+    doubled the registry's share; it is no device activity."""
+    from torch.autograd import DeviceType
+
+    from controller.profiling.timeline import activity_type
+
+    cuda, cpu = DeviceType.CUDA, DeviceType.CPU
+    assert activity_type(OlderKinetoEvent("triton_rms_norm", cuda)) == "kernel"
+    assert activity_type(OlderKinetoEvent("Memcpy HtoD (Pageable -> Device)", cuda)) == (
+        "gpu_memcpy"
+    )
+    assert activity_type(OlderKinetoEvent("Memset (Device)", cuda)) == "gpu_memset"
+    assert activity_type(OlderKinetoEvent("registry:rms_norm", cuda, True)) == (
+        "gpu_user_annotation"
+    )
+    assert activity_type(OlderKinetoEvent("registry:rms_norm", cpu, True)) == "user_annotation"
+    assert activity_type(OlderKinetoEvent("cudaLaunchKernel", cpu)) == "cuda_runtime"
+    assert activity_type(OlderKinetoEvent("cuLaunchKernelEx", cpu)) == "cuda_runtime"
+    assert activity_type(OlderKinetoEvent("aten::mm", cpu)) == "cpu_op"

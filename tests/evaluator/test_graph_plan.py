@@ -92,12 +92,12 @@ def baseline(x):
 ROLES = {"candidate": candidate, "baseline": baseline}
 
 
-def _timed(device, pool=None, replays=6, figure="warm", inspections=None):
+def _timed(device, pool=None, replays=6, figure="warm", inspections=None, warm=CALLS_PER_GRAPH):
     pool = pool or StandInPool()
     mismatches = torch.zeros((), dtype=torch.int64)
     times = time_workload(
         ROLES, pool, {}, replays, COLD_CALLS, mismatches, inspections or {}, figure,
-        device=device,
+        device=device, warm=warm,
     )  # fmt: skip
     return times, int(mismatches), pool
 
@@ -158,6 +158,15 @@ def test_both_roles_get_the_same_sets_in_every_replay_and_every_placement_is_use
     warm = [g for g in device.replayed if len(g.input_sets) != COLD_CALLS]
     for role in ROLES.values():
         assert len({id(g) for g in warm if g.function is role}) == PLACEMENTS
+
+
+def test_warm_graphs_hold_the_calls_they_are_given_and_each_replay_loads_that_many_sets():
+    device = StandInDevice({candidate: 1.0, baseline: 1.0})
+    _, _, pool = _timed(device, replays=4, warm=1)
+    warm = [g for g in device.replayed if len(g.input_sets) != COLD_CALLS]
+    assert warm and all(len(graph.input_sets) == 1 for graph in warm)
+    loaded = zip(device.replayed, pool.checked, strict=True)
+    assert all(len(chosen) == 1 for graph, chosen in loaded if graph in warm)
 
 
 @pytest.mark.parametrize("figure, other", [("warm", "cold"), ("cold", "warm")])

@@ -74,3 +74,16 @@ def test_a_graph_timing_row_pairs_replays_on_the_promotion_figure():
     l2 = 60 << 20
     assert cold_calls(1 << 30, l2) == CALLS_PER_GRAPH  # a big set is cold by itself
     assert cold_calls(200_000, l2) * 200_000 >= 8 * l2  # small sets: 8 x L2 between uses
+
+
+def test_a_warm_graph_holds_only_as_many_calls_as_keep_its_sets_in_the_l2():
+    """Twenty fresh 19 MB sets copied in before a replay would leave the first ones evicted by
+    the time they are read: the "warm" figure of a large workload was a cold one, and a
+    rotate_qk point it promoted was slower where the model reads its inputs from the L2."""
+    from gates.evaluator.graph_timing import CALLS_PER_GRAPH, warm_calls
+
+    l2 = 60 << 20
+    assert warm_calls(100_000, l2) == CALLS_PER_GRAPH
+    assert warm_calls(3 << 20, l2) == 10  # ten 3 MB sets fill half the L2
+    assert warm_calls(19 << 20, l2) == 1
+    assert warm_calls(1 << 30, l2) == 1  # a set past the L2: one call, as warm as it gets
