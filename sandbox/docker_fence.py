@@ -14,9 +14,9 @@ from pathlib import Path
 from sandbox.container_init import HostRelay
 from sandbox.environment import fenced_environment
 from sandbox.errors import FenceError
-from sandbox.fence import FenceProbe, FenceResult, check_command
 from sandbox.policy import FencePolicy
 from sandbox.process import OUTPUT_LIMIT_BYTES, TIMEOUT_EXIT_CODE
+from sandbox.protocol import FenceProbe, FenceResult, check_command
 from sandbox.system_paths import SYSTEM_FOLDERS, system_read_paths
 
 LABEL = "kernel-controller"

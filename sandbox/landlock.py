@@ -11,9 +11,9 @@ from pathlib import Path
 from sandbox import linux_syscalls as linux
 from sandbox.environment import fenced_environment
 from sandbox.errors import FenceError
-from sandbox.fence import FenceProbe, FenceResult, check_command, result_from
 from sandbox.policy import FencePolicy
 from sandbox.process import run_captured
+from sandbox.protocol import FenceProbe, FenceResult, check_command, result_from
 from sandbox.seccomp_filter import assemble, build_program
 from sandbox.system_paths import DEVICES_READ_WRITE, gpu_devices, system_read_paths
 

@@ -5,9 +5,9 @@ import tempfile
 from pathlib import Path
 
 from sandbox.environment import fenced_environment
-from sandbox.fence import FenceProbe, FenceResult, check_command, result_from
 from sandbox.policy import FencePolicy
 from sandbox.process import run_captured
+from sandbox.protocol import FenceProbe, FenceResult, check_command, result_from
 
 
 class Unfenced:

@@ -15,8 +15,9 @@ from gates.registration.commands import (
     python_argv,
     target_environment,
 )
-from sandbox.fence import Fence, get_fence
+from sandbox.fence import get_fence
 from sandbox.policy import FencePolicy, ResourceLimits
+from sandbox.protocol import Fence
 
 GATE_CODE = Path(__file__).resolve().parent
 LIMITS = ResourceLimits(cpu_seconds=1800, memory_mb=None, processes=1024, file_size_mb=1024)
