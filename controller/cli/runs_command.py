@@ -33,6 +33,9 @@ def show_status(arguments) -> int:
     from controller.runs.store import RunStore
 
     store = RunStore.open(arguments.run, arguments.runs_dir)
+    manifest, warnings = store.manifest_for_reading()
+    if manifest.flow == "optimize":
+        return show_optimize_status(store, manifest, warnings, arguments.json)
     status = run_status(store)
     _warn(status["warnings"])
     if arguments.json:
@@ -57,6 +60,19 @@ def show_status(arguments) -> int:
 
         command = resume_command(status["flow"], store.run_dir)
         print(f"resume with: {command}" if command else "resume it with the code that started it")
+    return 0
+
+
+def show_optimize_status(store, manifest, warnings: list[str], as_json: bool) -> int:
+    """An optimize batch journals steps, not attempts: its own status, printed alike."""
+    from controller.optimize.status import optimize_status, status_lines
+
+    status = optimize_status(store, manifest, warnings)
+    _warn(status.warnings)
+    if as_json:
+        print(json.dumps(status.model_dump(mode="json"), indent=2, sort_keys=True))
+    else:
+        print("\n".join(status_lines(status)))
     return 0
 
 

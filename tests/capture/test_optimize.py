@@ -10,25 +10,25 @@ from pathlib import Path
 
 import pytest
 from optimize_fakes import FakeSteps, hotspot_report
+from optimize_runs import (
+    US_PER_STEP,
+    forked,
+    journal_events,
+    light_fake_steps,
+    only_batch,
+    optimize_argv,
+)
 
 from controller.batch.record import RunOptions
 from controller.cli import build_parser, main
 from controller.cli.optimize_command import run as run_optimize
 from controller.optimize.device_steps import DeviceSteps
 from controller.optimize.plan import plan_tuning
-from controller.runs.journal import KILL_AT_VARIABLE
 from operators.selection import KernelSelection
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "batch"))
 from batch_fixtures import make_target, write_script  # noqa: E402
 
-US_PER_STEP = {
-    "gated_residual": 400.0,
-    "rms_norm": 300.0,
-    "rotate_qk": 200.0,
-    "ada_rms_norm": 150.0,
-    "split_kv_attention": 5.0,
-}
 PROMOTED_MS = {"gated_residual": 5.0, "rms_norm": -2.0, "rotate_qk": 3.0}
 BAD_NUMERICS = ("rotate_qk",)
 
@@ -38,43 +38,8 @@ def target(tmp_path_factory) -> Path:
     return make_target(tmp_path_factory.mktemp("target") / "repo")
 
 
-def optimize_argv(tmp_path: Path, target: Path, *extra: str) -> list[str]:
-    return [
-        "optimize",
-        "--profile",
-        "fast",
-        "--budget-minutes",
-        "5",
-        "--device",
-        "cpu",
-        "--unfenced",
-        "--target",
-        str(target),
-        "--tuned-root",
-        str(tmp_path / "tuned"),
-        "--runs-dir",
-        str(tmp_path / "runs"),
-        *extra,
-        "--",
-        "controller.profiling.example_driver:forward",
-        "tiny",
-        "1",
-    ]
-
-
 def fake_steps(tiny_capture: Path) -> FakeSteps:
     return FakeSteps(tiny_capture, US_PER_STEP, PROMOTED_MS, BAD_NUMERICS)
-
-
-def light_fake_steps(tiny_capture: Path) -> FakeSteps:
-    """One kernel kept, one dropped: every step runs, with few installs (each costs 0.3 s)."""
-    promoted = {"gated_residual": 5.0, "rms_norm": -2.0}
-    return FakeSteps(tiny_capture, US_PER_STEP, promoted)
-
-
-def only_batch(runs: Path) -> Path:
-    (folder,) = [path for path in runs.iterdir() if path.name.startswith("optimize-")]
-    return folder
 
 
 def test_the_budget_goes_to_the_largest_shares_and_leaves_out_what_it_cannot_afford():
@@ -199,43 +164,24 @@ def test_sigkill_at_every_transition_then_resume_reaches_the_same_profile(
     kill_at, resume = 1, None  # the first process dies right after `created`
     while True:
         given = ["optimize", "--resume", resume] if resume else optimize_argv(killed, target)
-        status = _forked(given, light_fake_steps(tiny_capture), kill_at)
+        status = forked(given, light_fake_steps(tiny_capture), kill_at)
         if not os.WIFSIGNALED(status):
             assert os.WEXITSTATUS(status) == 0
             break
         assert os.WTERMSIG(status) == signal.SIGKILL
         resume = str(only_batch(killed / "runs"))
-        last = _journal(Path(resume))[-1]
+        last = journal_events(Path(resume))[-1]
         killed_after.add((last["kind"], last.get("step", "")))
         assert len(killed_after) < 100, "the batch makes no progress between kills"
         # A resumed process appends `resumed` first: dying after its 2nd event kills it as a
         # step starts, after its 3rd as that step finishes, so every transition gets a kill.
         kill_at = 3 if kill_at == 2 else 2
     assert (killed / "tuned" / "fast" / "profile.json").read_text() == expected
-    events = _journal(Path(resume))
+    events = journal_events(Path(resume))
     transitions = {(e["kind"], e.get("step", "")) for e in events if e["kind"] != "resumed"}
     assert transitions - {("finished", "")} <= killed_after
     finished_steps = [event["step"] for event in events if event["kind"] == "step_finished"]
     assert len(finished_steps) == len(set(finished_steps)) > 10  # none was done twice
-
-
-def _journal(batch: Path) -> list[dict]:
-    return [json.loads(line) for line in (batch / "journal.jsonl").read_text().splitlines()]
-
-
-def _forked(argv: list[str], steps: FakeSteps, kill_at: int) -> int:
-    """Run the command in a forked child that SIGKILLs itself after its `kill_at`-th journal
-    event; the child's status."""
-    pid = os.fork()
-    if pid == 0:
-        code = 70
-        try:
-            os.environ[KILL_AT_VARIABLE] = str(kill_at)
-            code = run_optimize(build_parser().parse_args(argv), steps=steps)
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return status
 
 
 def test_the_tune_step_is_one_captured_tune_all_batch_and_a_second_call_resumes_it(
