@@ -7,6 +7,9 @@ the calls the reference is made of that the site made at BASE (for `gelu_tanh`, 
 computed from it, is downstream of it, not the expression it replaced (a fused MLP's down
 projection after `ops.gated_gelu_projection`, attention's output projection after
 `ops.qkv_projection`), so it is not held against the site.
+
+Its details also list the conditions in the new reference that read an input
+(`input_branches`), which the register report shows the reviewer; they refuse nothing.
 """
 
 import ast
@@ -14,6 +17,7 @@ import time
 from pathlib import Path
 
 from gates.registration.call_sites import CallSite, FunctionNode, find_function, locate, parse_file
+from gates.registration.input_branches import InputBranch, input_branches
 from gates.registration.probes import ProbeResult
 from gates.target import TargetConfig
 from gates.verdict import Verdict, first_of
@@ -36,13 +40,19 @@ def check(
     problems: list[str] = []
     declaration = _declaration(probe, config, operator, problems)
     reference = _reference_signatures(candidate, declaration) if declaration else set()
+    branches = _reference_branches(candidate, declaration) if declaration else []
     routed = {}
     for site in sites:
         found = _site_problem(base, candidate, site, operator, reference)
         routed[str(site)] = found is None
         if found:
             problems.append(found)
-    details = {"routed": routed, "reference": declaration, "problems": problems}
+    details = {
+        "routed": routed,
+        "reference": declaration,
+        "problems": problems,
+        "input_branches": [branch.model_dump() for branch in branches],
+    }
     seconds = time.monotonic() - started
     if problems:
         return Verdict(
@@ -151,10 +161,20 @@ def _matches(signature: Signature, reference: set[Signature]) -> bool:
     return any(name == r_name and r_keywords <= keywords for r_name, r_keywords in reference)
 
 
+def _reference_function(candidate: Path, declaration: dict) -> FunctionNode | None:
+    module = parse_file(candidate, declaration.get("reference_file", ""))
+    return find_function(module, declaration.get("reference_qualname", "")) if module else None
+
+
+def _reference_branches(candidate: Path, declaration: dict) -> list[InputBranch]:
+    """The new reference's conditions on its inputs, for the reviewer (`input_branches`)."""
+    function = _reference_function(candidate, declaration)
+    return input_branches(function) if function is not None else []
+
+
 def _reference_signatures(candidate: Path, declaration: dict) -> set[Signature]:
     """Module-function calls the reference makes (`F.gelu(x, approximate="tanh")`)."""
-    module = parse_file(candidate, declaration.get("reference_file", ""))
-    function = find_function(module, declaration.get("reference_qualname", "")) if module else None
+    function = _reference_function(candidate, declaration)
     if function is None:
         return set()
     local = {a.arg for a in function.args.args + function.args.kwonlyargs}

@@ -1,6 +1,14 @@
 """Gate 2, structure: the operator is declared and every selected call site calls the registry."""
 
-from target_fixture import CATALOG_BASE, IMPORTS, IMPORTS_ROUTED, REQUEST, SITES, vision
+from target_fixture import (
+    CATALOG_BASE,
+    GELU_TANH,
+    IMPORTS,
+    IMPORTS_ROUTED,
+    REQUEST,
+    SITES,
+    vision,
+)
 
 from gates.registration import structure
 from gates.target import load_target_config
@@ -17,6 +25,7 @@ def test_accepts_both_sites_routed(base_tree, make_candidate, probe):
     verdict = judge(base_tree, make_candidate(), probe)
     assert verdict.passed, verdict.summary
     assert verdict.details["routed"] == {str(site): True for site in SITES}
+    assert verdict.details["input_branches"] == []  # the reference reads no shape or value
 
 
 def test_rejects_a_call_site_not_routed(base_tree, make_candidate, probe):
@@ -107,3 +116,29 @@ def test_rejects_a_registry_that_does_not_import(base_tree, make_candidate, prob
     verdict = judge(base_tree, make_candidate(broken), probe)
     assert not verdict.passed
     assert "importing the registry failed: RuntimeError: broken on purpose" in verdict.summary
+
+
+def test_conditions_of_the_new_reference_on_its_inputs_are_listed_for_the_reviewer(
+    base_tree, make_candidate, probe
+):
+    """A branch that only an undeclared shape reaches passes every gate; the reviewer is shown
+    it (the structure gate still passes: listing refuses nothing)."""
+    hidden = GELU_TANH.replace(
+        '    return F.gelu(x, approximate="tanh")',
+        "    rows = x.shape[0]\n"
+        "    if rows > 4096:\n"
+        "        return x * 0\n"
+        '    return F.gelu(x, approximate="tanh") if x.abs().max() < 1e4 else x',
+    )
+    candidate = make_candidate({"operators/catalog/gelu_tanh.py": hidden})
+    verdict = judge(base_tree, candidate, probe)
+    assert verdict.passed, verdict.summary
+    assert verdict.details["input_branches"] == [
+        {"line": 13, "kind": "if", "condition": "rows > 4096", "reads": "shape"},
+        {
+            "line": 15,
+            "kind": "conditional expression",
+            "condition": "x.abs().max() < 10000.0",
+            "reads": "values",
+        },
+    ]
