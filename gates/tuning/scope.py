@@ -4,7 +4,10 @@ The task package, `solution.json` (name, entry point, definition) and the histor
 controller wrote are the controller's; any change to them, a deleted source, a symlink, or a
 task package whose identity digest moved rejects the attempt before anything is evaluated.
 The changed sources are held to the same size, count and text limits as a registration's
-(`gates/changes/limits.py`), so a 43 MB source never reaches the evaluator.
+(`gates/changes/limits.py`), so a 43 MB source never reaches the evaluator, and to the same
+static rule on asking where the code runs (loaded modules, hooks, environment, frames) that the
+evaluator, the registration scope gate and `install` apply: a read the task's baseline source
+at the same path does not make is refused here, before anything runs.
 """
 
 import functools
@@ -13,6 +16,7 @@ from pathlib import Path
 
 from gates.changes.limits import ChangedFile, ChangeLimits, file_violation, limit_violations
 from gates.errors import GateError
+from gates.evaluator.detectors.environment_probes import source_probes
 from gates.registration.tree_changes import TreeChange, tree_changes
 from gates.tasks.package import digest_files, read_package_files
 from gates.verdict import Verdict, first_of
@@ -73,7 +77,19 @@ def _problem(
         return f"{change.path} was changed"
     if not (change.path.startswith(f"{SOLUTION_FOLDER}/") and change.path.endswith(".py")):
         return f"{change.path} was {change.kind}"
-    return file_violation(file, functools.partial(path.read_bytes), limits)
+    violation = file_violation(file, functools.partial(path.read_bytes), limits)
+    return violation or _environment_read(candidate, change.path, path.read_text())
+
+
+def _environment_read(candidate: Path, path: str, text: str) -> str | None:
+    """The first read of where the code runs that the task's baseline source does not make."""
+    relative = path.removeprefix(f"{SOLUTION_FOLDER}/")
+    baseline = candidate / TASK_FOLDER / SOLUTION_FOLDER / relative
+    known = {relative: baseline.read_text()} if baseline.is_file() else {}
+    found = source_probes({relative: text}, known)
+    if not found:
+        return None
+    return f"{SOLUTION_FOLDER}/{found[0]}: solution code may not ask where it runs"
 
 
 def _task_digest(folder: Path) -> str:

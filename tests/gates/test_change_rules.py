@@ -9,6 +9,7 @@ import pytest
 
 from gates.changes.limits import ChangeLimits
 from gates.tasks.package import digest_files, read_package_files
+from gates.tuning import scope
 from gates.tuning.suite import TuningCheck, check_tuning_attempt
 
 KERNEL = '''\
@@ -120,3 +121,37 @@ def test_the_tune_flows_ruff_applies_bases_configuration(tmp_path, tune_trees):
     assert verdicts["scope"].passed
     assert verdicts["ruff"].summary.startswith("ruff check: solution/kernel.py:")
     assert "F401" in verdicts["ruff"].details["check"]
+
+
+SNIFFING_KERNEL = '''\
+"""A solution's kernel that computes honestly only where a test runner is loaded."""
+
+import sys
+
+
+def scale(x):
+    return x * 2 if "pytest" in sys.modules else x
+'''
+
+
+def test_a_solution_that_asks_where_it_runs_is_refused_by_the_tune_flows_scope(
+    tmp_path, tune_trees
+):
+    base, start, candidate = tune_trees
+    (candidate / "solution" / "kernel.py").write_text(SNIFFING_KERNEL)
+    verdicts = judge(tmp_path, base, start, candidate)
+    assert not verdicts["scope"].passed
+    assert verdicts["scope"].summary.startswith(
+        "solution/kernel.py:7: reads .modules: solution code may not ask where it runs"
+    ), verdicts["scope"].summary
+
+
+def test_a_read_the_tasks_baseline_makes_too_is_not_held_against_the_solution(tmp_path, tune_trees):
+    base, start, candidate = tune_trees
+    for tree in (start, candidate):  # the baseline kernel itself reads the loaded modules
+        (tree / "task" / "solution").mkdir()
+        (tree / "task" / "solution" / "kernel.py").write_text(SNIFFING_KERNEL)
+    (candidate / "solution" / "kernel.py").write_text(SNIFFING_KERNEL.replace("x * 2", "x + x"))
+    digest = digest_files(read_package_files(start / "task"))
+    verdict = scope.check(start, candidate, digest)
+    assert verdict.passed, verdict.summary
