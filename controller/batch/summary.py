@@ -1,10 +1,10 @@
-"""`summary.json` and `summary.md`: per operator the baseline, the tuned time, the speedup
-from the weakest paired round, what stopped the run and where its export is."""
+"""`summary.json` and `summary.md`: per operator the speedup in model time (the figure the
+tune run's report prints), the weakest paired round's, what stopped the run and where its export
+is; per workload the evaluator's warm and cold times and ratios behind them."""
 
-import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from controller.batch.devices import overlapping_holds, read_holds
 from controller.batch.evaluation_windows import (
@@ -12,9 +12,11 @@ from controller.batch.evaluation_windows import (
     evaluation_windows,
     overlapping_windows,
 )
+from controller.batch.export_figures import WorkloadFigures, export_figures
 from controller.batch.record import BatchRecord, OperatorEntry
 from controller.batch.runs import run_folder, run_state
 from controller.runs.store import write_atomic, write_json_atomic
+from gates.evaluator.results import RatioInterval
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
@@ -27,16 +29,34 @@ class OperatorSummary(BaseModel):
 
     operator: str
     status: str
-    baseline_us: float | None = Field(None, description="weighted mean, production kernel")
-    tuned_us: float | None = Field(None, description="weighted mean, exported kernel")
-    speedup: float | None = Field(None, description="weighted, over the production kernel")
+    baseline_us: float | None = Field(
+        None, description="production kernel, per call weighted by calls per forward"
+    )
+    tuned_us: float | None = Field(None, description="exported kernel, weighted the same")
+    model_time_speedup: float | None = Field(
+        None, description="the model's time with production over its time with the export"
+    )
+    model_time_ratio: RatioInterval | None = Field(
+        None, description="promotion's paired model-time ratio, tuned over production"
+    )
     weakest_round_speedup: float | None = Field(
-        None, description="the smallest weighted speedup over the paired timing rounds"
+        None, description="the smallest model-time speedup over the paired timing rounds"
+    )
+    weights_source: str | None = Field(None, description="where calls per forward came from")
+    workloads: list[WorkloadFigures] = Field(
+        default_factory=list, description="the promoting evaluation's figures, per workload"
     )
     stop_reason: str = ""
     export: str | None = None
     run_dir: str | None = None
     device: str | None = None
+
+    @computed_field
+    @property
+    def speedup(self) -> float | None:
+        """The headline speedup, under the name the progress line, the batch page and
+        `optimize` read: the model-time figure."""
+        return self.model_time_speedup
 
 
 class BatchSummary(BaseModel):
@@ -74,52 +94,8 @@ def summarize_operator(batch: Path, operator: str, entry: OperatorEntry) -> Oper
     if export is None or not (export / "export.json").is_file():
         return row
     figures = export_figures(export)
-    return row.model_copy(update={"export": str(export), **figures})
-
-
-def export_figures(export: Path) -> dict:
-    """Baseline and tuned weighted times, the speedup and the weakest round's, from the
-    evaluation that promoted the exported kernel."""
-    evaluations = sorted((export / "evaluations").glob("*.json"))
-    if not evaluations:
-        return {}
-    timing = json.loads(evaluations[-1].read_text()).get("timing") or {}
-    rows = list((timing.get("workloads") or {}).values())
-    if not rows:
-        return {}
-    total = sum(row.get("weight", 1.0) for row in rows) or 1.0
-
-    def weighted(key: str) -> float:
-        return sum(row.get("weight", 1.0) * row[key] for row in rows) / total
-
-    baseline, tuned = weighted("baseline_median_us"), weighted("candidate_median_us")
-    return {
-        "baseline_us": baseline,
-        "tuned_us": tuned,
-        "speedup": baseline / tuned if tuned > 0 else None,
-        "weakest_round_speedup": _weakest_round(rows),
-    }
-
-
-def _weakest_round(rows: list[dict]) -> float | None:
-    """min over rounds r of sum(w * baseline_r) / sum(w * candidate_r)."""
-    rounds = min(
-        (
-            min(
-                len(row.get("baseline_round_medians_us") or []),
-                len(row.get("candidate_round_medians_us") or []),
-            )
-            for row in rows
-        ),
-        default=0,
-    )
-    speedups = []
-    for index in range(rounds):
-        baseline = sum(r.get("weight", 1.0) * r["baseline_round_medians_us"][index] for r in rows)
-        tuned = sum(r.get("weight", 1.0) * r["candidate_round_medians_us"][index] for r in rows)
-        if tuned > 0:
-            speedups.append(baseline / tuned)
-    return min(speedups) if speedups else None
+    timed = dict(figures) if figures is not None else {}
+    return row.model_copy(update={"export": str(export), **timed})
 
 
 def write_summary(batch: Path, record: BatchRecord) -> BatchSummary:
@@ -158,20 +134,54 @@ def render_markdown(summary: BatchSummary, record: BatchRecord) -> str:
         f"{len(summary.operators)} operators; workloads "
         + (f"captured in `{record.capture}`." if record.capture else "from the catalog."),
         "",
-        "| operator | status | baseline us | tuned us | speedup | weakest round | stop reason "
-        "| export |",
+        "| operator | status | baseline us | tuned us | speedup in model time | weakest round "
+        "| stop reason | export |",
         "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     for row in summary.operators:
         reason = row.stop_reason.replace("|", "/").replace("\n", " ")
         lines.append(
             f"| {row.operator} | {row.status} | {_figure(row.baseline_us, '.2f')} "
-            f"| {_figure(row.tuned_us, '.2f')} | {_figure(row.speedup, '.3f')} "
+            f"| {_figure(row.tuned_us, '.2f')} | {_figure(row.model_time_speedup, '.3f')} "
             f"| {_figure(row.weakest_round_speedup, '.3f')} | {reason} "
             f"| {row.export or '-'} |"
         )
     lines += ["", device_check(summary), ""]
+    for row in summary.operators:
+        lines += workload_table(row)
     return "\n".join(lines)
+
+
+def workload_table(row: OperatorSummary) -> list[str]:
+    """The evaluator's figures behind one operator's speedup, so a workload slower on the
+    figure promotion did not use (often cold) is seen before the export is installed."""
+    if not row.workloads:
+        return []
+    speedup = row.model_time_speedup
+    headline = f"x{speedup:.3f} in model time" if speedup else "no model-time speedup"
+    lines = [
+        f"## {row.operator}: {headline}",
+        "",
+        f"Per-call times of the promoting evaluation; weights: calls per forward "
+        f"({row.weights_source or '-'}); ratios are tuned over baseline, the median of the "
+        "paired ratios (below 1 is faster).",
+        "",
+        "| workload | calls per forward | promotion figure | baseline warm us | tuned warm us "
+        "| warm ratio | baseline cold us | tuned cold us | cold ratio |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for workload in row.workloads:
+        warm, cold = (
+            ratio.ratio if ratio else None for ratio in (workload.warm_ratio, workload.cold_ratio)
+        )
+        lines.append(
+            f"| {workload.workload} | {_figure(workload.calls_per_forward, 'g')} "
+            f"| {workload.promotion_figure} | {_figure(workload.baseline_warm_us, '.2f')} "
+            f"| {_figure(workload.tuned_warm_us, '.2f')} | {_figure(warm, '.3f')} "
+            f"| {_figure(workload.baseline_cold_us, '.2f')} "
+            f"| {_figure(workload.tuned_cold_us, '.2f')} | {_figure(cold, '.3f')} |"
+        )
+    return [*lines, ""]
 
 
 def device_check(summary: BatchSummary) -> str:

@@ -19,7 +19,7 @@ from batch_fixtures import write_script
 
 from controller.batch.devices import DeviceLock, overlapping_holds, read_holds
 from controller.batch.evaluation_windows import evaluation_windows, overlapping_windows
-from controller.batch.summary import BatchSummary, device_check, export_figures
+from controller.batch.summary import BatchSummary, device_check
 from controller.cli import build_parser, main
 from controller.cli.tune_all_command import run as run_tune_all
 from gates.evaluator.protocol import EvaluationResult
@@ -207,31 +207,6 @@ def _wait_for(probe, what: str, process: subprocess.Popen, timeout: float = 180.
             raise AssertionError(f"exited {process.returncode}: {process.stdout.read()}")
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-def test_summary_figures_come_from_the_promoting_evaluation(tmp_path):
-    evaluations = tmp_path / "export" / "evaluations"
-    evaluations.mkdir(parents=True)
-    rounds = {
-        "a": {"weight": 1.0, "baseline": [10.0, 10.0, 10.0], "candidate": [8.0, 9.0, 8.0]},
-        "b": {"weight": 3.0, "baseline": [2.0, 2.0, 2.0], "candidate": [1.0, 2.0, 1.0]},
-    }
-    workloads = {
-        name: {
-            "weight": row["weight"],
-            "baseline_median_us": 10.0 if name == "a" else 2.0,
-            "candidate_median_us": 8.0 if name == "a" else 1.0,
-            "baseline_round_medians_us": row["baseline"],
-            "candidate_round_medians_us": row["candidate"],
-        }
-        for name, row in rounds.items()
-    }
-    (evaluations / "attempt-0003.json").write_text(json.dumps({"timing": {"workloads": workloads}}))
-    figures = export_figures(tmp_path / "export")
-    assert figures["baseline_us"] == pytest.approx((10 + 3 * 2) / 4)
-    assert figures["tuned_us"] == pytest.approx((8 + 3 * 1) / 4)
-    assert figures["speedup"] == pytest.approx(16 / 11)
-    assert figures["weakest_round_speedup"] == pytest.approx(16 / 15)  # round 2: 9 + 3 * 2
 
 
 def test_the_summary_flags_two_evaluations_on_one_gpu_at_once(tmp_path):
