@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 from gates.registration.call_sites import CallSite
-from gates.registration.commands import make_runner
 from gates.registration.hidden import draw_hidden
 from gates.registration.judged_commit import commit_workspace
 from gates.registration.probes import cached_probe
+from gates.registration.runners import make_runner
 from gates.registration.suite import BASE_TESTS, GateSettings, RegistrationRequest, check_attempt
 from gates.registration.target_tests import record_base_outcomes
 from gates.target import load_target_config

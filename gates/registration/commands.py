@@ -145,12 +145,3 @@ class UnfencedRunner:
             timed_out=timed_out,
         )
 
-
-def make_runner(fence: str, pycache_prefix: Path | None = None) -> CommandRunner:
-    """`unfenced`, or a fence name the sandbox layer knows (`landlock`, `docker`);
-    `pycache_prefix` is the runner's private bytecode cache (None: an empty one per command)."""
-    if fence == "unfenced":
-        return UnfencedRunner(pycache_prefix)
-    from gates.registration.fenced_runner import FencedRunner
-
-    return FencedRunner(fence, pycache_prefix)

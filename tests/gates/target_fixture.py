@@ -227,7 +227,8 @@ def apply_edits(root: Path, edits: dict[str, str | None]) -> None:
 def seeded_runner(cache: Path):
     """The Landlock runner where this machine can enforce it (else unfenced), with a private
     bytecode cache filled once, as a run's preparation fills it from BASE."""
-    from gates.registration.commands import UnfencedRunner, make_runner
+    from gates.registration.commands import UnfencedRunner
+    from gates.registration.runners import make_runner
     from sandbox.errors import FenceError
 
     try:
