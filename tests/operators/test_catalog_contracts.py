@@ -175,4 +175,5 @@ def test_every_catalog_operator_has_a_production_kernel_and_pi05_workloads():
         "action_b1": 576,
         "action_b8": 576,
         "prefix_b1": 0,
+        "prefix_b8": 0,
     }
