@@ -45,4 +45,9 @@ def run(arguments) -> int:
         arguments.export, arguments.profile, arguments.tuned_root or TUNED_ROOT, arguments.replace
     )
     print(f"installed {installed.name} into profile {arguments.profile!r}: {installed}")
+    root = f" --tuned-root {arguments.tuned_root}" if arguments.tuned_root else ""
+    print(
+        f"profile {arguments.profile!r} is unverified until `controller verify --profile "
+        f"{arguments.profile}{root}` passes it; it does not load before"
+    )
     return 0

@@ -57,6 +57,17 @@ def test_an_installed_export_runs_on_verified_layouts_and_falls_back_elsewhere(e
     assert "rms_norm/solution/operators/catalog/rms_norm.py" in profile["files"]
 
 
+def test_an_installed_profile_does_not_load_until_verified_and_install_says_so(
+    export, tmp_path, capsys
+):
+    assert install(export, tmp_path) == 0
+    assert f"`controller verify --profile fast --tuned-root {tmp_path}` passes it" in (
+        capsys.readouterr().out
+    )
+    with pytest.raises(ProfileError, match="profile 'fast' is not verified"):
+        KernelSelection("fast", tuned_root=tmp_path).resolve("rms_norm")
+
+
 def test_reinstalling_needs_replace(export, tmp_path, capsys):
     assert install(export, tmp_path) == 0
     assert install(export, tmp_path) == 2
