@@ -2,9 +2,9 @@
 
 Run from the repository root on a GPU machine: `OUT=$OUT python benchmarks/attention_gpu.py`
 (about a minute; writes $OUT/attention_gpu.json and prints a table). Per attention workload it
-first holds the new kernel (benchmarks/split_kv_attention_flash.py, the file the scripted tune
-session ships) to the operator's contract on every input distribution, then times as CUDA-graph
-per-call time: the production kernel, the new kernel at its TUNING, BF16
+first holds the new kernel (benchmarks/split_kv_attention_flash/, the parts of the one file the
+scripted tune session ships) to the operator's contract on every input distribution, then
+times as CUDA-graph per-call time: the production kernel, the new kernel at its TUNING, BF16
 `scaled_dot_product_attention` over the concatenated K/V (GQA) as a PyTorch user writes it, and
 a sweep of the new kernel's launch settings (each variant checked before it is timed). A graph
 holds CALLS calls rotating over INPUT_SETS input sets (warm L2); roles' replays are

@@ -1,14 +1,17 @@
 """The grouped, split-KV attention kernel that `benchmarks/sessions/tune_split_kv_attention.json`
-submits: the session carries the kernel module as it is, the kernel meets the operator's
-contract under the interpreter at scaled-down sizes (key split and merge included), and the
-H200 benchmark script runs end to end on the CPU."""
+submits: the session carries the kernel package's parts joined into one operator file as they
+are, that file (what ships) and the package (what the benchmark runs) meet the operator's
+contract under the interpreter at scaled-down sizes (key split and merge included), the gates
+read the launch settings from it, and the H200 benchmark script runs end to end on the CPU."""
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
+from gates.tuning.launch_settings import declared_settings
 from operators.catalog import split_kv_attention
 from operators.catalog.checking import first_violation, scaled_down
 from operators.declaration import DISTRIBUTIONS
@@ -24,24 +27,47 @@ SPLIT_EVERYWHERE = {**flash.INTERPRETED, "keys": 32, "programs": 64, "merge_rows
 """Small blocks and many programs: every scaled-down workload's keys are split, then merged."""
 
 
-def test_the_session_writes_the_kernel_module_over_the_operator_file():
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory):
+    """The operator file the session ships, imported with the repository's absolute imports."""
+    path = tmp_path_factory.mktemp("shipped") / "shipped_split_kv_attention.py"
+    path.write_text(attention_session.operator_file_source())
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[path.stem]
+
+
+def test_the_session_writes_the_joined_parts_over_the_operator_file():
     (write,) = json.loads(attention_session.SESSION_FILE.read_text())["attempts"][0]
     assert write["tool"] == "write"
     assert write["path"] == "solution/operators/catalog/split_kv_attention.py"
     assert write["content"] == attention_session.solution_source(
-        flash.__loader__.get_data(flash.__file__).decode()
+        attention_session.operator_file_source()
     ), "stale session: run python benchmarks/attention_session.py"
     assert "from ...operators.catalog.rounding import round_to_bfloat16" in write["content"]
+    assert "from ." + "kernels" not in write["content"]  # the parts' own imports are dropped
+    settings = declared_settings(write["content"])  # what autotune and the evidence read
+    assert settings.point == flash.TUNING
+    assert settings.space == {name: tuple(values) for name, values in flash.TUNING_SPACE.items()}
 
 
-@pytest.mark.parametrize("settings", [None, SPLIT_EVERYWHERE], ids=["default", "split"])
-def test_the_kernel_meets_the_contract_on_every_distribution(settings):
+@pytest.mark.parametrize(
+    ("source", "settings"),
+    [("shipped", None), ("shipped", SPLIT_EVERYWHERE), ("package", None)],
+    ids=["shipped-default", "shipped-split", "package-default"],
+)
+def test_the_kernel_meets_the_contract_on_every_distribution(source, settings, request):
+    """The shipped file under both settings; the package, whose code it is, at its default."""
+    module = request.getfixturevalue("shipped") if source == "shipped" else flash
     declaration = scaled_down(split_kv_attention.DECLARATION)
-    kernel = flash.split_kv_attention_triton
+    kernel = module.split_kv_attention_triton
     if settings is not None:
 
         def kernel(q, k_cache, v_cache, k, v, scale):
-            return flash.attend(q, k_cache, v_cache, k, v, scale, settings)
+            return module.attend(q, k_cache, v_cache, k, v, scale, settings)
 
     for workload in declaration.workloads:
         for distribution in DISTRIBUTIONS:

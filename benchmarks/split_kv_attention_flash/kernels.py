@@ -1,30 +1,17 @@
-"""A FlashAttention-class kernel for `split_kv_attention`, shipped as a scripted tune session.
-
-Why it is faster than the production kernel: all query heads of one key/value head are rows of
-one program (the action call's 8 heads x 50 tokens are 400 rows), so K/V are read once per
-group of rows instead of once per head; and the keys are split among programs (flash-decoding)
-so that a 50-token call fills the GPU at batch 1, with a second small launch that merges the
-slices' softmax statistics. A call whose rows already fill the GPU is not split.
+"""The two Triton kernels of the split-KV attention: per (row block, key slice) partial
+attention, and the merge of the slices' softmax statistics.
 
 Numerics are the production kernel's: scores and sums in float32, online softmax in base 2,
 and the weights reach the value product as a high and a low BF16 part (one BF16 rounding of a
 near-one-hot softmax would move a cancelling output past the contract). Merging slices only
 rescales float32 partial sums, which the contract's reordering allowance covers.
-
-`benchmarks/attention_session.py` writes this file, imports made relative, into
-`benchmarks/sessions/tune_split_kv_attention.json` as the solution's operator file.
 """
 
-import torch
 import triton
 import triton.language as tl
 
 from operators import triton_runtime  # noqa: F401  (selects the interpreter before any kernel)
 from operators.catalog.rounding import round_to_bfloat16
-from operators.catalog.shapes import PI05
-from operators.kernel_launch import compiler_visible, launch
-
-LOG2_E = 1.4426950408889634
 
 
 @triton.jit
@@ -130,7 +117,7 @@ def _attend_to_keys(
 
 
 @triton.jit
-def _partial_attention_kernel(
+def partial_attention_kernel(
     q_ptr,
     k_cache_ptr,
     v_cache_ptr,
@@ -249,7 +236,7 @@ def _partial_attention_kernel(
 
 
 @triton.jit
-def _merge_slices_kernel(
+def merge_slices_kernel(
     partial_ptr,
     partial_max_ptr,
     partial_sum_ptr,
@@ -293,176 +280,3 @@ def _merge_slices_kernel(
     out_rows = ((batch * query_heads + head) * tokens + query) * head_dim
     mask = present[:, None] & (dims[None, :] < head_dim)
     tl.store(out_ptr + out_rows[:, None] + dims[None, :], out, mask=mask)
-
-
-TUNING = {
-    "rows": 64,
-    "keys": 64,
-    "programs": 132,
-    "num_warps": 4,
-    "num_stages": 2,
-    "rows_long": 128,
-    "keys_long": 64,
-    "programs_long": 132,
-    "num_warps_long": 8,
-    "num_stages_long": 2,
-    "merge_rows": 16,
-    "merge_dim": 64,
-}
-"""Launch settings on a GPU. A call is `long` when its query tokens exceed 64 (the prefix
-encoder); `programs` is how many programs the key split aims for (the H200 has 132 SMs); the
-merge launch takes `merge_rows` x `merge_dim` tiles."""
-TUNING_SPACE = {
-    "rows": (64, 128),
-    "keys": (32, 64),
-    "programs": (66, 132, 264),
-    "num_warps": (4, 8),
-    "num_stages": (1, 2, 3),
-    "rows_long": (64, 128),
-    "keys_long": (32, 64),
-    "programs_long": (66, 132, 264),
-    "num_warps_long": (4, 8),
-    "num_stages_long": (1, 2, 3),
-    "merge_rows": (8, 16, 32),
-    "merge_dim": (64, 128, 256),
-}
-"""What `autotune` may try for each launch setting; the numerics never depend on them."""
-INTERPRETED = {
-    "rows": 64,
-    "keys": 64,
-    "programs": 16,
-    "num_warps": 4,
-    "num_stages": 1,
-    "merge_rows": 64,
-    "merge_dim": 256,
-}
-"""Under the interpreter every program costs a fixed overhead: few, large ones, still split."""
-MERGE_ELEMENTS = 8192
-"""Most partial sums one merge program loads at once (all slices of its rows): 64 registers
-per thread at 4 warps; `merge_rows` shrinks to fit when there are many slices."""
-
-
-class Plan:
-    """One call's launch: blocks, the key split, and the launch options of both kernels."""
-
-    def __init__(self, settings: dict, batch: int, kv_heads: int, group_rows: int, length: int):
-        self.rows = settings["rows"]
-        self.keys = settings["keys"]
-        self.row_blocks = triton.cdiv(group_rows, self.rows)
-        base = self.row_blocks * batch * kv_heads
-        key_blocks = triton.cdiv(length, self.keys)
-        splits = min(key_blocks, max(1, settings["programs"] // base))
-        blocks_per_split = triton.cdiv(key_blocks, splits)
-        self.keys_per_split = blocks_per_split * self.keys
-        self.splits = triton.cdiv(key_blocks, blocks_per_split)
-        self.num_warps = settings["num_warps"]
-        self.num_stages = settings["num_stages"]
-        self.merge_rows = settings["merge_rows"]
-        self.merge_dim = settings["merge_dim"]
-
-
-def settings_for(tokens: int, tuning: dict | None = None) -> dict:
-    """The launch settings of a call with `tokens` query tokens (interpreter: INTERPRETED)."""
-    if triton_runtime.interpreting():
-        return INTERPRETED
-    tuning = TUNING if tuning is None else tuning
-    names = ("rows", "keys", "programs", "num_warps", "num_stages")
-    chosen = {name: tuning[f"{name}_long" if tokens > 64 else name] for name in names}
-    return chosen | {"merge_rows": tuning["merge_rows"], "merge_dim": tuning["merge_dim"]}
-
-
-def attend(q, k_cache, v_cache, k, v, scale: float, settings: dict) -> torch.Tensor:
-    """The kernels under explicit launch settings (a benchmark sweeps them through this)."""
-    batch, query_heads, tokens, head_dim = q.shape
-    kv_heads, prefix = k.shape[1], k_cache.shape[2]
-    q, k_cache, v_cache, k, v = (
-        t if t.stride(-1) == 1 else t.contiguous() for t in (q, k_cache, v_cache, k, v)
-    )
-    if k_cache.stride() != v_cache.stride():
-        k_cache, v_cache = k_cache.contiguous(), v_cache.contiguous()
-    if k.stride() != v.stride():
-        k, v = k.contiguous(), v.contiguous()
-    if prefix == 0:  # never read; a real tensor keeps launchers from seeing a null pointer
-        k_cache, v_cache = k, v
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    if out.numel() == 0:
-        return out
-    group_rows = query_heads // kv_heads * tokens
-    plan = Plan(settings, batch, kv_heads, group_rows, prefix + tokens)
-    block_dim = max(16, triton.next_power_of_2(head_dim))
-    padded_rows = plan.row_blocks * plan.rows
-    slots = batch * kv_heads * plan.splits if plan.splits > 1 else 0
-    partial = torch.empty((slots, padded_rows, block_dim), dtype=torch.float32, device=q.device)
-    partial_max = torch.empty((slots, padded_rows), dtype=torch.float32, device=q.device)
-    partial_sum = torch.empty((slots, padded_rows), dtype=torch.float32, device=q.device)
-    if slots == 0:  # never written; real tensors keep launchers from seeing a null pointer
-        partial, partial_max, partial_sum = out, out, out
-    launch(
-        _partial_attention_kernel,
-        (plan.row_blocks, plan.splits, batch * kv_heads),
-        q,
-        k_cache,
-        v_cache,
-        k,
-        v,
-        out,
-        partial,
-        partial_max,
-        partial_sum,
-        query_heads,
-        kv_heads,
-        tokens,
-        prefix,
-        head_dim,
-        *q.stride()[:3],
-        *k_cache.stride()[:3],
-        *k.stride()[:3],
-        float(scale * LOG2_E),
-        plan.keys_per_split,
-        padded_rows,
-        SPLIT=plan.splits > 1,
-        BLOCK_ROWS=plan.rows,
-        BLOCK_KEYS=plan.keys,
-        BLOCK_DIM=block_dim,
-        EVEN_DIM=head_dim == block_dim,
-        UPCAST=triton_runtime.interpreting(),
-        num_warps=plan.num_warps,
-        num_stages=plan.num_stages,
-    )
-    if plan.splits > 1:
-        block_splits = triton.next_power_of_2(plan.splits)
-        merge_dim = min(plan.merge_dim, block_dim)
-        merge_rows = max(1, min(plan.merge_rows, MERGE_ELEMENTS // (block_splits * merge_dim)))
-        launch(
-            _merge_slices_kernel,
-            (triton.cdiv(group_rows, merge_rows), block_dim // merge_dim, batch * kv_heads),
-            partial,
-            partial_max,
-            partial_sum,
-            out,
-            query_heads,
-            kv_heads,
-            tokens,
-            head_dim,
-            plan.splits,
-            padded_rows,
-            BLOCK_SPLITS=block_splits,
-            BLOCK_ROWS=merge_rows,
-            BLOCK_SLICE_DIM=merge_dim,
-            BLOCK_DIM=block_dim,
-            num_warps=4,
-        )
-    return out
-
-
-@compiler_visible
-def split_kv_attention_triton(
-    q: torch.Tensor,
-    k_cache: torch.Tensor,
-    v_cache: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    scale: float = PI05.head_dim**-0.5,
-) -> torch.Tensor:
-    """Grouped rows, online softmax over key blocks, keys split among programs when it helps."""
-    return attend(q, k_cache, v_cache, k, v, scale, settings_for(q.shape[2]))
