@@ -115,9 +115,6 @@ def write_summary(batch: Path, record: BatchRecord) -> BatchSummary:
     )
     write_json_atomic(batch / SUMMARY_JSON, summary.model_dump(mode="json"))
     write_atomic(batch / SUMMARY_MD, render_markdown(summary, record))
-    from controller.review_page import write_review_page  # the page reads the summary back
-
-    write_review_page(batch)
     return summary
 
 

@@ -1,4 +1,4 @@
-"""A batch from start to summary: tasks, preflights, the runs, then summary.md/json.
+"""A batch from start to summary: tasks, preflights, the runs, then summary.md/json and the page.
 
 `start_batch` creates `runs/batch-<UTC>-<hex>/` and freezes the selection and options in
 `batch.json`; `run_batch` runs a batch folder, new or resumed: it carries on with every
@@ -14,6 +14,7 @@ from controller.batch import record as records
 from controller.batch.preflight import TASKS, Evaluator, preflight, render_task, write_tasks
 from controller.batch.record import BatchRecord, RunOptions
 from controller.batch.summary import BatchSummary, summarize_operator, write_summary
+from controller.review_page import write_review_page
 
 
 class Workers(Protocol):
@@ -68,7 +69,7 @@ def run_batch(
     except KeyboardInterrupt:  # Ctrl-C while a baseline is evaluated: resumable like a run
         record = records.load(folder).model_copy(update={"state": "interrupted"})
         records.save(folder, record)  # the preflights done so far were saved one by one
-        return record, write_summary(folder, record)
+        return record, _summarize(folder, record)
     total = len(record.operators)
 
     def finished(operator: str, current: BatchRecord) -> None:
@@ -82,7 +83,14 @@ def run_batch(
         state = "interrupted" if record.unfinished() else "finished"
         record = record.model_copy(update={"state": state})
     records.save(folder, record)
-    return record, write_summary(folder, record)
+    return record, _summarize(folder, record)
+
+
+def _summarize(folder: Path, record: BatchRecord) -> BatchSummary:
+    """The summary files, then the batch's review page, which reads them back."""
+    summary = write_summary(folder, record)
+    write_review_page(folder)
+    return summary
 
 
 def _preflights(folder: Path, record: BatchRecord, tasks, evaluator, say) -> BatchRecord:

@@ -17,6 +17,7 @@ from controller.batch.export_figures import export_figures
 from controller.batch.record import OperatorEntry, RunOptions
 from controller.batch.summary import BatchSummary, summarize_operator, write_summary
 from controller.cli.tune_command import run_tune
+from controller.review_page import write_review_page
 from gates.evaluator.graph_timing import graph_row
 from gates.evaluator.promotion import promotion_verdict
 from gates.evaluator.protocol import EvaluationResult
@@ -121,6 +122,7 @@ def test_the_headline_is_the_model_time_speedup_the_tune_run_reports(tmp_path):
         assert f"| {workload.workload} | " in markdown and "| - | - | - |" in markdown
     saved = BatchSummary.model_validate_json((batch / "summary.json").read_text())
     assert saved.operators[0].workloads == row.workloads
+    write_review_page(batch)  # the batch's page reads the summary back
     assert (batch / "report.html").is_file() and not (batch / "report_html_error.txt").exists()
 
 
