@@ -15,6 +15,7 @@ from gates.evaluator.captured_cases import case_inputs, load_captured, timed_dec
 from gates.evaluator.cases import plan_cases
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.detectors.environment_probes import refuse_source_probes, source_probes
+from gates.evaluator.detectors.table import finding_of
 from gates.evaluator.guard import CandidateCallError, CandidateGuard
 from gates.evaluator.phase_clock import PhaseClock
 from gates.evaluator.protocol import CandidateReport, EvaluationRequest, evaluator_fault
@@ -88,7 +89,7 @@ def run_candidate(
         guard.environment_queries.raise_first()
         refuse_source_probes(probes)
     except CheatDetected as cheat:
-        finding = cheat.finding()
+        finding = finding_of(cheat)
         return CandidateReport(
             **header,
             status="REJECTED",

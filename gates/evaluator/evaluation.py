@@ -17,6 +17,7 @@ from gates.evaluator.detectors.file_tampering import (
     SourcesRewritten,
     protected_roots,
 )
+from gates.evaluator.detectors.table import family_of
 from gates.evaluator.launcher import (
     REPOSITORY_ROOT,
     ReportNotAuthentic,
@@ -101,7 +102,7 @@ def evaluate(
         try:
             snapshot.check()
         except SourcesRewritten as cheat:
-            outcome = _rejected(cheat.detector, type(cheat).__name__, cheat.reason)
+            outcome = _rejected(family_of(type(cheat)), type(cheat).__name__, cheat.reason)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(sources, ignore_errors=True)

@@ -21,6 +21,7 @@ from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.detectors.hardcoding import ShapeSpecificHardcoding
 from gates.evaluator.detectors.input_mutation import InputMutated
 from gates.evaluator.detectors.replay import TimedOutputWrong
+from gates.evaluator.detectors.table import finding_of
 from gates.evaluator.diagnosis import diagnose, mostly_gross
 from gates.evaluator.fresh_pool import drawn_sets, pool_seeds
 from gates.evaluator.guard import REPEAT_SUFFIX, tensor_digest
@@ -104,7 +105,7 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
             )  # fmt: skip
             clock.lap("witnesses")
     except CheatDetected as cheat:
-        finding = cheat.finding()
+        finding = finding_of(cheat)
         return JudgeReport(
             **header,
             status="REJECTED",

@@ -5,7 +5,13 @@ import inspect
 
 import gates.evaluator.detectors as detectors_package
 from gates.evaluator.detectors import CheatDetected
-from gates.evaluator.detectors.table import DETECTORS, STAGES, cheats_at, family_of
+from gates.evaluator.detectors.table import (
+    DETECTORS,
+    STAGES,
+    cheats_at,
+    family_of,
+    finding_of,
+)
 
 
 def _all_cheat_classes() -> set[type]:
@@ -34,7 +40,7 @@ def test_families_check_at_known_stages_and_name_their_findings():
         for cheat in family.cheats:
             assert family_of(cheat) == family.name
             assert cheat.__doc__, f"{cheat.__name__} says what it cheats"
-            assert cheat("why").finding().detector == family.name
+            assert finding_of(cheat("why")).detector == family.name
     assert cheats_at("judge") and all(cheats_at(stage) for stage in STAGES)
 
 

@@ -10,6 +10,7 @@ detector is one exception class and one row.
 
 from dataclasses import dataclass
 
+from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.detectors.batch_skipping import RowsCopiedAcrossBatch, TrailingRowsSkipped
 from gates.evaluator.detectors.compute_fallback import (
     HostComputeFallback,
@@ -45,6 +46,7 @@ from gates.evaluator.detectors.tensor_types import DecoratedOutput, LazyOutput, 
 from gates.evaluator.detectors.trace_evasion import DispatchTraceEvaded
 from gates.evaluator.detectors.transient_patch import PatchedBetweenCalls
 from gates.evaluator.detectors.uninitialised_memory import UninitialisedOutput
+from gates.evaluator.protocol import Finding
 
 STAGES = ("import", "call", "timing", "judge", "evaluation")
 
@@ -156,3 +158,8 @@ def family_of(cheat: type) -> str:
 def cheats_at(stage: str) -> tuple[type, ...]:
     """Every cheat class the table lists for one stage."""
     return tuple(c for family in DETECTORS if stage in family.stages for c in family.cheats)
+
+
+def finding_of(cheat: CheatDetected) -> Finding:
+    """The finding a raised cheat reports: its family, its class and its reason."""
+    return Finding(detector=family_of(type(cheat)), cheat=type(cheat).__name__, reason=cheat.reason)
