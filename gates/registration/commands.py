@@ -144,4 +144,3 @@ class UnfencedRunner:
             seconds=time.monotonic() - started,
             timed_out=timed_out,
         )
-
