@@ -161,9 +161,10 @@ def _resumable(arguments):
     from controller.optimize.settings import OptimizeSettings
     from controller.runs.launch import verify_resumable
     from controller.runs.store import RunStore
+    from controller.runs.stored_run import read_stored_run
 
     store = RunStore.open(arguments.resume, arguments.runs_dir)
-    manifest = verify_resumable(store, flow=FLOW)
+    manifest = verify_resumable(read_stored_run(store), flow=FLOW)
     from controller.cli.tune_all_command import PASSED_THROUGH, _given
 
     given = {

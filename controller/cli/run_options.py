@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pydantic costs ~0.2 s to import: not on every CLI start
     from controller.cli.new_run import NewRun
+    from controller.runs.stored_run import StoredRun
 
 DEFAULT_RUNS_DIR = Path("runs")
 # The run-option flag of each RunLimits field, so a rejected limit names what the user typed.
@@ -81,11 +82,13 @@ def start_or_resume(
     make_flow: Callable[[dict[str, Any], dict[str, Any]], Any],
     new_run: Callable[[], NewRun] | None = None,
     agent: Any = None,
+    check_resume: Callable[[Any, StoredRun], None] | None = None,
 ) -> int:
     """Create and run a new run, or verify and continue `--resume RUN`; returns the exit code.
 
     `make_flow(work_item, gate_settings)` builds the Flow; `new_run()` is only called for a new
-    run. `agent` replaces the backend the spec names (tests only).
+    run; `check_resume(store, stored_run)` refuses a resume the flow's options contradict,
+    before the identities are checked. `agent` replaces the backend the spec names (tests).
     """
     from controller.agents import make_agent
     from controller.errors import ControllerError
@@ -93,11 +96,16 @@ def start_or_resume(
     from controller.runs.fencing import bind_fence
     from controller.runs.launch import resume_command, verify_resumable
     from controller.runs.store import RunStore
+    from controller.runs.stored_run import read_stored_run
 
+    stored = None
     if arguments.resume:
         store = RunStore.open(arguments.resume, arguments.runs_dir)
-        manifest = verify_resumable(store, flow=flow_name)
-        if store.state().terminal:
+        stored = read_stored_run(store)
+        if check_resume is not None:
+            check_resume(store, stored)
+        manifest = verify_resumable(stored, flow=flow_name)
+        if stored.state.terminal:
             print(
                 f"controller: run {store.run_id} has ended; rebuilding its evidence",
                 file=sys.stderr,
@@ -120,7 +128,7 @@ def start_or_resume(
     if store is None:
         store = RunStore.create(arguments.runs_dir, manifest)
     print(f"controller: run {store.run_id} in {store.run_dir}", file=sys.stderr)
-    outcome = Engine(store, flow, agent, fence).run()
+    outcome = Engine(store, flow, agent, fence, stored=stored).run()
     reason = f": {outcome.reason}" if outcome.reason else ""
     print(f"controller: run {outcome.run_id} {outcome.state}{reason}", file=sys.stderr)
     print(f"controller: evidence in {store.evidence_dir / 'report.md'}", file=sys.stderr)

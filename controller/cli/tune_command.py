@@ -60,9 +60,7 @@ def run_tune(arguments: argparse.Namespace, agent=None, evaluator=None) -> int:
     from controller.errors import ControllerError
     from controller.flows.tune import TuneFlow
 
-    if arguments.resume:
-        refuse_changed_options(arguments)
-    else:
+    if not arguments.resume:
         for name, value in DEFAULTS.items():
             if getattr(arguments, name, None) is None:
                 setattr(arguments, name, value)
@@ -78,6 +76,7 @@ def run_tune(arguments: argparse.Namespace, agent=None, evaluator=None) -> int:
         make_flow=lambda work_item, settings: TuneFlow(work_item, settings, evaluator),
         new_run=lambda: new_tune_run(arguments),
         agent=agent,
+        check_resume=lambda store, stored: refuse_changed_options(arguments, store, stored),
     )
     return code
 
@@ -133,8 +132,9 @@ RESUME_FIELDS = (
 )
 
 
-def refuse_changed_options(arguments: argparse.Namespace) -> None:
-    """A resumed run keeps what it froze: refuse an option or a task that says otherwise."""
+def refuse_changed_options(arguments: argparse.Namespace, store, stored) -> None:
+    """A resumed run keeps what it froze: refuse an option or a task that says otherwise
+    (`stored`: the run as resuming read it)."""
     from controller.errors import ControllerError
     from controller.flows.tune import (
         TASK,
@@ -142,10 +142,8 @@ def refuse_changed_options(arguments: argparse.Namespace) -> None:
         given_task_digest,
         task_package_digest,
     )
-    from controller.runs.store import RunStore
 
-    store = RunStore.open(arguments.resume, arguments.runs_dir)
-    manifest = store.manifest()
+    manifest = stored.manifest
     frozen = manifest.model_dump(mode="json")
     for option, field in RESUME_FIELDS:
         given = getattr(arguments, option, None)

@@ -33,6 +33,7 @@ from controller.runs.recovery import open_run, redo_description
 from controller.runs.signals import RunInterrupted, interrupt_on_signals, signals_deferred
 from controller.runs.statemachine import EXIT_CODES, check_transition
 from controller.runs.store import RunStore
+from controller.runs.stored_run import StoredRun, read_stored_run
 from controller.workspace import create_workspace
 from gates.verdict import Verdict
 
@@ -69,9 +70,12 @@ class Engine:
         agent,
         fence: FenceBinding,
         progress: Progress | None = None,
+        stored: StoredRun | None = None,
     ) -> None:
+        """`stored`: the run as resuming read it (read here when not given)."""
         self.store, self.flow, self.agent, self.fence = store, flow, agent, fence
-        self.manifest = store.manifest()
+        self.stored = stored or read_stored_run(store)
+        self.manifest = self.stored.manifest
         self.progress = progress or Progress()
         self._usage_in_flight: dict | None = None  # a finished session's usage, until journaled
         self._environment_failure: str | None = None
@@ -93,7 +97,9 @@ class Engine:
                 with interrupt_on_signals():
                     self._open()
                     if self.state.state == "interrupted":
-                        redo = self._redo(self.state.resume_state)
+                        redo = redo_description(
+                            self.state.resume_state, self.state.attempt, self.stored.history
+                        )
                         self._transition(self.state.resume_state, reason=f"resumed; redoing {redo}")
                     while not self.state.terminal:
                         following, fields = self._step()
@@ -127,12 +133,11 @@ class Engine:
         )
 
     def _open(self) -> None:
-        self.journal = open_run(self.store, self.manifest, self.progress)
-        self.state = self.store.state()
+        """Open the run as read before the lock was taken, or read again if it moved since."""
+        if not self.stored.is_current():
+            self.stored = read_stored_run(self.store)
+        self.journal, self.state = open_run(self.store, self.stored, self.progress)
         self.store.write_state(self.state)
-
-    def _redo(self, state: str) -> str:
-        return redo_description(state, self.state.attempt, self.store.history())
 
     def _transition(self, following: str, **fields) -> None:
         check_transition(self.state.state, following)

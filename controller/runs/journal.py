@@ -19,14 +19,16 @@ from controller.errors import ControllerError
 from controller.runs.faults import fault_point
 
 KILL_AT_VARIABLE = "CONTROLLER_TEST_KILL_AT"
+TAIL_CHUNK = 4096
 
 
 class Journal:
     """Appends events to `journal.jsonl`; each carries a sequence number and run-time seconds."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, events: list[dict[str, Any]] | None = None) -> None:
+        """`events`: the journal's events when the caller has just read them."""
         self.path = path
-        events = read_journal(path)
+        events = read_journal(path) if events is None else events
         self._next_sequence = events[-1]["seq"] + 1 if events else 1
         self._elapsed_before = float(events[-1].get("elapsed_s", 0.0)) if events else 0.0
         self._session_start = time.monotonic()
@@ -88,10 +90,21 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
 
 def torn_tail_bytes(path: Path) -> int:
     """How many bytes of a partial last line (the process died mid-write) the journal ends in."""
-    if not path.exists() or path.stat().st_size == 0:
+    if not path.exists():
         return 0
-    content = path.read_bytes()
-    return 0 if content.endswith(b"\n") else len(content) - (content.rfind(b"\n") + 1)
+    with open(path, "rb") as handle:  # read back from the end only as far as the last newline
+        size = end = handle.seek(0, os.SEEK_END)
+        while end > 0:
+            start = max(0, end - TAIL_CHUNK)
+            handle.seek(start)
+            chunk = handle.read(end - start)
+            if end == size and chunk.endswith(b"\n"):
+                return 0
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                return size - (start + newline + 1)
+            end = start
+        return size
 
 
 def _repair_torn_tail(path: Path) -> int:

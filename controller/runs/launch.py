@@ -1,4 +1,5 @@
-"""Starting a run and resuming one: freeze the manifest, or verify every identity it froze."""
+"""Starting a run and resuming one: freeze the manifest, or verify every identity it froze
+against the stored run read once (`stored_run.read_stored_run`)."""
 
 import datetime
 import shlex
@@ -8,16 +9,9 @@ from typing import Any
 from controller.errors import ControllerError
 from controller.gitrepo import commit_exists, resolve_commit
 from controller.runs.identity import controller_source_digest, current_environment
-from controller.runs.manifest import (
-    AgentChoice,
-    FenceChoice,
-    Manifest,
-    RunLimits,
-    first_difference,
-    manifest_from_stored,
-    read_manifest_file,
-)
-from controller.runs.store import RunStore, new_run_id
+from controller.runs.manifest import AgentChoice, FenceChoice, Manifest, RunLimits
+from controller.runs.store import new_run_id
+from controller.runs.stored_run import StoredRun
 
 # Flows whose command is `controller <flow> run`; a run of another flow is resumed by its code.
 FLOW_COMMANDS = ("register", "tune")
@@ -63,31 +57,21 @@ def new_manifest(
 
 
 def verify_resumable(
-    store: RunStore,
+    run: StoredRun,
     *,
     flow: str | None = None,
     environment: dict[str, str] | None = None,
     source_digest: str | None = None,
 ) -> Manifest:
-    """Re-read the manifest and refuse, naming the field, if anything it froze has changed.
+    """Refuse, naming the field, if anything the run's manifest froze has changed here.
 
     `environment` and `source_digest` default to the current ones; tests pass their own.
     """
-    name = store.run_id
-    stored = read_manifest_file(store.manifest_path)
-    created = next((e for e in store.events() if e.get("kind") == "created"), None)
-    if created is not None and isinstance(stored.get("manifest"), dict):
-        changed = first_difference(created["manifest"], stored["manifest"])
-        if changed:
-            raise ControllerError(
-                f"cannot resume {name}: manifest field '{changed}' was changed after the run "
-                "was created; restore it or start a new run"
-            )
-    manifest = manifest_from_stored(stored, f"cannot resume {name}")
+    name, manifest = run.run_id, run.manifest
     if flow is not None and manifest.flow != flow:
         raise ControllerError(
             f"cannot resume {name}: manifest field 'flow' is {manifest.flow!r}, not {flow!r}; "
-            f"resume it with `{resume_command(manifest.flow, store.run_dir) or manifest.flow}`"
+            f"resume it with `{resume_command(manifest.flow, run.run_dir) or manifest.flow}`"
         )
     target = Path(manifest.target)
     if not target.is_dir():

@@ -4,9 +4,9 @@ and which work it redoes. The journal and the report carry these sentences."""
 
 from controller.runs.history import RunHistory
 from controller.runs.journal import Journal
-from controller.runs.manifest import Manifest
-from controller.runs.statemachine import RunState
+from controller.runs.statemachine import RunState, apply_event
 from controller.runs.store import RunStore
+from controller.runs.stored_run import StoredRun
 
 
 def died_unrecorded(events: list[dict], state: RunState) -> bool:
@@ -47,23 +47,30 @@ def crash_sentence(state: str, redo: str) -> str:
     return f"resumed after a crash in state {state}; redoing {redo}"
 
 
-def open_run(store: RunStore, manifest: Manifest, progress) -> Journal:
-    """Open the journal, recording the run's creation, a torn last line the last process left
-    and, when it died without recording why, the crash and the work this process redoes."""
-    journal = store.open_journal()
-    events = store.events()
-    if not events:
-        journal.append(
-            "created", manifest=manifest.model_dump(mode="json"), digest=manifest.digest()
+def open_run(store: RunStore, run: StoredRun, progress) -> tuple[Journal, RunState]:
+    """Open the journal on the run as read, recording the run's creation, a torn last line the
+    last process left and, when it died without recording why, the crash and the work this
+    process redoes; the journal and the state after those records."""
+    journal = store.open_journal(run.events)
+    manifest, state = run.manifest, run.state
+    appended = []
+    if not run.events:
+        appended.append(
+            journal.append(
+                "created", manifest=manifest.model_dump(mode="json"), digest=manifest.digest()
+            )
         )
     if journal.dropped_bytes:
-        journal.append("torn_line_dropped", bytes=journal.dropped_bytes)
-    state = store.state()
-    if died_unrecorded(events, state):
-        redo = redo_description(state.state, state.attempt, store.history())
+        appended.append(journal.append("torn_line_dropped", bytes=journal.dropped_bytes))
+    if died_unrecorded(list(run.events), state):
+        redo = redo_description(state.state, state.attempt, run.history)
         sentence = crash_sentence(state.state, redo)
-        journal.append(
-            "resumed_after_crash", state=state.state, attempt=state.attempt, sentence=sentence
+        appended.append(
+            journal.append(
+                "resumed_after_crash", state=state.state, attempt=state.attempt, sentence=sentence
+            )
         )
         progress.note(sentence)
-    return journal
+    for event in appended:
+        state = apply_event(state, event)
+    return journal, state

@@ -178,8 +178,9 @@ class RunStore:
         label = f"write state.json ({state.state})"
         write_json_atomic(self.state_path, state.model_dump(mode="json"), label)
 
-    def open_journal(self) -> Journal:
-        self.journal = Journal(self.journal_path)
+    def open_journal(self, events=None) -> Journal:
+        """The journal for appending; `events` spares a re-read when they were just read."""
+        self.journal = Journal(self.journal_path, None if events is None else list(events))
         return self.journal
 
     @contextlib.contextmanager

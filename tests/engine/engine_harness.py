@@ -28,6 +28,7 @@ from controller.runs.engine import Engine  # noqa: E402
 from controller.runs.launch import verify_resumable  # noqa: E402
 from controller.runs.progress import Progress  # noqa: E402
 from controller.runs.store import RunStore  # noqa: E402
+from controller.runs.stored_run import read_stored_run  # noqa: E402
 
 
 def main() -> int:
@@ -45,7 +46,7 @@ def main() -> int:
             store = new_tiny_run(runs_dir, target, environment, max_attempts=arguments.max_attempts)
         else:
             store = RunStore.open(arguments.paths[0])
-            verify_resumable(store, flow="tiny", environment=environment)
+            verify_resumable(read_stored_run(store), flow="tiny", environment=environment)
         agent = GreetingAgent(good_from=arguments.good_from, sleep_s=arguments.sleep)
         engine = Engine(store, TinyFlow(), agent, double_fence(store.run_dir), Progress(False))
         outcome = engine.run()

@@ -22,6 +22,7 @@ from controller.runs.manifest import AgentChoice
 from controller.runs.progress import Progress
 from controller.runs.signals import RunInterrupted
 from controller.runs.store import write_json_atomic
+from controller.runs.stored_run import read_stored_run
 
 
 class InterruptedAgent(GreetingAgent):
@@ -55,7 +56,7 @@ def verify(store, **overrides):
         "environment": TEST_ENVIRONMENT,
         "source_digest": stored["controller_source_digest"],
     }
-    return verify_resumable(store, **(arguments | overrides))
+    return verify_resumable(read_stored_run(store), **(arguments | overrides))
 
 
 def refusal(store, **overrides) -> str:
