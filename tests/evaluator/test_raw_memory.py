@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 SCRIPT = """
-import ctypes, runpy, sys
+import ctypes, pkgutil, runpy, sys  # run_path imports pkgutil: loaded before arming
 from gates.evaluator.detectors.introspection import AuditMonitor
 
 solution = sys.argv[1]
