@@ -6,30 +6,34 @@ import triton
 from operators import triton_runtime
 
 TUNING = {
-    "rows": 64,
-    "keys": 64,
+    "rows": 32,
+    "keys": 32,
     "programs": 132,
     "num_warps": 4,
     "num_stages": 2,
-    "rows_long": 128,
-    "keys_long": 64,
+    "rows_long": 32,
+    "keys_long": 32,
     "programs_long": 132,
-    "num_warps_long": 8,
+    "num_warps_long": 4,
     "num_stages_long": 2,
     "merge_rows": 16,
     "merge_dim": 64,
 }
 """Launch settings on a GPU. A call is `long` when its query tokens exceed 64 (the prefix
 encoder); `programs` is how many programs the key split aims for (the H200 has 132 SMs); the
-merge launch takes `merge_rows` x `merge_dim` tiles."""
+merge launch takes `merge_rows` x `merge_dim` tiles. Chosen to compile without spilling: a
+block's float32 sum, its update and the query rows all live in registers, and an offline
+sm_90a compile (`benchmarks/flash_registers.py`) spills 7,488 bytes per thread at 64 rows x 64
+keys on 4 warps, 648 on 8 warps, 160 at 64 x 32 on 8 warps, and nothing at 32 rows (32 or 16
+keys, 4 or 8 warps). Not yet timed on the H200 at these settings."""
 TUNING_SPACE = {
-    "rows": (64, 128),
-    "keys": (32, 64),
+    "rows": (32, 64, 128),
+    "keys": (16, 32, 64),
     "programs": (66, 132, 264),
     "num_warps": (4, 8),
     "num_stages": (1, 2, 3),
-    "rows_long": (64, 128),
-    "keys_long": (32, 64),
+    "rows_long": (32, 64, 128),
+    "keys_long": (16, 32, 64),
     "programs_long": (66, 132, 264),
     "num_warps_long": (4, 8),
     "num_stages_long": (1, 2, 3),
