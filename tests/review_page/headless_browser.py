@@ -4,6 +4,7 @@ screenshot, the way a reviewer's browser would load it."""
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -20,6 +21,17 @@ def find_browser() -> str | None:
         if found:
             return found
     return None
+
+
+def _pipe_ends_at_3_and_4(commands: int, replies: int) -> None:
+    """In the browser's process, before exec: the pipe ends become fds 3 and 4, inheritable.
+    Both are first moved above 9, so neither dup2 copies an fd onto itself (which would keep
+    its close-on-exec flag) or onto the other's end. Every other descriptor of this process
+    is non-inheritable (PEP 446), so with close_fds=False nothing else reaches the browser."""
+    high_commands = fcntl.fcntl(commands, fcntl.F_DUPFD, 10)
+    high_replies = fcntl.fcntl(replies, fcntl.F_DUPFD, 10)
+    os.dup2(high_commands, 3)
+    os.dup2(high_replies, 4)
 
 
 class PageLoad:
@@ -46,8 +58,10 @@ class PageLoad:
                 f"--window-size={width},{height}",
                 "about:blank",
             ],
-            pass_fds=(3, 4),
-            preexec_fn=lambda: (os.dup2(commands_read, 3), os.dup2(replies_write, 4)),
+            # The browser reads commands on fd 3 and writes replies on fd 4 (pass_fds=(3, 4)
+            # failed with EBADF wherever this process had no fds 3 and 4 open of its own).
+            close_fds=False,
+            preexec_fn=lambda: _pipe_ends_at_3_and_4(commands_read, replies_write),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
