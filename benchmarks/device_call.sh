@@ -9,6 +9,13 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/device-call}
 source benchmarks/device_env.sh
 record_versions "$OUT/versions.txt"
+
+verify_and_pack_h200() {  # verify tuned/h200, then pack it, with the verified.json verify wrote
+  run verify_h200 "${VERIFY_SECONDS:-300}" python3 -m controller verify --profile h200 \
+    --inputs 2 --output "$OUT/verify-h200.json"
+  tar czf "$OUT/tuned-h200.tgz" tuned/h200
+}
+
 for part in "$@"; do
   case $part in
     evaluator3) run evaluator3 200 python3 benchmarks/evaluator_gpu.py --repeats 3 --no-cheats
@@ -72,15 +79,8 @@ for part in "$@"; do
         done
         tail -n 3 "$OUT/status_$op.txt" "$OUT/install.log" 2>/dev/null
       done
-      if [ -f tuned/h200/profile.json ]; then  # packed after verify: with its verified.json
-        run verify_h200 "${VERIFY_SECONDS:-300}" python3 -m controller verify --profile h200 \
-          --inputs 2 --output "$OUT/verify-h200.json"
-        tar czf "$OUT/tuned-h200.tgz" tuned/h200
-      fi ;;
-    verify)  # verify the installed h200 profile as it is (it loads only once verified), pack it
-      run verify_h200 "${VERIFY_SECONDS:-300}" python3 -m controller verify --profile h200 \
-        --inputs 2 --output "$OUT/verify-h200.json"
-      tar czf "$OUT/tuned-h200.tgz" tuned/h200 ;;
+      [ -f tuned/h200/profile.json ] && verify_and_pack_h200 ;;
+    verify) verify_and_pack_h200 ;;  # the profile as it is in the tree (it loads once verified)
     kernels)  # where the forward's device time goes, by kernel, for each PROFILE:MODE
       for spec in ${KERNEL_SPECS:-stock:reduce-overhead none:graph}; do
         for b in ${BATCHES:-1 8}; do

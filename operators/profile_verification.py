@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 VERIFIED_FILE = "verified.json"
 MANIFEST_FILE = "profile.json"
+"""A profile's manifest (`operators.profiles.PROFILE_FILE`); its digest is what a record binds."""
 
 
 class ProfileVerification(BaseModel):

@@ -16,10 +16,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from operators.environment import KernelEnvironment
 from operators.errors import ProfileError
-from operators.profile_verification import unverified_reason
+from operators.profile_verification import MANIFEST_FILE, unverified_reason
 
 TUNED_ROOT = Path(__file__).resolve().parent.parent / "tuned"
-PROFILE_FILE = "profile.json"
+PROFILE_FILE = MANIFEST_FILE
 
 
 class TunedEntry(BaseModel):

@@ -70,7 +70,11 @@ def run(arguments) -> int:
     )
     from examples.config import SIZES
     from operators import KernelSelection, triton_runtime
-    from operators.profile_verification import clear_verification, record_verification
+    from operators.profile_verification import (
+        VERIFIED_FILE,
+        clear_verification,
+        record_verification,
+    )
     from operators.profiles import TUNED_ROOT
     from operators.selection import BUILTIN_PROFILES
 
@@ -101,14 +105,15 @@ def run(arguments) -> int:
     )
     output = arguments.output or _default_output(arguments.profile)
     write_report(report, output)
+    passed = report.passed and not report.error
     if installed is not None:  # a record the profile's own code wrote while it ran is dropped
         clear_verification(installed)
-        if report.passed and not report.error:
+        if passed:
             record_verification(installed, "controller verify", bool(report.timing), output)
     _print(report, output)
     if installed is not None:
-        state = "verified" if report.passed and not report.error else "left unverified"
-        print(f"profile {arguments.profile!r} {state} ({installed / 'verified.json'})")
+        state = "verified" if passed else "left unverified"
+        print(f"profile {arguments.profile!r} {state} ({installed / VERIFIED_FILE})")
     if report.error:
         return EXIT_ERROR
     return 0 if report.passed else EXIT_FAILED

@@ -34,8 +34,11 @@ def input_branches(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Inp
     derived = _derived_names(function)
     found = []
     for node in ast.walk(function):
-        kind, test = _condition(node)
-        if test is not None and _reads(test, derived):
+        condition = _condition(node)
+        if condition is None:
+            continue
+        kind, test = condition
+        if _reads(test, derived):
             found.append(
                 InputBranch(
                     line=test.lineno,
@@ -116,7 +119,7 @@ def _assignment(node: ast.AST) -> tuple[list[ast.expr], ast.expr] | None:
     return None
 
 
-def _condition(node: ast.AST) -> tuple[str, ast.expr | None]:
+def _condition(node: ast.AST) -> tuple[str, ast.expr] | None:
     if isinstance(node, ast.If):
         return "if", node.test
     if isinstance(node, ast.While):
@@ -127,7 +130,7 @@ def _condition(node: ast.AST) -> tuple[str, ast.expr | None]:
         return "assert", node.test
     if isinstance(node, ast.Match):
         return "match", node.subject
-    return "if", None  # not a condition: no test to read
+    return None
 
 
 def _reads(node: ast.AST, names) -> bool:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from gates.registration.call_sites import CallSite, FunctionNode, find_function, locate, parse_file
-from gates.registration.input_branches import InputBranch, input_branches
+from gates.registration.input_branches import input_branches
 from gates.registration.probes import ProbeResult
 from gates.target import TargetConfig
 from gates.verdict import Verdict, first_of
@@ -39,8 +39,9 @@ def check(
     started = time.monotonic()
     problems: list[str] = []
     declaration = _declaration(probe, config, operator, problems)
-    reference = _reference_signatures(candidate, declaration) if declaration else set()
-    branches = _reference_branches(candidate, declaration) if declaration else []
+    function = _reference_function(candidate, declaration) if declaration else None
+    reference = _reference_signatures(function) if function is not None else set()
+    branches = input_branches(function) if function is not None else []
     routed = {}
     for site in sites:
         found = _site_problem(base, candidate, site, operator, reference)
@@ -166,17 +167,8 @@ def _reference_function(candidate: Path, declaration: dict) -> FunctionNode | No
     return find_function(module, declaration.get("reference_qualname", "")) if module else None
 
 
-def _reference_branches(candidate: Path, declaration: dict) -> list[InputBranch]:
-    """The new reference's conditions on its inputs, for the reviewer (`input_branches`)."""
-    function = _reference_function(candidate, declaration)
-    return input_branches(function) if function is not None else []
-
-
-def _reference_signatures(candidate: Path, declaration: dict) -> set[Signature]:
+def _reference_signatures(function: FunctionNode) -> set[Signature]:
     """Module-function calls the reference makes (`F.gelu(x, approximate="tanh")`)."""
-    function = _reference_function(candidate, declaration)
-    if function is None:
-        return set()
     local = {a.arg for a in function.args.args + function.args.kwonlyargs}
     local |= {
         n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
