@@ -183,6 +183,7 @@ class PairedTiming:
 
         from gates.evaluator.fresh_pool import FreshPool, pool_seeds
         from gates.evaluator.graph_timing import CALLS_PER_GRAPH, PLACEMENTS, cold_calls, warm_calls
+        from gates.evaluator.timing import promotion_figure
 
         self.name, self.weight, self.params = workload.name, workload.weight, declaration.params
         seeds = pool_seeds("sweep", workload.name, 0)
@@ -194,7 +195,7 @@ class PairedTiming:
             replays * 2 * CALLS_PER_GRAPH,
             torch.device("cuda"),
         )
-        self.figure = "warm" if self.pool.set_bytes <= l2_bytes else "cold"
+        self.figure, _ = promotion_figure(None, None, self.pool.set_bytes, l2_bytes)
         set_bytes = self.pool.set_bytes
         calls = (
             warm_calls(set_bytes, l2_bytes)
