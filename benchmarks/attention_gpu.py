@@ -1,16 +1,17 @@
-"""split_kv_attention on the H200: the grouped, split-KV kernel against production and SDPA.
+"""split_kv_attention on the H200: the split-head-dimension kernel against production and SDPA.
 
 Run from the repository root on a GPU machine: `OUT=$OUT python benchmarks/attention_gpu.py`
-(about a minute; writes $OUT/attention_gpu.json and prints a table). Per attention workload it
-first holds the new kernel (benchmarks/split_kv_attention_flash/, the parts of the one file the
-scripted tune session ships) to the operator's contract on every input distribution, then
-times as CUDA-graph per-call time: the production kernel, the new kernel at its TUNING, BF16
-`scaled_dot_product_attention` over the concatenated K/V (GQA) as a PyTorch user writes it, and
-a sweep of the new kernel's launch settings (each variant checked before it is timed). A graph
-holds CALLS calls rotating over INPUT_SETS input sets (warm L2); roles' replays are
-interleaved; the figure is the median replay over CALLS. `--device cpu --quick` runs the same
-code under the Triton interpreter at scaled-down sizes (host clock, no graphs, one variant),
-to check the script itself.
+(about six minutes; writes $OUT/attention_gpu.json after every workload and prints a table).
+Per attention workload it first holds the new kernel (benchmarks/split_kv_attention_split_dim.py,
+the operator file the scripted tune session ships) to the operator's contract on every input
+distribution, then times as CUDA-graph per-call time: the production kernel, the new kernel at
+its TUNING, BF16 `scaled_dot_product_attention` over the concatenated K/V (GQA) as a PyTorch
+user writes it, and a sweep of the workload's regime settings (each variant checked before it
+is timed). A graph holds CALLS calls rotating over INPUT_SETS input sets (warm L2); roles'
+replays are interleaved; the figure is the median replay over CALLS. The fastest variant per
+regime is what `python benchmarks/attention_session.py --tuning-from attention_gpu.json`
+writes into the kernel's TUNING. `--device cpu --quick` runs the same code under the Triton
+interpreter at scaled-down sizes (host clock, no graphs, one variant), to check the script.
 """
 
 import argparse
@@ -31,7 +32,7 @@ from pydantic import BaseModel  # noqa: E402
 
 import operators  # noqa: E402,F401  (selects the Triton interpreter before triton.language loads)
 import attention_session  # noqa: E402
-import split_kv_attention_flash as flash  # noqa: E402
+import split_kv_attention_split_dim as split_dim  # noqa: E402
 from operators.catalog.checking import first_violation, scaled_down  # noqa: E402
 from operators.catalog.split_kv_attention import DECLARATION  # noqa: E402
 from operators.declaration import DISTRIBUTIONS, OperatorDeclaration, Workload  # noqa: E402
@@ -40,35 +41,37 @@ CALLS = 48
 INPUT_SETS = 4
 REPLAYS = 25
 WARMUP = 3
-SWEEP_SECONDS = 60.0
-"""Compiling a variant takes seconds; a workload's variants past this much time are skipped
-(a later workload reuses what an earlier one compiled)."""
+VARIANT_SEEDS = (1, 2, 3)
+"""Seeds of the `large` and `cancellation` inputs each variant must pass before it is timed,
+as many as the evaluator draws per workload."""
+SWEEP_SECONDS = 75.0
+"""Compiling a variant takes seconds; a workload's variants past this much time are skipped."""
 
-SPILL_FREE_FIRST = (
-    (32, 32, 4, 2),
-    (32, 16, 4, 2),
-    (32, 32, 8, 2),
-    (64, 16, 8, 2),
-    (64, 32, 8, 2),
-    (64, 64, 8, 2),
-    (64, 32, 4, 2),
-    (128, 32, 8, 2),
-)
-"""(rows, keys, warps, stages), those an offline sm_90a compile (`flash_registers.py`) finds
-spill-free or nearly so first: spills, not the tiles, decided the first H200 figures."""
-SHORT_VARIANTS = [
-    {"rows": rows, "keys": keys, "num_warps": warps, "num_stages": stages, "programs": programs}
-    for rows, keys, warps, stages in SPILL_FREE_FIRST
-    for programs in (132, 264, 1)
-]
-"""Launch settings tried for the action calls (50 query tokens); programs 1 never splits."""
-LONG_VARIANTS = [
-    {"rows": rows, "keys": keys, "num_warps": warps, "num_stages": stages, "programs": programs}
-    for rows, keys, warps, stages in SPILL_FREE_FIRST
-    for programs in (1, 132)
-]
-"""Launch settings tried for the prefix calls (576 query tokens); programs 1 never splits."""
-MERGE_VARIANTS = [{"merge_rows": 16, "merge_dim": 64}, {"merge_rows": 64, "merge_dim": 32}]
+
+def _variants(points: list[tuple[int, ...]]) -> list[dict]:
+    names = ("heads", "queries", "keys", "dim_parts", "score_chunks", "num_warps", "num_stages")
+    return [dict(zip(names, point, strict=True)) for point in points]
+
+
+SHORT_VARIANTS = _variants([
+    (1, 16, 64, 4, 1, 4, 3), (1, 16, 64, 4, 2, 4, 3), (1, 16, 64, 4, 4, 4, 3),
+    (1, 16, 64, 4, 1, 4, 2), (1, 16, 64, 2, 1, 4, 2), (1, 16, 64, 2, 2, 4, 2),
+    (1, 64, 64, 2, 1, 4, 2), (1, 64, 64, 2, 2, 4, 2), (1, 64, 64, 2, 4, 4, 2),
+    (2, 32, 64, 2, 1, 4, 2), (2, 32, 64, 2, 2, 4, 2), (4, 16, 64, 2, 1, 4, 2),
+    (4, 16, 64, 2, 2, 4, 2), (4, 16, 64, 4, 1, 4, 3), (1, 64, 64, 2, 1, 4, 3),
+    (1, 64, 32, 2, 1, 4, 2), (1, 16, 64, 1, 1, 4, 2), (4, 16, 64, 4, 1, 4, 2),
+])  # fmt: skip
+"""(heads, queries, keys, dim_parts, score_chunks, warps, stages) tried for the action calls
+(50 tokens): the fastest of the first H200 sweep, and each with its scores in chunks."""
+LONG_VARIANTS = _variants([
+    (1, 64, 32, 2, 1, 4, 3), (1, 64, 32, 2, 2, 4, 3), (1, 64, 32, 2, 4, 4, 3),
+    (1, 128, 64, 2, 1, 8, 2), (1, 128, 64, 2, 2, 8, 2), (1, 128, 64, 2, 4, 8, 2),
+    (1, 64, 32, 2, 1, 4, 2), (1, 64, 32, 2, 2, 4, 2), (1, 64, 32, 2, 4, 4, 2),
+    (1, 64, 64, 2, 1, 4, 2), (1, 64, 64, 2, 2, 4, 2), (2, 32, 64, 2, 1, 4, 2),
+    (1, 128, 32, 2, 1, 8, 2), (1, 128, 32, 2, 2, 8, 3), (1, 64, 32, 4, 2, 4, 3),
+    (1, 128, 64, 2, 1, 8, 3), (2, 64, 32, 2, 2, 8, 3), (1, 64, 16, 2, 2, 4, 3),
+])  # fmt: skip
+"""The same for the prefix calls (576 tokens)."""
 
 
 class Timing(BaseModel):
@@ -82,6 +85,7 @@ class Timing(BaseModel):
 
 class WorkloadResult(BaseModel):
     workload: str
+    regime: str
     axes: dict[str, int]
     contract: str
     timings: list[Timing]
@@ -106,7 +110,7 @@ def sdpa(q, k_cache, v_cache, k, v, scale: float) -> torch.Tensor:
 
 def variant_kernel(settings: dict) -> Callable:
     def kernel(q, k_cache, v_cache, k, v, scale: float) -> torch.Tensor:
-        return flash.attend(q, k_cache, v_cache, k, v, scale, settings)
+        return split_dim.attend(q, k_cache, v_cache, k, v, scale, settings)
 
     return kernel
 
@@ -175,29 +179,37 @@ def measure(
     declaration: OperatorDeclaration, workload: Workload, device, quick: bool, deadline: float
 ) -> WorkloadResult:
     scale = declaration.params["scale"]
-    tokens = workload.axes["tokens"]
-    default = flash.settings_for(tokens)
-    problem = contract_problem(declaration, flash.split_kv_attention_triton, workload, device)
+    tokens, batch = workload.axes["tokens"], workload.axes["batch"]
+    regime = split_dim.regime(batch, tokens)
+    default = split_dim.regime_settings(split_dim.TUNING, batch, tokens)
+    problem = contract_problem(declaration, split_dim.split_kv_attention_triton, workload, device)
     roles: dict[str, Callable] = {"production": declaration.preferred, "sdpa": sdpa}
     timings = {}
     if problem is None:
-        roles["new"] = flash.split_kv_attention_triton
-    variants = [] if problem else (SHORT_VARIANTS if tokens <= 64 else LONG_VARIANTS)
-    variants = [
-        {**variant, **merge}
-        for variant in variants
-        for merge in MERGE_VARIANTS[: 1 if variant["programs"] == 1 else None]
-    ]
+        roles["new"] = split_dim.split_kv_attention_triton
+    variants = SHORT_VARIANTS if tokens <= 64 else LONG_VARIANTS  # each checked on its own
     if quick:
-        variants = [{**default, "programs": 64}]
+        variants = [{**split_dim.INTERPRETED, "heads": 2, "dim_parts": 2, "score_chunks": 2}]
     for number, variant in enumerate(variants):
         name = f"variant{number}"
         if time.time() > deadline:
             timings[name] = Timing(role=name, settings=variant, problem="skipped: sweep time")
             continue
-        kernel = variant_kernel({**default, **variant})
+        kernel = variant_kernel(variant)
         try:
-            violation = first_violation(declaration, kernel, workload, 2, "large", device)
+            violation = next(
+                (
+                    found
+                    for seed in VARIANT_SEEDS
+                    for distribution in ("large", "cancellation")
+                    if (
+                        found := first_violation(
+                            declaration, kernel, workload, seed, distribution, device
+                        )
+                    )
+                ),
+                None,
+            )
         except Exception as error:  # a variant that cannot compile is reported
             violation = _error_line(error)
         if violation is None:
@@ -223,6 +235,7 @@ def measure(
     ordered = sorted(timings.values(), key=lambda t: (t.role.startswith("variant"), t.role))
     return WorkloadResult(
         workload=workload.name,
+        regime=regime,
         axes=workload.axes,
         contract=problem or "ok",
         timings=ordered,
@@ -274,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not session_current:
         print("attention_gpu: the session file is stale (python benchmarks/attention_session.py)")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     results = []
     for workload in declaration.workloads:
         deadline = time.time() + SWEEP_SECONDS
@@ -282,21 +297,18 @@ def main(argv: list[str] | None = None) -> int:
         for timing in result.timings:
             figure = f"{timing.us:8.2f} us" if timing.us is not None else timing.problem
             print(f"  {result.workload} {timing.role:10s} {figure}  {timing.settings or ''}")
-    report = Report(
-        device=torch.cuda.get_device_name() if device.type == "cuda" else "cpu (interpreter)",
-        torch=torch.__version__,
-        triton=__import__("triton").__version__,
-        session_current=session_current,
-        tuning=flash.TUNING,
-        seconds=round(time.time() - started, 1),
-        results=results,
-    )
+        report = Report(
+            device=torch.cuda.get_device_name() if device.type == "cuda" else "cpu (interpreter)",
+            torch=torch.__version__,
+            triton=__import__("triton").__version__,
+            session_current=session_current,
+            tuning=split_dim.TUNING,
+            seconds=round(time.time() - started, 1),
+            results=results,
+        )  # written after every workload: a run cut short keeps what it measured
+        (out / "attention_gpu.json").write_text(report.model_dump_json(indent=2) + "\n")
     print(table(results))
-    print(f"{report.seconds} s (default settings: {flash.TUNING})")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "attention_gpu.json").write_text(report.model_dump_json(indent=2) + "\n")
-    print(f"wrote {out / 'attention_gpu.json'}")
+    print(f"{report.seconds} s; wrote {out / 'attention_gpu.json'}")
     return 0 if all(result.contract == "ok" for result in results) else 1
 
 

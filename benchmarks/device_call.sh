@@ -89,7 +89,12 @@ for part in "$@"; do
         done
       done ;;
     projection) run projection 90 python3 benchmarks/projection_gpu.py ;;  # issue 26: modulation
-    attention) run attention 200 python3 benchmarks/attention_gpu.py ;;  # issue 26: flash kernel
+    margin) run margin 120 python3 benchmarks/attention_margin.py ;;  # issue 26: contract margins
+    attention_tuning)  # the sweep's fastest variant per regime into the kernel and its session
+      run attention_tuning 30 python3 benchmarks/attention_session.py \
+        --tuning-from "$OUT/attention_gpu.json"
+      cp benchmarks/split_kv_attention_split_dim.py "$OUT/split_kv_attention_split_dim.py.txt" ;;
+    attention) run attention "${ATTENTION_SECONDS:-420}" python3 benchmarks/attention_gpu.py ;;  # issue 26: split-dim kernel
     gated) run gated 200 python3 benchmarks/gated_projection_gpu.py ;;  # issue 26: MLP gate/up
     zygote) run zygote 60 python3 benchmarks/zygote_threads.py ;;
     bias) run bias 240 python3 benchmarks/graph_bias_probe.py ;;
