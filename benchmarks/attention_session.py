@@ -32,22 +32,33 @@ def session_text() -> str:
     return solution_session.session_text(OPERATOR, KERNEL_FILE)
 
 
-def fastest_per_regime(report: dict) -> dict[str, dict]:
-    """Each regime's fastest timed variant (its settings by short name) in a sweep report."""
+def fastest_per_regime(report: dict, space: dict[str, tuple] | None) -> dict[str, dict]:
+    """Each regime's fastest timed variant (its settings by short name) in a sweep report,
+    among those inside the kernel's declared space (a sweep may time points the space leaves
+    out, such as scores in one chunk, which misses the contract)."""
     best: dict[str, tuple[float, dict]] = {}
     for result in report["results"]:
         for timing in result["timings"]:
             if not timing["role"].startswith("variant") or timing["us"] is None:
+                continue
+            if not _inside(space, result["regime"], timing["settings"]):
                 continue
             if result["regime"] not in best or timing["us"] < best[result["regime"]][0]:
                 best[result["regime"]] = (timing["us"], timing["settings"])
     return {regime: settings for regime, (_, settings) in best.items()}
 
 
+def _inside(space: dict[str, tuple] | None, regime: str, settings: dict) -> bool:
+    if space is None:
+        return True
+    return all(value in space.get(f"{regime}_{name}", (value,)) for name, value in settings.items())
+
+
 def tuned_source(source: str, report: dict) -> str:
     """The kernel source with each swept regime's fastest settings in its TUNING."""
-    point = dict(declared_settings(source).point or {})
-    for regime, settings in fastest_per_regime(report).items():
+    declared = declared_settings(source)
+    point = dict(declared.point or {})
+    for regime, settings in fastest_per_regime(report, declared.space).items():
         point.update({f"{regime}_{name}": value for name, value in settings.items()})
     return with_point(source, point)
 

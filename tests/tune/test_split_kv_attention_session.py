@@ -1,10 +1,10 @@
-"""The grouped, split-KV attention kernel that `benchmarks/sessions/tune_split_kv_attention.json`
-submits: the session carries the kernel package's parts joined into one operator file as they
-are, that file (what ships) and the package (what the benchmark runs) meet the operator's
-contract under the interpreter at scaled-down sizes (key split and merge included), the gates
-read the launch settings from it, and the H200 benchmark script runs end to end on the CPU."""
+"""The split-dim attention kernel that `benchmarks/sessions/tune_split_kv_attention.json`
+submits: the session carries the kernel module as it is, the kernel meets the operator's
+contract under the interpreter at scaled-down sizes (with the head dimension split for the
+output and chunked for the scores, and query heads grouped), the gates read its launch
+settings per regime, `--tuning-from` writes a sweep's fastest in-space settings into it, and
+the H200 benchmark scripts run end to end on the CPU."""
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -20,54 +20,59 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
 import attention_gpu  # noqa: E402
+import attention_margin  # noqa: E402
 import attention_session  # noqa: E402
-import split_kv_attention_flash as flash  # noqa: E402
+import split_kv_attention_split_dim as split_dim  # noqa: E402
 
-SPLIT_EVERYWHERE = {**flash.INTERPRETED, "keys": 32, "programs": 64, "merge_rows": 8}
-"""Small blocks and many programs: every scaled-down workload's keys are split, then merged."""
-
-
-@pytest.fixture(scope="module")
-def shipped(tmp_path_factory):
-    """The operator file the session ships, imported with the repository's absolute imports."""
-    path = tmp_path_factory.mktemp("shipped") / "shipped_split_kv_attention.py"
-    path.write_text(attention_session.operator_file_source())
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[path.stem]
+SPLIT = {
+    **split_dim.INTERPRETED,
+    "queries": 16,
+    "keys": 32,
+    "heads": 2,
+    "dim_parts": 4,
+    "score_chunks": 4,
+}
+"""Every knob away from its interpreted default: four output parts, four score chunks, two
+query heads per program, several key and query blocks per call."""
 
 
-def test_the_session_writes_the_joined_parts_over_the_operator_file():
-    (write,) = json.loads(attention_session.SESSION_FILE.read_text())["attempts"][0]
+def test_the_session_writes_the_kernel_module_over_the_operator_file():
+    read, write = json.loads(attention_session.SESSION_FILE.read_text())["attempts"][0]
+    assert read == {"tool": "read", "path": attention_session.SOLUTION_PATH}
     assert write["tool"] == "write"
     assert write["path"] == "solution/operators/catalog/split_kv_attention.py"
     assert write["content"] == attention_session.solution_source(
-        attention_session.operator_file_source()
+        attention_session.KERNEL_FILE.read_text()
     ), "stale session: run python benchmarks/attention_session.py"
     assert "from ...operators.catalog.rounding import round_to_bfloat16" in write["content"]
-    assert "from ." + "kernels" not in write["content"]  # the parts' own imports are dropped
     settings = declared_settings(write["content"])  # what autotune and the evidence read
-    assert settings.point == flash.TUNING
-    assert settings.space == {name: tuple(values) for name, values in flash.TUNING_SPACE.items()}
+    assert settings.point == split_dim.TUNING
+    assert settings.space == {k: tuple(v) for k, v in split_dim.TUNING_SPACE.items()}
 
 
-@pytest.mark.parametrize(
-    ("source", "settings"),
-    [("shipped", None), ("shipped", SPLIT_EVERYWHERE), ("package", None)],
-    ids=["shipped-default", "shipped-split", "package-default"],
-)
-def test_the_kernel_meets_the_contract_on_every_distribution(source, settings, request):
-    """The shipped file under both settings; the package, whose code it is, at its default."""
-    module = request.getfixturevalue("shipped") if source == "shipped" else flash
+def test_every_regime_declares_every_setting_inside_its_space():
+    for name in split_dim.SETTINGS:
+        for regime in split_dim.REGIMES:
+            key = f"{regime}_{name}"
+            assert split_dim.TUNING[key] in split_dim.TUNING_SPACE[key], key
+    assert all(split_dim.TUNING[f"{r}_score_chunks"] >= 2 for r in split_dim.REGIMES)
+
+
+def test_a_call_takes_the_settings_of_its_regime():
+    assert split_dim.regime(1, 50) == "short" and split_dim.regime(8, 50) == "short_wide"
+    assert split_dim.regime(1, 576) == "long" and split_dim.regime(4, 576) == "long_wide"
+    settings = split_dim.regime_settings(split_dim.TUNING, 8, 576)
+    assert settings["queries"] == split_dim.TUNING["long_wide_queries"]
+
+
+@pytest.mark.parametrize("settings", [None, SPLIT], ids=["interpreted", "split"])
+def test_the_kernel_meets_the_contract_on_every_distribution(settings):
     declaration = scaled_down(split_kv_attention.DECLARATION)
-    kernel = module.split_kv_attention_triton
+    kernel = split_dim.split_kv_attention_triton
     if settings is not None:
 
         def kernel(q, k_cache, v_cache, k, v, scale):
-            return module.attend(q, k_cache, v_cache, k, v, scale, settings)
+            return split_dim.attend(q, k_cache, v_cache, k, v, scale, settings)
 
     for workload in declaration.workloads:
         for distribution in DISTRIBUTIONS:
@@ -75,21 +80,39 @@ def test_the_kernel_meets_the_contract_on_every_distribution(source, settings, r
             assert violation is None, f"{workload.name}, {distribution}: {violation}"
 
 
-def test_the_split_settings_split_every_scaled_down_workload():
-    declaration = scaled_down(split_kv_attention.DECLARATION)
-    for workload in declaration.workloads:
-        axes = declaration.axis_sizes(workload)
-        plan = flash.Plan(
-            SPLIT_EVERYWHERE,
-            axes["batch"],
-            axes["kv_heads"],
-            axes["query_heads"] // axes["kv_heads"] * axes["tokens"],
-            axes["prefix"] + axes["tokens"],
-        )
-        assert plan.splits > 1, workload.name
+def _sweep_report(timings: dict[str, list[tuple[float, dict]]]) -> dict:
+    results = []
+    for regime, rows in timings.items():
+        roles = [
+            {"role": f"variant{n}", "us": us, "settings": settings}
+            for n, (us, settings) in enumerate(rows)
+        ]
+        results.append({"regime": regime, "timings": [{"role": "sdpa", "us": 1.0}, *roles]})
+    return {"results": results}
 
 
-@pytest.mark.slow  # about 4 s on an idle core: nine interpreted contract checks and timings
+def test_tuning_from_a_sweep_takes_the_fastest_setting_the_space_allows():
+    inside = {**split_dim.regime_settings(split_dim.TUNING, 1, 50), "queries": 32}
+    outside = {**inside, "queries": 64, "score_chunks": 1}  # faster, but one chunk is refused
+    report = _sweep_report({"short": [(9.0, inside), (5.0, outside), (None, inside)]})
+    tuned = attention_session.tuned_source(attention_session.KERNEL_FILE.read_text(), report)
+    point = declared_settings(tuned).point
+    assert point["short_queries"] == 32 and point["short_score_chunks"] >= 2
+    for key in split_dim.TUNING:  # regimes the sweep did not time keep their settings
+        if not key.startswith("short_"):
+            assert point[key] == split_dim.TUNING[key], key
+
+
+def test_tuning_from_an_unreadable_report_is_one_line_and_exit_2(tmp_path, capsys):
+    broken = tmp_path / "attention_gpu.json"
+    broken.write_text("{not json")
+    source = attention_session.KERNEL_FILE.read_text()
+    assert attention_session.main(["--tuning-from", str(broken)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert attention_session.KERNEL_FILE.read_text() == source
+
+
+@pytest.mark.slow  # about 7 s on an idle core: three interpreted workloads, checked and timed
 def test_the_benchmark_runs_on_the_cpu_and_writes_its_report(tmp_path, capsys):
     assert attention_gpu.main(["--device", "cpu", "--quick", "--out", str(tmp_path)]) == 0
     assert "| workload | production us | new us |" in capsys.readouterr().out
@@ -100,27 +123,15 @@ def test_the_benchmark_runs_on_the_cpu_and_writes_its_report(tmp_path, capsys):
     assert {"production", "new", "sdpa", "variant0"} <= roles
 
 
-def test_the_benchmark_refuses_full_sizes_under_the_interpreter(capsys):
+@pytest.mark.slow  # about 10 s: every kernel on every distribution, interpreted
+def test_the_margin_benchmark_runs_on_the_cpu_and_every_kernel_passes_there(tmp_path):
+    assert attention_margin.main(["--device", "cpu", "--quick", "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "attention_margin.json").read_text())["rows"]
+    assert {row["kernel"] for row in rows} >= {"production", "split_dim_chunks2"}
+    assert all(row["passed"] == row["cases"] and row["worst_ratio"] <= 1 for row in rows)
+
+
+def test_the_benchmarks_refuse_full_sizes_under_the_interpreter(capsys):
     assert attention_gpu.main(["--device", "cpu"]) == 2
+    assert attention_margin.main(["--device", "cpu"]) == 2
     assert "--quick" in capsys.readouterr().err
-
-
-def test_the_default_launch_settings_compile_for_the_h200_without_spilling():
-    """Spills made the first H200 figures of this kernel slow: an offline sm_90a compile of
-    the shipped settings (no GPU needed; its own process, where the kernels are compiled
-    rather than interpreted) keeps every value in registers."""
-    import subprocess
-
-    names = ("rows", "keys", "num_warps", "num_stages")
-    settings = ",".join(
-        "x".join(str(flash.TUNING[f"{name}{suffix}"]) for name in names) for suffix in ("", "_long")
-    )
-    script = BENCHMARKS / "flash_registers.py"
-    result = subprocess.run(
-        [sys.executable, str(script), "--settings", settings, "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    for rows, keys, warps, stages, used, spilled in json.loads(result.stdout):
-        assert spilled == 0 and 0 < used <= 255, (rows, keys, warps, stages, used, spilled)

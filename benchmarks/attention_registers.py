@@ -1,13 +1,14 @@
-"""Registers and spills of the flash `split_kv_attention` kernel per launch setting, offline.
+"""Registers and spills of the split-dim `split_kv_attention` kernel per launch setting, offline.
 
 No GPU needed: each setting is compiled for sm_90a (the H200) by the installed Triton, and the
 PTX is assembled by the `ptxas` Triton ships (`ptxas-blackwell` where the plain one is older
 than the PTX), whose `-v` report gives registers per thread and bytes spilled. Spilling is what
 made the first H200 figures of this kernel slow, and it is cheap to check before spending
 device time. The figures come from the Triton installed here, which may differ from the
-GPU machine's. Run from the repository root: `python benchmarks/flash_registers.py` (about 2 s
-per setting); `--settings 32x32x4x2,64x32x8x2` picks rows x keys x warps x stages, `--json`
-prints [rows, keys, warps, stages, registers, spill bytes] per setting.
+GPU machine's. Run from the repository root: `python benchmarks/attention_registers.py` (about
+2 s per setting) checks the kernel's TUNING, one setting per regime; `--settings
+1x16x64x4x2x4x3,...` picks heads x queries x keys x dim_parts x score_chunks x warps x stages,
+`--json` prints each setting followed by its registers and spill bytes.
 """
 
 import argparse
@@ -24,19 +25,17 @@ BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS.parent))
 sys.path.insert(0, str(BENCHMARKS))
 
+import split_kv_attention_split_dim as split_dim  # noqa: E402
 import triton  # noqa: E402
-from split_kv_attention_flash import kernels  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-SETTINGS = ((32, 32, 4, 2), (32, 16, 4, 2), (32, 32, 8, 2), (64, 32, 8, 2), (64, 64, 4, 2))
-"""(rows, keys, warps, stages) checked by default."""
+NAMES = ("heads", "queries", "keys", "dim_parts", "score_chunks", "num_warps", "num_stages")
 BF16_POINTERS = ("q_ptr", "k_cache_ptr", "v_cache_ptr", "k_ptr", "v_ptr", "out_ptr")
-FP32_POINTERS = ("partial_ptr", "partial_max_ptr", "partial_sum_ptr")
 INTEGERS = (
     "query_heads", "kv_heads", "tokens", "prefix", "head_dim", "q_batch_stride", "q_head_stride",
     "q_token_stride", "cache_batch_stride", "cache_head_stride", "cache_token_stride",
-    "kv_batch_stride", "kv_head_stride", "kv_token_stride", "keys_per_split", "padded_rows",
+    "kv_batch_stride", "kv_head_stride", "kv_token_stride",
 )  # fmt: skip
 HEAD_DIM = 256
 
@@ -48,23 +47,31 @@ def ptxas() -> str:
     return str(newer if newer.is_file() else folder / "ptxas")
 
 
-def registers(rows: int, keys: int, warps: int, stages: int) -> tuple[int, int]:
-    """(registers per thread, bytes of spill stores) of the partial kernel at one setting."""
+def tuned_settings() -> list[tuple[int, ...]]:
+    """The kernel's TUNING, one setting per regime, in NAMES order."""
+    tuning = split_dim.TUNING
+    return [tuple(tuning[f"{regime}_{name}"] for name in NAMES) for regime in split_dim.REGIMES]
+
+
+def registers(
+    heads: int, queries: int, keys: int, dim_parts: int, score_chunks: int, warps: int, stages: int
+) -> tuple[int, int]:
+    """(registers per thread, bytes of spill stores) of the kernel at one setting."""
     signature = {name: "*bf16" for name in BF16_POINTERS}
-    signature |= {name: "*fp32" for name in FP32_POINTERS}
     signature |= {name: "i32" for name in INTEGERS}
     signature["score_scale"] = "fp32"
     constants = {
-        "SPLIT": True,
-        "BLOCK_ROWS": rows,
+        "HEADS": heads,
+        "DIM_PARTS": dim_parts,
+        "SCORE_CHUNKS": score_chunks,
+        "BLOCK_QUERIES": queries,
         "BLOCK_KEYS": keys,
         "BLOCK_DIM": HEAD_DIM,
-        "EVEN_DIM": True,
         "UPCAST": False,
     }
     signature |= {name: "constexpr" for name in constants}
     source = ASTSource(
-        fn=kernels.partial_attention_kernel, signature=signature, constexprs=constants
+        fn=split_dim._split_dim_attention_kernel, signature=signature, constexprs=constants
     )
     compiled = triton.compile(
         source,
@@ -84,22 +91,34 @@ def registers(rows: int, keys: int, warps: int, stages: int) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--settings", help="rows x keys x warps x stages, comma-separated")
+    parser.add_argument("--settings", help="x-separated settings in NAMES order, comma-separated")
     parser.add_argument("--json", action="store_true", help="one JSON list instead of a table")
     arguments = parser.parse_args(argv)
-    settings = SETTINGS
+    settings = tuned_settings()
     if arguments.settings:
-        settings = [tuple(int(n) for n in one.split("x")) for one in arguments.settings.split(",")]
+        try:
+            settings = [
+                tuple(int(n) for n in one.split("x")) for one in arguments.settings.split(",")
+            ]
+        except ValueError:
+            settings = []
+        if not settings or any(len(setting) != len(NAMES) for setting in settings):
+            print(f"--settings: each setting is {' x '.join(NAMES)}, integers", file=sys.stderr)
+            return 2
     if arguments.json:
-        rows = [[*setting, *registers(*setting)] for setting in settings]
-        print(json.dumps(rows))
+        print(json.dumps([[*setting, *registers(*setting)] for setting in settings]))
         return 0
     print(f"triton {triton.__version__}, {Path(ptxas()).name}, sm_90a, head dim {HEAD_DIM}")
-    print("rows keys warps stages  registers  spill bytes")
-    for rows, keys, warps, stages in settings:
-        used, spilled = registers(rows, keys, warps, stages)
-        print(f"{rows:4} {keys:4} {warps:5} {stages:6}  {used:9}  {spilled:11}", flush=True)
+    print("heads queries keys parts chunks warps stages  registers  spill bytes")
+    for setting in settings:
+        used, spilled = registers(*setting)
+        widths = (len(name) + 1 for name in HEADER)
+        columns = "".join(f"{value:>{width}}" for value, width in zip(setting, widths, strict=True))
+        print(f"{columns}  {used:9}  {spilled:11}", flush=True)
     return 0
+
+
+HEADER = ("heads", "queries", "keys", "parts", "chunks", "warps", "stages")
 
 
 if __name__ == "__main__":
