@@ -69,14 +69,23 @@ class ScreenReport(BaseModel):
         return found
 
 
-def space_points(settings: DeclaredSettings) -> list[Point]:
-    """Every point of the declared space, the incumbent's first, then nearest steps first
-    (the order `DeclaredSettings.neighbours` gives, one changed setting, then two, ...)."""
+POINT_LIMIT = 4096
+"""The most points a screen lists. A space with settings per regime multiplies out past any
+budget (four regimes of seven settings: about 10^13 points); past this many, the points
+nearest the incumbent are the ones screened."""
+
+
+def space_points(settings: DeclaredSettings, limit: int = POINT_LIMIT) -> list[Point]:
+    """Every point of the declared space up to `limit`, the incumbent's first, then nearest
+    steps first (the order `DeclaredSettings.neighbours` gives, one changed setting, then
+    two, ...)."""
     incumbent = dict(settings.point or {})
     found = [incumbent]
     for reach in range(1, len(settings.space or {}) + 1):
+        if len(found) >= limit:
+            break
         found.extend(settings.neighbours(incumbent, reach))
-    return found
+    return found[:limit]
 
 
 def weighted_time(workload_us: dict[str, float], weights: dict[str, float]) -> float:

@@ -17,7 +17,7 @@ from controller.screening.report import ScreenedPoint, ScreenReport, space_point
 from controller.screening.screen import ContractCheck, screen_points
 from controller.screening.timer import GraphTimer
 from gates.tasks.solution import BuildSpec, Solution, SourceFile
-from gates.tuning.launch_settings import declared_settings
+from gates.tuning.launch_settings import DeclaredSettings, declared_settings
 from operators import REGISTRY
 from operators.catalog.checking import scaled_down
 
@@ -81,6 +81,23 @@ class PointTimes:
         self.timed.append(dict(tuning))
         base = 1.0 + 64.0 / tuning["block"] + 0.1 * tuning["num_warps"]
         return {"action_b1": base, "prefix_b1": 4 * base}
+
+
+def test_a_space_too_large_to_list_is_screened_nearest_first_up_to_the_limit():
+    """Seven regimes of four settings (shaped like the split-dim attention kernel's four of
+    seven) multiply out to about 10^13 points; the list stops at the limit, incumbent first,
+    one changed setting before two."""
+    names = {"queries": (16, 32, 64), "keys": (16, 32, 64), "warps": (4, 8), "stages": (2, 3)}
+    space = {f"{r}_{n}": v for r in ("a", "b", "c", "d", "e", "f", "g") for n, v in names.items()}
+    point = {name: values[0] for name, values in space.items()}
+    settings = DeclaredSettings(point=point, space=space)
+    started = time.monotonic()
+    points = space_points(settings, limit=500)
+    assert time.monotonic() - started < 10
+    assert len(points) == 500 and points[0] == point
+    changed = [sum(p[n] != point[n] for n in point) for p in points]
+    one_step = sum(len(values) - 1 for values in space.values())
+    assert changed[1 : 1 + one_step] == [1] * one_step and changed == sorted(changed)
 
 
 def test_the_screen_visits_every_point_drops_failures_with_reasons_and_ranks_the_rest():
