@@ -49,8 +49,13 @@ SWEEP_SECONDS = 75.0
 
 
 def _variants(points: list[tuple[int, ...]]) -> list[dict]:
+    """Settings by name from (heads, queries, keys, dim_parts, score_chunks, num_warps,
+    num_stages[, weight_parts]); weight_parts is 2 unless given."""
     names = ("heads", "queries", "keys", "dim_parts", "score_chunks", "num_warps", "num_stages")
-    return [dict(zip(names, point, strict=True)) for point in points]
+    return [
+        {"weight_parts": 2, **dict(zip(names + ("weight_parts",), point, strict=False))}
+        for point in points
+    ]
 
 
 SHORT_VARIANTS = _variants([
@@ -58,15 +63,17 @@ SHORT_VARIANTS = _variants([
     (1, 16, 64, 2, 2, 4, 3), (1, 64, 64, 2, 2, 4, 3), (1, 64, 64, 2, 4, 4, 3),
     (1, 64, 64, 2, 2, 4, 2), (1, 32, 64, 2, 2, 4, 3), (2, 32, 64, 2, 2, 4, 2),
     (4, 16, 64, 4, 2, 4, 3), (1, 64, 32, 2, 2, 4, 3), (1, 32, 64, 4, 2, 4, 3),
+    (1, 16, 64, 4, 2, 4, 3, 3), (1, 64, 64, 2, 2, 4, 3, 3),
 ])  # fmt: skip
-"""(heads, queries, keys, dim_parts, score_chunks, warps, stages) tried for the action calls
-(50 tokens): the fastest of the earlier H200 sweeps, scores in two or four chunks (one chunk
-misses the contract, see TUNING_SPACE)."""
+"""Settings (in `_variants`' order) tried for the action calls (50 tokens): the fastest of the
+earlier H200 sweeps, scores in two or four chunks (one chunk misses the contract, see
+TUNING_SPACE), weights in two parts and in three."""
 LONG_VARIANTS = _variants([
     (1, 64, 32, 2, 2, 4, 3), (1, 64, 32, 2, 4, 4, 3), (1, 128, 64, 2, 2, 8, 3),
     (1, 128, 64, 2, 4, 8, 3), (1, 128, 64, 2, 2, 8, 2), (1, 64, 32, 2, 2, 4, 2),
     (1, 64, 64, 2, 2, 4, 3), (1, 128, 32, 2, 2, 8, 3), (1, 64, 32, 4, 2, 4, 3),
     (2, 64, 32, 2, 2, 8, 3), (1, 64, 16, 2, 2, 4, 3), (1, 128, 64, 4, 2, 8, 3),
+    (1, 64, 32, 2, 2, 4, 3, 3), (1, 128, 64, 2, 2, 8, 3, 3),
 ])  # fmt: skip
 """The same for the prefix calls (576 tokens)."""
 

@@ -8,7 +8,8 @@ distribution this prints, per workload and kernel, the worst ratio, how many cas
 the same kernel's worst ratio against an FP64 evaluation of the reference beside the FP32
 reference's own, so a failure can be told apart as the kernel's or the reference's. Kernels:
 the production one, and the split-dim kernel (benchmarks/split_kv_attention_split_dim.py) at
-its TUNING with its scores in 1, 2 and 4 chunks of the head dimension. Beside the declared
+its TUNING with its scores in 1, 2 and 4 chunks of the head dimension, and the softmax weights
+in two BF16 parts or three. Beside the declared
 workloads, one of a hidden workload's size (HIDDEN_LIKE). `--device cpu --quick`
 runs the same code under the interpreter at scaled-down sizes.
 """
@@ -57,20 +58,22 @@ class Margin(BaseModel):
 
 
 def kernels(quick: bool) -> dict[str, Callable]:
-    def split_dim_kernel(chunks: int) -> Callable:
+    def split_dim_kernel(chunks: int, parts: int) -> Callable:
         def kernel(q, k_cache, v_cache, k, v, scale):
             batch, tokens = q.shape[0], q.shape[2]
             if quick:
                 settings = split_dim.INTERPRETED
             else:
                 settings = split_dim.regime_settings(split_dim.TUNING, batch, tokens)
-            settings = {**settings, "score_chunks": chunks}
+            settings = {**settings, "score_chunks": chunks, "weight_parts": parts}
             return split_dim.attend(q, k_cache, v_cache, k, v, scale, settings)
 
         return kernel
 
     found = {"production": DECLARATION.preferred}
-    found |= {f"split_dim_chunks{chunks}": split_dim_kernel(chunks) for chunks in (1, 2, 4)}
+    for chunks, parts in ((1, 2), (2, 2), (4, 2), (2, 3), (4, 3)):
+        name = f"split_dim_chunks{chunks}" + ("_parts3" if parts == 3 else "")
+        found[name] = split_dim_kernel(chunks, parts)
     return found
 
 

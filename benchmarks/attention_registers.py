@@ -7,7 +7,8 @@ made the first H200 figures of this kernel slow, and it is cheap to check before
 device time. The figures come from the Triton installed here, which may differ from the
 GPU machine's. Run from the repository root: `python benchmarks/attention_registers.py` (about
 2 s per setting) checks the kernel's TUNING, one setting per regime; `--settings
-1x16x64x4x2x4x3,...` picks heads x queries x keys x dim_parts x score_chunks x warps x stages,
+1x16x64x4x2x4x3x2,...` picks heads x queries x keys x dim_parts x score_chunks x warps x
+stages x weight_parts,
 `--json` prints each setting followed by its registers and spill bytes.
 """
 
@@ -30,7 +31,10 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-NAMES = ("heads", "queries", "keys", "dim_parts", "score_chunks", "num_warps", "num_stages")
+NAMES = (
+    "heads", "queries", "keys", "dim_parts", "score_chunks", "num_warps", "num_stages",
+    "weight_parts",
+)  # fmt: skip
 BF16_POINTERS = ("q_ptr", "k_cache_ptr", "v_cache_ptr", "k_ptr", "v_ptr", "out_ptr")
 INTEGERS = (
     "query_heads", "kv_heads", "tokens", "prefix", "head_dim", "q_batch_stride", "q_head_stride",
@@ -54,7 +58,14 @@ def tuned_settings() -> list[tuple[int, ...]]:
 
 
 def registers(
-    heads: int, queries: int, keys: int, dim_parts: int, score_chunks: int, warps: int, stages: int
+    heads: int,
+    queries: int,
+    keys: int,
+    dim_parts: int,
+    score_chunks: int,
+    warps: int,
+    stages: int,
+    weight_parts: int,
 ) -> tuple[int, int]:
     """(registers per thread, bytes of spill stores) of the kernel at one setting."""
     signature = {name: "*bf16" for name in BF16_POINTERS}
@@ -64,6 +75,7 @@ def registers(
         "HEADS": heads,
         "DIM_PARTS": dim_parts,
         "SCORE_CHUNKS": score_chunks,
+        "WEIGHT_PARTS": weight_parts,
         "BLOCK_QUERIES": queries,
         "BLOCK_KEYS": keys,
         "BLOCK_DIM": HEAD_DIM,
@@ -109,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps([[*setting, *registers(*setting)] for setting in settings]))
         return 0
     print(f"triton {triton.__version__}, {Path(ptxas()).name}, sm_90a, head dim {HEAD_DIM}")
-    print("heads queries keys parts chunks warps stages  registers  spill bytes")
+    print(" ".join(HEADER) + "  registers  spill bytes")
     for setting in settings:
         used, spilled = registers(*setting)
         widths = (len(name) + 1 for name in HEADER)
@@ -118,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-HEADER = ("heads", "queries", "keys", "parts", "chunks", "warps", "stages")
+HEADER = ("heads", "queries", "keys", "parts", "chunks", "warps", "stages", "weights")
 
 
 if __name__ == "__main__":

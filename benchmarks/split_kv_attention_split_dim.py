@@ -2,7 +2,7 @@
 
 The operator file the scripted tune session ships (benchmarks/attention_session.py writes it
 into the session with its imports made relative; benchmarks/attention_gpu.py times it). It is
-the production kernel's online softmax with three changes, all launch settings per regime:
+the production kernel's online softmax with four changes, all launch settings per regime:
 - `dim_parts`: each program writes 256 / dim_parts of the output's head dimension. Its scores
   still use all 256, so the score products are repeated per part, but its accumulator holds
   1 / dim_parts of the values: at 256 dimensions the production kernel keeps every register
@@ -12,6 +12,8 @@ the production kernel's online softmax with three changes, all launch settings p
 - `score_chunks`: the scores are summed over chunks of the head dimension, each chunk's product
   accumulated by the tensor cores apart and the chunks added in FP32 registers; one product
   over all 256 dimensions loses too much to meet the contract at the prefix's sizes.
+- `weight_parts`: the softmax weights reach the tensor cores as two BF16 parts, or three
+  (nearly their FP32 value) at one more product per key block.
 A regime is the call's kind (up to 64 tokens: the action expert over the cache; more: the
 prefix attending to itself) and whether its batch is at least WIDE_BATCH; each has its own
 settings, because the programs one call needs to fill the GPU differ by eight times.
@@ -29,7 +31,10 @@ from operators.kernel_launch import compiler_visible, launch
 LOG2_E = 1.4426950408889634
 WIDE_BATCH = 4
 """Batches of at least this many rows take the `*_wide` settings."""
-SETTINGS = ("queries", "keys", "heads", "dim_parts", "score_chunks", "num_warps", "num_stages")
+SETTINGS = (
+    "queries", "keys", "heads", "dim_parts", "score_chunks", "weight_parts", "num_warps",
+    "num_stages",
+)  # fmt: skip
 REGIMES = ("short", "short_wide", "long", "long_wide")
 TUNING = {
     "short_queries": 16,
@@ -37,6 +42,7 @@ TUNING = {
     "short_heads": 1,
     "short_dim_parts": 4,
     "short_score_chunks": 2,
+    "short_weight_parts": 2,
     "short_num_warps": 4,
     "short_num_stages": 3,
     "short_wide_queries": 64,
@@ -44,6 +50,7 @@ TUNING = {
     "short_wide_heads": 1,
     "short_wide_dim_parts": 2,
     "short_wide_score_chunks": 2,
+    "short_wide_weight_parts": 2,
     "short_wide_num_warps": 4,
     "short_wide_num_stages": 3,
     "long_queries": 128,
@@ -51,6 +58,7 @@ TUNING = {
     "long_heads": 1,
     "long_dim_parts": 2,
     "long_score_chunks": 2,
+    "long_weight_parts": 2,
     "long_num_warps": 8,
     "long_num_stages": 3,
     "long_wide_queries": 64,
@@ -58,17 +66,20 @@ TUNING = {
     "long_wide_heads": 1,
     "long_wide_dim_parts": 2,
     "long_wide_score_chunks": 2,
+    "long_wide_weight_parts": 2,
     "long_wide_num_warps": 4,
     "long_wide_num_stages": 3,
 }
 """Launch settings on a GPU per regime: query block, key block, query heads per program, parts
-of the head dimension for the output, chunks of it for the scores, warps, pipeline stages."""
+of the head dimension for the output, chunks of it for the scores, BF16 parts of the softmax
+weights, warps, pipeline stages."""
 TUNING_SPACE = {
     "short_queries": [16, 32, 64, 128],
     "short_keys": [16, 32, 64, 128],
     "short_heads": [1, 2, 4, 8],
     "short_dim_parts": [1, 2, 4],
     "short_score_chunks": [2, 4],
+    "short_weight_parts": [2, 3],
     "short_num_warps": [4, 8],
     "short_num_stages": [1, 2, 3],
     "short_wide_queries": [16, 32, 64, 128],
@@ -76,6 +87,7 @@ TUNING_SPACE = {
     "short_wide_heads": [1, 2, 4, 8],
     "short_wide_dim_parts": [1, 2, 4],
     "short_wide_score_chunks": [2, 4],
+    "short_wide_weight_parts": [2, 3],
     "short_wide_num_warps": [4, 8],
     "short_wide_num_stages": [1, 2, 3],
     "long_queries": [16, 32, 64, 128],
@@ -83,6 +95,7 @@ TUNING_SPACE = {
     "long_heads": [1, 2, 4, 8],
     "long_dim_parts": [1, 2, 4],
     "long_score_chunks": [2, 4],
+    "long_weight_parts": [2, 3],
     "long_num_warps": [4, 8],
     "long_num_stages": [1, 2, 3],
     "long_wide_queries": [16, 32, 64, 128],
@@ -90,6 +103,7 @@ TUNING_SPACE = {
     "long_wide_heads": [1, 2, 4, 8],
     "long_wide_dim_parts": [1, 2, 4],
     "long_wide_score_chunks": [2, 4],
+    "long_wide_weight_parts": [2, 3],
     "long_wide_num_warps": [4, 8],
     "long_wide_num_stages": [1, 2, 3],
 }
@@ -103,6 +117,7 @@ INTERPRETED = {
     "heads": 8,
     "dim_parts": 1,
     "score_chunks": 1,
+    "weight_parts": 2,
     "num_warps": 4,
     "num_stages": 1,
 }
@@ -143,6 +158,7 @@ def _attend_to_keys(
     value_dims,
     score_scale,
     SCORE_CHUNKS: tl.constexpr,
+    WEIGHT_PARTS: tl.constexpr,
     BLOCK_KEYS: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
@@ -176,15 +192,20 @@ def _attend_to_keys(
         correction = tl.exp2(row_max - new_max)
         weights = tl.exp2(scores - new_max[:, None])
         row_sum = row_sum * correction + tl.sum(weights, axis=1)
-        # The weights reach the tensor cores as two BF16 parts (high + low), and each block's
-        # product joins the running sum in FP32: one BF16 rounding of a near-one-hot softmax
-        # would move a cancelling output past the contract.
+        # The weights reach the tensor cores as WEIGHT_PARTS BF16 parts (high + low, and the
+        # rest with three), and each block's product joins the running sum in FP32: one BF16
+        # rounding of a near-one-hot softmax would move a cancelling output past the contract.
         high = round_to_bfloat16(weights)
         low = round_to_bfloat16(weights - high)
+        lowest = tl.zeros_like(low)
+        if WEIGHT_PARTS > 2:
+            lowest = round_to_bfloat16(weights - high - low)
         if UPCAST:
-            update = tl.dot(high + low, value.to(tl.float32), input_precision="ieee")
+            update = tl.dot(high + low + lowest, value.to(tl.float32), input_precision="ieee")
         else:
             update = tl.dot(high.to(value.dtype), value) + tl.dot(low.to(value.dtype), value)
+            if WEIGHT_PARTS > 2:
+                update += tl.dot(lowest.to(value.dtype), value)
         acc = acc * correction[:, None] + update
         row_max = new_max
     return acc, row_max, row_sum
@@ -226,6 +247,7 @@ def _split_dim_attention_kernel(
     HEADS: tl.constexpr,
     DIM_PARTS: tl.constexpr,
     SCORE_CHUNKS: tl.constexpr,
+    WEIGHT_PARTS: tl.constexpr,
     BLOCK_QUERIES: tl.constexpr,
     BLOCK_KEYS: tl.constexpr,
     BLOCK_DIM: tl.constexpr,
@@ -275,6 +297,7 @@ def _split_dim_attention_kernel(
         value_dims,
         score_scale,
         SCORE_CHUNKS,
+        WEIGHT_PARTS,
         BLOCK_KEYS,
         UPCAST,
     )
@@ -295,6 +318,7 @@ def _split_dim_attention_kernel(
         value_dims,
         score_scale,
         SCORE_CHUNKS,
+        WEIGHT_PARTS,
         BLOCK_KEYS,
         UPCAST,
     )
@@ -365,6 +389,7 @@ def attend(q, k_cache, v_cache, k, v, scale, settings: dict) -> torch.Tensor:
         HEADS=heads,
         DIM_PARTS=dim_parts,
         SCORE_CHUNKS=score_chunks,
+        WEIGHT_PARTS=settings["weight_parts"],
         BLOCK_QUERIES=settings["queries"],
         BLOCK_KEYS=settings["keys"],
         BLOCK_DIM=block_dim,

@@ -31,9 +31,10 @@ SPLIT = {
     "heads": 2,
     "dim_parts": 4,
     "score_chunks": 4,
+    "weight_parts": 3,
 }
-"""Every knob away from its interpreted default: four output parts, four score chunks, two
-query heads per program, several key and query blocks per call."""
+"""Every knob away from its interpreted default: four output parts, four score chunks, three
+weight parts, two query heads per program, several key and query blocks per call."""
 
 
 def test_the_session_writes_the_kernel_module_over_the_operator_file():
