@@ -44,8 +44,9 @@ WARMUP = 3
 VARIANT_SEEDS = (1, 2, 3)
 """Seeds of the `large` and `cancellation` inputs each variant must pass before it is timed,
 as many as the evaluator draws per workload."""
-SWEEP_SECONDS = 75.0
-"""Compiling a variant takes seconds; a workload's variants past this much time are skipped."""
+SWEEP_SECONDS = float(os.environ.get("SWEEP_SECONDS", "75"))
+"""Compiling a variant takes seconds; a workload's variants past this much time are skipped
+(the environment's SWEEP_SECONDS when set)."""
 
 
 def _variants(points: list[tuple[int, ...]]) -> list[dict]:

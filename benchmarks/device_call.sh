@@ -89,10 +89,12 @@ for part in "$@"; do
         done
       done ;;
     projection) run projection 90 python3 benchmarks/projection_gpu.py ;;  # issue 26: modulation
-    margin) run margin 120 python3 benchmarks/attention_margin.py ;;  # issue 26: contract margins
-    attention_tuning)  # the sweep's fastest variant per regime into the kernel and its session
+    margin) run margin "${MARGIN_SECONDS:-200}" python3 benchmarks/attention_margin.py ;;  # issue 26: contract margins
+    attention_tuning)  # the sweep's fastest variant per regime into the kernel and its session,
+      # among the numerics that passed every margin case when `margin` ran before
+      margins=(); [ -f "$OUT/attention_margin.json" ] && margins=(--margins "$OUT/attention_margin.json")
       run attention_tuning 30 python3 benchmarks/attention_session.py \
-        --tuning-from "$OUT/attention_gpu.json"
+        --tuning-from "$OUT/attention_gpu.json" "${margins[@]}"
       cp benchmarks/split_kv_attention_split_dim.py "$OUT/split_kv_attention_split_dim.py.txt" ;;
     attention) run attention "${ATTENTION_SECONDS:-420}" python3 benchmarks/attention_gpu.py ;;  # issue 26: split-dim kernel
     gated) run gated 200 python3 benchmarks/gated_projection_gpu.py ;;  # issue 26: MLP gate/up

@@ -136,3 +136,33 @@ def test_the_benchmarks_refuse_full_sizes_under_the_interpreter(capsys):
     assert attention_gpu.main(["--device", "cpu"]) == 2
     assert attention_margin.main(["--device", "cpu"]) == 2
     assert "--quick" in capsys.readouterr().err
+
+
+def _margin_rows(worst: dict[str, list[float]]) -> dict:
+    rows = []
+    for kernel, ratios in worst.items():
+        for number, ratio in enumerate(ratios):
+            rows.append(
+                {"workload": f"w{number}", "kernel": kernel, "worst_ratio": ratio,
+                 "passed": 12 if ratio <= 1 else 11, "cases": 12}
+            )  # fmt: skip
+    return {"rows": rows}
+
+
+def test_the_margins_allow_only_numerics_that_passed_every_workload():
+    margins = _margin_rows({
+        "production": [0.5, 0.5],
+        "split_dim_chunks2": [0.9, 1.2],
+        "split_dim_chunks4": [0.9, 1.1],
+        "split_dim_chunks2_parts3": [0.8, 0.95],
+        "split_dim_chunks4_parts3": [0.7, 0.9],
+    })  # fmt: skip
+    assert attention_session.safest_numerics(margins) == {(2, 3), (4, 3)}
+    failing = _margin_rows({"split_dim_chunks2": [0.9, 1.3], "split_dim_chunks4": [1.2, 1.1]})
+    assert attention_session.safest_numerics(failing) == {(4, 2)}  # none passed: the least bad
+    fast = {**split_dim.regime_settings(split_dim.TUNING, 1, 50), "score_chunks": 2}
+    safe = {**fast, "weight_parts": 3}
+    report = _sweep_report({"short": [(5.0, fast), (9.0, safe)]})
+    source = attention_session.KERNEL_FILE.read_text()
+    tuned = attention_session.tuned_source(source, report, {(2, 3), (4, 3)})
+    assert declared_settings(tuned).point["short_weight_parts"] == 3
