@@ -15,6 +15,7 @@ from typing import TextIO
 import torch
 
 from controller.screening.report import ScreenedPoint, weighted_time
+from gates.evaluator.expected import expected_outputs
 from gates.evaluator.graph_timing import NotCapturable
 from gates.evaluator.loading import SolutionImportError, forget, import_entry, write_sources
 from gates.tasks.solution import Solution, SourceFile
@@ -38,7 +39,7 @@ class ContractCheck:
         self.cases = []
         for workload in workloads:
             inputs = declaration.make_input_sets(workload, 1, CHECK_SEED, "normal", device)[0]
-            expected = declaration.run_reference(*[t.clone() for t in inputs])
+            expected = expected_outputs(declaration, [t.clone() for t in inputs])
             self.cases.append((workload.name, inputs, expected))
 
     def first_problem(self, function) -> str | None:

@@ -23,6 +23,7 @@ from gates.evaluator.detectors.input_mutation import InputMutated
 from gates.evaluator.detectors.replay import TimedOutputWrong
 from gates.evaluator.detectors.table import finding_of
 from gates.evaluator.diagnosis import diagnose, mostly_gross
+from gates.evaluator.expected import expected_outputs
 from gates.evaluator.fresh_pool import drawn_sets, pool_seeds
 from gates.evaluator.guard import REPEAT_SUFFIX, tensor_digest
 from gates.evaluator.phase_clock import PhaseClock
@@ -172,8 +173,7 @@ def _check_case(declaration, case, inputs, record, produced, repeat, others, err
             if a != b
         ]
         raise InputMutated(f"{case.key}: inputs {changed or '?'} changed during the call")
-    with torch.no_grad():
-        reference = list(declaration.run_reference(*inputs))
+    reference = expected_outputs(declaration, inputs)
     # A repeat byte-identical to the first outputs gets the same verdict: checked once.
     same_repeat = repeat is not None and _digests(repeat) == _digests(produced)
     checked = [produced] if repeat is None or same_repeat else [produced, repeat]
@@ -209,8 +209,7 @@ def check_witnesses(
         if pool != drawn_for:
             seeds = pool_seeds(nonce, workload.name, witness.round_index)
             drawn_for, sets = pool, drawn_sets(timed, workload, seeds, witness.pool_sets, device)
-        with torch.no_grad():
-            reference = list(timed.run_reference(*sets[witness.set_index]))
+        reference = expected_outputs(timed, sets[witness.set_index])
         call = f"round {witness.round_index} set {witness.set_index}, {witness.figure}"
         where = f"{workload.name} timed call ({call})"
         try:
