@@ -141,6 +141,11 @@ def render_contract(declaration: OperatorDeclaration) -> dict:
             if contract.mode == "bit_exact"
             else "|got-ref| <= atol + rtol*|ref| in float64; NaN/Inf where ref is finite fails"
         ),
+        "oracle": (
+            "ref: the reference run with every float in float64, rounded once to the output dtype"
+            if declaration.oracle == "float64"
+            else "ref: the reference as written"
+        ),
     }
 
 
