@@ -82,3 +82,19 @@ def test_the_error_summary_counts_only_finite_pairs(dtype):
     nothing_finite = Errors()
     nothing_finite.add(torch.full((4,), float("nan"), dtype=dtype), expected[:4])
     assert (nothing_finite.absolute, nothing_finite.relative) == (0.0, 0.0)
+
+
+def test_a_near_miss_beside_a_zero_reference_is_numerical_and_a_value_never_written_is_gross():
+    """A failure's label decides whether a hidden workload's miss reads as hardcoding: an
+    honest kernel off by a little more than the tolerance where the reference is near zero
+    is a near miss; a value never computed is gross."""
+    from gates.evaluator.diagnosis import mostly_gross
+
+    expected = torch.tensor([-0.000167, 0.5, 1.0], dtype=torch.float32)
+    near = expected.clone()
+    near[0] = -0.00127  # 0.0011 off: 1.1x atol + rtol |ref|
+    bad = torch.tensor([True, False, False])
+    assert not mostly_gross(near, expected, bad)
+    unwritten = expected.clone()
+    unwritten[1:] = 0.0
+    assert mostly_gross(unwritten, expected, torch.tensor([False, True, True]))
