@@ -63,13 +63,24 @@ for part in "$@"; do
       # H200_OPS is tuned by a scripted session carrying its hand-written kernel
       # (benchmarks/sessions/tune_<op>.json), judged by every gate under Landlock, installed
       # with `controller install`, then the profile is verified (numerics and the model's time
-      # against none and stock) and packed into $OUT/tuned-h200.tgz.
+      # against none and stock) and packed into $OUT/tuned-h200.tgz. With H200_CALIBRATED=1
+      # (issue 30) the tasks come from a capture of batches 1 and 8, calibrated in FP64:
+      # `generate --captured` packages each operator with its calibrated contract.
       target="$OUT/target"; mkdir -p "$target" && cp pyproject.toml "$target/" \
         && git -C "$target" init -q -b main && git -C "$target" add -A \
         && git -C "$target" -c user.name=tune -c user.email=tune@localhost commit -qm target
+      if [ "${H200_CALIBRATED:-0}" = 1 ]; then
+        run capture_b1_b8 200 python3 -m controller capture-ops --output "$OUT/capture-pi05" \
+          --steps 1 -- controller.profiling.example_driver:forward_batches pi05 1,8
+        run calibrate 150 python3 -m controller calibrate "$OUT/capture-pi05" --operators ${H200_OPS:-}
+        run generate 60 python3 -m controller generate --captured "$OUT/capture-pi05" \
+          --output "$OUT/tasks" ${H200_OPS:-}
+      fi
       for op in ${H200_OPS:-}; do
+        task=(); [ "${H200_CALIBRATED:-0}" = 1 ] && task=(--task "$OUT/tasks/$op")
         run "tune_$op" "${TUNE_SECONDS:-240}" python3 -m controller tune run --operator "$op" \
-          --device cuda ${FENCE:---fence landlock} --target "$target" --runs-dir "$OUT/runs/$op" \
+          "${task[@]}" --device cuda ${FENCE:---fence landlock} --target "$target" \
+          --runs-dir "$OUT/runs/$op" \
           --max-attempts "$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["attempts"]))' "benchmarks/sessions/tune_$op.json")" \
           --agent "scripted:benchmarks/sessions/tune_$op.json"
         for run_dir in "$OUT/runs/$op"/tune-*; do

@@ -26,3 +26,11 @@ def forward(
     from the safetensors files `checkpoint` when given (a real one, or a skeleton)."""
     model, inputs = _prepared(size, batch, seed, tuple(str(path) for path in checkpoint))
     return model(inputs)
+
+
+def forward_batches(size: str = "tiny", batches: tuple | str = (1, 8), seed: int = 0) -> None:
+    """One forward at each of `batches` (`1,8` on the command line): a capture of this step
+    holds the layouts of every batch a profile is tuned for, each call counted once per batch."""
+    values = batches if isinstance(batches, tuple | list) else str(batches).split(",")
+    for batch in values:
+        forward(size, int(batch), seed)
