@@ -12,7 +12,7 @@ record_versions "$OUT/versions.txt"
 
 verify_and_pack_h200() {  # verify tuned/h200, then pack it, with the verified.json verify wrote
   run verify_h200 "${VERIFY_SECONDS:-300}" python3 -m controller verify --profile h200 \
-    --inputs 2 --output "$OUT/verify-h200.json"
+    --inputs 2 --output "$OUT/verify-h200.json" ${VERIFY_FLAGS:-}  # VERIFY_FLAGS=--unfenced
   tar czf "$OUT/tuned-h200.tgz" tuned/h200
 }
 

@@ -8,7 +8,9 @@ discrete outputs must equal the baseline's. On CUDA the forward is also timed, c
 CUDA graph, under the profile, none and stock (the references with SDPA attention), paired and
 interleaved over rounds; a profile not faster than none in every round fails. An installed
 profile that passes is marked verified (`verified.json`, bound to its `profile.json`), which it
-needs to load outside this command; one that fails is left unverified. Exit 0 when the gate
+needs to load outside this command; one that fails is left unverified. The profile's code runs
+in a Landlock-fenced child where the profiles are read-only (`--unfenced`: in this process),
+so nothing it leaves behind can write the record or change what was judged. Exit 0 when the gate
 passes, 1 when it does not, 2 on bad input or a baseline far from the FP32 reference.
 """
 
@@ -50,6 +52,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--tuned-root", type=Path, metavar="DIR", help="where profiles live (default: tuned/)"
     )
+    parser.add_argument(
+        "--unfenced",
+        action="store_true",
+        help="run the profile's code in this process instead of a Landlock-fenced child, where "
+        "the profiles are read-only (the record says which)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -62,6 +70,7 @@ def run(arguments) -> int:
             f"--inputs {arguments.inputs} --batch {batches}: give at least 1 input and batch "
             "sizes of at least 1"
         )
+    from controller.verification.fenced_verify import VerifyRequest, new_nonce, verify_fenced
     from controller.verification.verify import (
         DriverForwards,
         ExampleForwards,
@@ -89,27 +98,47 @@ def run(arguments) -> int:
         )
     tuned_root = arguments.tuned_root or TUNED_ROOT
     installed = None if arguments.profile in BUILTIN_PROFILES else tuned_root / arguments.profile
-    selection = KernelSelection(arguments.profile, tuned_root=tuned_root, allow_unverified=True)
-    selection.prepare()  # a missing, tampered or foreign profile is refused before any forward
+    if installed is not None and not (installed / "profile.json").is_file():
+        raise ControllerError(
+            f"kernel profile {arguments.profile!r} is not installed in {tuned_root}"
+        )
+    if arguments.unfenced:
+        selection = KernelSelection(arguments.profile, tuned_root=tuned_root, allow_unverified=True)
+        selection.prepare()  # a missing, tampered or foreign profile is refused before any forward
     if installed is not None:
         clear_verification(installed)
-    report = verify_profile(
-        arguments.profile,
-        selection,
-        DriverForwards(arguments.driver, device)
-        if arguments.driver
-        else ExampleForwards(size, device),
-        batches,
-        arguments.inputs,
-        time_it=not arguments.no_timing,
-    )
+    if arguments.unfenced:
+        report = verify_profile(
+            arguments.profile,
+            selection,
+            DriverForwards(arguments.driver, device)
+            if arguments.driver
+            else ExampleForwards(size, device),
+            batches,
+            arguments.inputs,
+            time_it=not arguments.no_timing,
+        )
+    else:  # the profile's code runs only in the fenced child; this process never imports it
+        request = VerifyRequest(
+            profile=arguments.profile,
+            tuned_root=tuned_root.resolve(),
+            size=size.name,
+            driver=arguments.driver,
+            batches=batches,
+            inputs=arguments.inputs,
+            time_it=not arguments.no_timing,
+            device=device.type,
+            nonce=new_nonce(),
+        )
+        report = verify_fenced(request)
     output = arguments.output or _default_output(arguments.profile)
     write_report(report, output)
     passed = report.passed and not report.error
     if installed is not None:  # a record the profile's own code wrote while it ran is dropped
         clear_verification(installed)
         if passed:
-            record_verification(installed, "controller verify", bool(report.timing), output)
+            verified_by = "controller verify" + (" --unfenced" if arguments.unfenced else "")
+            record_verification(installed, verified_by, bool(report.timing), output)
     _print(report, output)
     if installed is not None:
         state = "verified" if passed else "left unverified"

@@ -131,10 +131,44 @@ def test_verify_marks_a_passing_profile_verified_and_leaves_a_failing_one_unveri
     assert KernelSelection("honest", tuned_root=tmp_path).resolve("rms_norm").tuned is not None
     report = tmp_path / "sneaky.json"
     assert main(["verify", "--profile", "sneaky", *common, "--output", str(report)]) == 1
-    assert "profile 'sneaky' left unverified" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "profile 'sneaky' left unverified" in out
+    assert "PermissionError" in out  # inside the fence the profile's write is refused
+    assert not (tmp_path / "sneaky" / "verified.json").exists()
+    unfenced = ["--unfenced", "--output", str(tmp_path / "sneaky-unfenced.json")]
+    assert main(["verify", "--profile", "sneaky", *common, *unfenced]) == 1
+    assert "profile 'sneaky' left unverified" in capsys.readouterr().out  # cleared after
     assert not (tmp_path / "sneaky" / "verified.json").exists()
     with pytest.raises(ProfileError, match="profile 'sneaky' is not verified"):
         KernelSelection("sneaky", tuned_root=tmp_path).resolve("rms_norm")
+
+
+LINGERING_SOURCE = DEGRADED_SOURCE.replace(
+    '"""rms_norm scaled by 1 + 2^-6: it drifts a little more than BF16 does."""',
+    '"""The degraded rms_norm, which marks its profile verified when its process exits."""\n'
+    "\nimport atexit\nfrom pathlib import Path\n\n"
+    "from operators.profile_verification import record_verification\n\n"
+    'atexit.register(record_verification, Path(__file__).parents[1], "controller verify", True)',
+)
+
+
+def test_a_record_written_after_the_verdict_is_refused_by_the_fence(tmp_path):
+    """The class the post-run clear cannot see: code that acts once the judge looked away (an
+    exit hook here; a lingering thread or process alike). Its process is the fenced child,
+    where the profiles are read-only, so the failing profile stays unverified."""
+    import subprocess
+    import sys
+
+    degraded_profile(tmp_path, "lingering", LINGERING_SOURCE)
+    command = [
+        sys.executable, "-m", "controller", "verify", "--profile", "lingering",
+        "--tuned-root", str(tmp_path), "--size", "tiny", "--inputs", "1", "--batch", "1",
+        "--output", str(tmp_path / "lingering.json"),
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "profile 'lingering' left unverified" in result.stdout
+    assert not (tmp_path / "lingering" / "verified.json").exists()
 
 
 def test_verify_refuses_bad_input_before_running_the_model(tmp_path, capsys):
