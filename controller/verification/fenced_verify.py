@@ -10,7 +10,6 @@ writes the record. The fence holds every process the child starts, so nothing li
 write the record either.
 """
 
-import os
 import secrets
 import sys
 import tempfile
@@ -20,8 +19,8 @@ from pydantic import BaseModel, ConfigDict
 
 from controller.errors import ControllerError
 from controller.verification.verify import VerifyReport
+from gates.fenced_python import REPOSITORY_ROOT, fenced_python
 
-REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 EXIT_BAD_INPUT = 2
 TIMEOUT_S = 3600.0
 
@@ -61,23 +60,13 @@ def verify_fenced(request: VerifyRequest, timeout_s: float = TIMEOUT_S) -> Verif
         work = Path(folder)
         request_path, report_path = work / "request.json", work / "report.json"
         request_path.write_text(request.model_dump_json())
-        triton_cache = Path(os.environ.get("TRITON_CACHE_DIR", Path.home() / ".triton" / "cache"))
-        triton_cache.mkdir(parents=True, exist_ok=True)
-        python_path = [str(REPOSITORY_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-        readable = {REPOSITORY_ROOT, request.tuned_root.resolve()}
-        readable |= {Path(p).resolve() for p in python_path if Path(p).exists()}
-        environment = {
-            "PYTHONPATH": os.pathsep.join(python_path),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "TRITON_CACHE_DIR": str(triton_cache),
-        }
-        if request.device == "cpu":
-            environment["TRITON_INTERPRET"] = "1"
+        python = fenced_python(request.device)
+        readable = {*python.readable, request.tuned_root.resolve()}
         policy = FencePolicy(
             workspace=work,
             readable=tuple(sorted(readable)),
-            writable=(triton_cache,),
-            env_values=environment,
+            writable=(python.triton_cache,),
+            env_values=python.environment,
             gpu=request.device == "cuda",
             limits=ResourceLimits(cpu_seconds=None, memory_mb=None),
             timeout_s=timeout_s,

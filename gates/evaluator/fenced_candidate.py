@@ -5,7 +5,6 @@ same; the fence stops what they could only report after the fact (a socket to a 
 process, a file written outside the evaluation, a read of the controller's other files).
 """
 
-import os
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from gates.evaluator.launcher import (
     WorkerTimeout,
 )
 from gates.evaluator.protocol import CandidateReport, EvaluationRequest
+from gates.fenced_python import fenced_python
 
 
 def run_fenced_candidate(
@@ -29,25 +29,15 @@ def run_fenced_candidate(
     fence = get_fence("landlock")  # fail closed: a FenceError says why it cannot be enforced
     work, sources = Path(request.work_dir), Path(request.sources_dir)
     report_path = work / "candidate-report.json"
-    triton_cache = Path(os.environ.get("TRITON_CACHE_DIR", Path.home() / ".triton" / "cache"))
-    triton_cache.mkdir(parents=True, exist_ok=True)
-    readable = {REPOSITORY_ROOT, Path(request.task), Path(request.solution)}
-    readable |= {Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    python = fenced_python(request.device)
+    readable = {*python.readable, Path(request.task), Path(request.solution)}
     if request.incumbent:
         readable.add(Path(request.incumbent))
-    python_path = [str(REPOSITORY_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    environment = {
-        "PYTHONPATH": os.pathsep.join(python_path),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "TRITON_CACHE_DIR": str(triton_cache),
-    }
-    if request.device == "cpu":
-        environment["TRITON_INTERPRET"] = "1"
     policy = FencePolicy(
         workspace=work,
         readable=tuple(sorted(path.resolve() for path in readable)),
-        writable=(sources, triton_cache),
-        env_values=environment,
+        writable=(sources, python.triton_cache),
+        env_values=python.environment,
         gpu=request.device == "cuda",
         timeout_s=timeout,
     )
