@@ -130,6 +130,11 @@ def run(arguments) -> int:
             device=device.type,
             nonce=new_nonce(),
         )
+        print(
+            f"verify: the model under {arguments.profile!r} in a Landlock-fenced child (batches "
+            f"{batches}, {arguments.inputs} inputs each); the verdict follows when it ends",
+            flush=True,
+        )
         report = verify_fenced(request)
     output = arguments.output or _default_output(arguments.profile)
     write_report(report, output)
