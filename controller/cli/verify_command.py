@@ -124,6 +124,7 @@ def run(arguments) -> int:
             tuned_root=tuned_root.resolve(),
             size=size.name,
             driver=arguments.driver,
+            driver_folder=Path.cwd().resolve() if arguments.driver else None,
             batches=batches,
             inputs=arguments.inputs,
             time_it=not arguments.no_timing,

@@ -10,6 +10,7 @@ writes the record. The fence holds every process the child starts, so nothing li
 write the record either.
 """
 
+import os
 import secrets
 import sys
 import tempfile
@@ -34,6 +35,8 @@ class VerifyRequest(BaseModel):
     tuned_root: Path
     size: str
     driver: str | None = None
+    driver_folder: Path | None = None
+    """Where `controller verify` ran, importable inside for a target's parity driver."""
     batches: list[int]
     inputs: int
     time_it: bool
@@ -62,11 +65,15 @@ def verify_fenced(request: VerifyRequest, timeout_s: float = TIMEOUT_S) -> Verif
         request_path.write_text(request.model_dump_json())
         python = fenced_python(request.device)
         readable = {*python.readable, request.tuned_root.resolve()}
+        environment = dict(python.environment)
+        if request.driver_folder is not None:  # a target's driver imports from where it ran
+            readable.add(request.driver_folder)
+            environment["PYTHONPATH"] += os.pathsep + str(request.driver_folder)
         policy = FencePolicy(
             workspace=work,
             readable=tuple(sorted(readable)),
             writable=(python.triton_cache,),
-            env_values=python.environment,
+            env_values=environment,
             gpu=request.device == "cuda",
             limits=ResourceLimits(cpu_seconds=None, memory_mb=None),
             timeout_s=timeout_s,

@@ -188,3 +188,16 @@ def test_a_parity_driver_is_verified_against_its_own_fp32_build(tmp_path, capsys
     assert "prefix_keys" in {output["name"] for output in written["outputs"]}
     assert main(["verify", "--profile", "none", "--driver", "examples.parity:absent"]) == 2
     assert "--driver 'examples.parity:absent': cannot import it" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_target_driver_beside_the_command_is_importable_in_the_fence(tmp_path, monkeypatch):
+    """A target's parity driver lives where `verify` runs, not in this repository: the fenced
+    child may read and import that folder."""
+    (tmp_path / "target_parity.py").write_text(
+        "from examples.parity import tiny as forward\n"  # the target's own driver, by name
+    )
+    monkeypatch.chdir(tmp_path)
+    argv = ["verify", "--profile", "none", "--driver", "target_parity:forward", "--inputs", "1"]
+    assert main([*argv, "--batch", "1", "--output", str(tmp_path / "report.json")]) == 0
+    assert json.loads((tmp_path / "report.json").read_text())["passed"]
