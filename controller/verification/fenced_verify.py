@@ -50,15 +50,18 @@ class ChildReport(BaseModel):
 
 
 def verify_fenced(request: VerifyRequest, timeout_s: float = TIMEOUT_S) -> VerifyReport:
-    """Run the verification in the fenced child and return its report; bad input and a
-    fence that cannot start are ControllerErrors, one line each."""
+    """Run the verification in the fenced child and return its report, or a failed one when
+    the run gave none to trust; bad input and a fence that cannot start are ControllerErrors,
+    one line each."""
     from sandbox import FenceError, FencePolicy, ResourceLimits, get_fence
 
     try:
         fence = get_fence("landlock")
     except FenceError as error:
-        raise ControllerError(f"verify: the Landlock fence cannot start ({error}); "
-                              "pass --unfenced to verify in this process") from None  # fmt: skip
+        raise ControllerError(
+            f"verify: the Landlock fence cannot start ({error}); pass --unfenced to verify in "
+            "this process"
+        ) from None
     with tempfile.TemporaryDirectory(prefix="verify-") as folder:
         work = Path(folder)
         request_path, report_path = work / "request.json", work / "report.json"
@@ -85,23 +88,23 @@ def verify_fenced(request: VerifyRequest, timeout_s: float = TIMEOUT_S) -> Verif
             raise ControllerError(f"verify: the Landlock fence failed to start ({error})") from None
         last = _last_line(result.stderr + result.stdout)
         if result.timed_out:
-            raise ControllerError(f"verify: the fenced model run exceeded {timeout_s:g} s")
+            return _failed(request, f"ran past {timeout_s:g} s")
         if result.returncode == EXIT_BAD_INPUT:
             raise ControllerError(last or "verify: the fenced child refused its input")
         if result.returncode != 0 or not report_path.is_file():
-            return _crashed(request, f"exited with code {result.returncode}: {last}")
+            return _failed(request, f"exited with code {result.returncode}: {last}")
         try:
             child = ChildReport.model_validate_json(report_path.read_text())
         except ValueError:
-            raise ControllerError("verify: the fenced child's report is malformed") from None
+            return _failed(request, "left a malformed report")
     if child.nonce != request.nonce:
-        raise ControllerError("verify: the fenced child's report does not echo its request")
+        return _failed(request, "left a report that does not echo its request")
     return child.report
 
 
-def _crashed(request: VerifyRequest, how: str) -> VerifyReport:
-    """A failed verdict for a model run under the profile that did not finish: the profile's
-    code crashed it (a write the fence refused, for one), so it is not verified."""
+def _failed(request: VerifyRequest, how: str) -> VerifyReport:
+    """A failed verdict for a model run under the profile that gave no trustworthy report:
+    it crashed (a write the fence refused, for one), hung, or left a report not its own."""
     import datetime
 
     from operators.environment import current_environment_identity

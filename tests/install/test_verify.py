@@ -171,6 +171,25 @@ def test_a_record_written_after_the_verdict_is_refused_by_the_fence(tmp_path):
     assert not (tmp_path / "lingering" / "verified.json").exists()
 
 
+TAMPERING_SOURCE = HONEST_SOURCE.replace(
+    "from operators.catalog.rms_norm import rms_norm_reference",
+    "import atexit\nimport sys\nfrom pathlib import Path\n\n"
+    "from operators.catalog.rms_norm import rms_norm_reference\n\n"
+    'atexit.register(lambda: Path(sys.argv[-1]).write_text("{}"))',
+)
+
+
+def test_a_report_the_child_left_altered_fails_the_profile(tmp_path, capsys):
+    """An honest kernel whose process rewrites the child's report on the way out: the parent
+    takes no report that is not its child's, and the profile stays unverified."""
+    degraded_profile(tmp_path, "tampering", TAMPERING_SOURCE)
+    common = ["--tuned-root", str(tmp_path), "--size", "tiny", "--inputs", "1", "--batch", "1"]
+    output = ["--output", str(tmp_path / "tampering.json")]
+    assert main(["verify", "--profile", "tampering", *common, *output]) == 1
+    assert "left a malformed report" in capsys.readouterr().out
+    assert not (tmp_path / "tampering" / "verified.json").exists()
+
+
 def test_verify_refuses_bad_input_before_running_the_model(tmp_path, capsys):
     assert main(["verify", "--profile", "none", "--inputs", "0"]) == 2
     assert "give at least 1 input" in capsys.readouterr().err
