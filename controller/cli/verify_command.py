@@ -6,12 +6,14 @@ baseline (both `kernel_profile=torch`) and the profile. Each continuous output's
 the FP32 reference may exceed the baseline's by at most 25% on average and 2x at worst;
 discrete outputs must equal the baseline's. On CUDA the forward is also timed, captured in one
 CUDA graph, under the profile, none and stock (the references with SDPA attention), paired and
-interleaved over rounds; a profile not faster than none in every round fails. An installed
-profile that passes is marked verified (`verified.json`, bound to its `profile.json`), which it
-needs to load outside this command; one that fails is left unverified. The profile's code runs
-in a Landlock-fenced child where the profiles are read-only (`--unfenced`: in this process),
-so nothing it leaves behind can write the record or change what was judged. Exit 0 when the gate
-passes, 1 when it does not, 2 on bad input or a baseline far from the FP32 reference.
+interleaved over rounds; a profile not faster than none in every round fails. Last, the cases
+are judged once more after every other forward, so outputs that change once judged fail. An
+installed profile that passes is marked verified (`verified.json`, bound to its
+`profile.json`), which it needs to load outside this command; one that fails is left
+unverified. The profile's code runs in a Landlock-fenced child where the profiles are read-only
+(`--unfenced`: in this process), so nothing it leaves behind can write the record or change
+what was judged. Exit 0 when the gate passes, 1 when it does not, 2 on bad input or a baseline
+far from the FP32 reference.
 """
 
 import datetime

@@ -49,6 +49,11 @@ class VerifyReport(BaseModel):
     speed_failures: list[str] = Field(
         default_factory=list, description="each batch where the profile is not faster than none"
     )
+    late_outputs: list[OutputVerdict] = Field(
+        default_factory=list,
+        description="the same cases judged again once every other forward (the timing's "
+        "included) has run: a profile whose outputs change after it was first judged fails",
+    )
     notes: list[str] = Field(default_factory=list)
 
 
@@ -164,19 +169,33 @@ def verify_profile(
     report = report.model_copy(
         update={"outputs": verdicts, "passed": all(v.passed for v in verdicts)}
     )
-    if not time_it or not isinstance(forwards, ExampleForwards):
-        return report
-    if forwards.device.type != "cuda":
-        note = "end-to-end timing skipped: it needs CUDA (the Triton interpreter is not timed)"
-        return report.model_copy(update={"notes": [note]})
-    timing = [_paired_timing(profile, selection, forwards, batch) for batch in batches]
-    failures = [failure for paired in timing for failure in speed_failures(profile, paired)]
+    if time_it and isinstance(forwards, ExampleForwards):
+        if forwards.device.type == "cuda":
+            timing = [_paired_timing(profile, selection, forwards, batch) for batch in batches]
+            failures = [f for paired in timing for f in speed_failures(profile, paired)]
+            report = report.model_copy(
+                update={
+                    "timing": timing,
+                    "speed_failures": failures,
+                    "passed": report.passed and not failures,
+                }
+            )
+        else:
+            note = "end-to-end timing skipped: it needs CUDA (the Triton interpreter is not timed)"
+            report = report.model_copy(update={"notes": [note]})
+    return _judged_again(report, cases, forwards, selection)
+
+
+def _judged_again(report: VerifyReport, cases, forwards, selection) -> VerifyReport:
+    """The cases once more, after every other forward: what a profile does once it was
+    judged is judged too (a kernel that turns after a number of calls, for one)."""
+    late = judge(cases, forwards.under(selection))
+    changed = [v.name for v in late if not v.passed]
+    if not changed:
+        return report.model_copy(update={"late_outputs": late})
+    note = f"judged again after the other forwards, {', '.join(changed)} failed"
     return report.model_copy(
-        update={
-            "timing": timing,
-            "speed_failures": failures,
-            "passed": report.passed and not failures,
-        }
+        update={"late_outputs": late, "passed": False, "notes": [*report.notes, note]}
     )
 
 

@@ -220,3 +220,32 @@ def test_a_target_driver_beside_the_command_is_importable_in_the_fence(tmp_path,
     argv = ["verify", "--profile", "none", "--driver", "target_parity:forward", "--inputs", "1"]
     assert main([*argv, "--batch", "1", "--output", str(tmp_path / "report.json")]) == 0
     assert json.loads((tmp_path / "report.json").read_text())["passed"]
+
+
+TURNING_SOURCE = HONEST_SOURCE.replace(
+    "def kernel(x, weight, eps=1e-6):\n",
+    "CALLS = [0]\n\n\ndef kernel(x, weight, eps=1e-6):\n"
+    "    CALLS[0] += 1\n"
+    "    if CALLS[0] > HONEST_CALLS:\n"
+    "        return (rms_norm_reference(x, weight, eps).float() * (1 + 2**-6)).to(x.dtype)\n",
+)
+
+
+def test_a_kernel_that_turns_once_judged_fails_when_judged_again(forwards, cases, tmp_path):
+    """Honest for exactly the calls of the first judgement, degraded after: the same cases
+    judged again once the other forwards have run catch it."""
+    from operators.call_capture import CallCapture
+
+    capture = CallCapture()
+    with capture.recording():
+        forwards.under("none")(1, 0)
+    calls = capture.write(tmp_path / "capture", "verify", [], 1).counts_by_operator()["rms_norm"]
+    source = TURNING_SOURCE.replace("HONEST_CALLS", str(calls))
+    selection = KernelSelection(
+        "turning", tuned_root=degraded_profile(tmp_path, "turning", source), allow_unverified=True
+    )
+    report = verify_profile("turning", selection, forwards, [1], 1, cases)
+    assert all(v.passed for v in report.outputs)  # the first judgement saw an honest kernel
+    assert not report.passed
+    assert any(not v.passed for v in report.late_outputs)
+    assert any("judged again after the other forwards" in note for note in report.notes)
