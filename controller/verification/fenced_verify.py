@@ -3,23 +3,27 @@
 The profile's kernels are code the controller did not write. Run in the verifying process,
 they could leave something behind that outlives the verdict: an exit hook or a thread that
 writes `verified.json` after the post-run clear, or rewrites the profile's own files once
-they were judged. Here the model runs in a child under Landlock, where the tuned profiles
-are read-only and the only writable places are the child's own folder and the Triton cache;
-the parent never imports the profile, reads the child's report once it has exited, and alone
-writes the record. The fence holds every process the child starts, so nothing lingering can
-write the record either.
+they were judged. Here the model runs under the profile in a child under Landlock, where the
+tuned profiles are read-only and the only writable places are the child's own folder and the
+Triton cache. The child hands back its outputs per case (first, and again after the timing)
+and its timing; once it has exited, the parent, which never imports the profile, computes the
+FP32 reference and the baseline itself, judges those outputs, and alone writes the record.
+The fence holds every process the child starts, so nothing lingering can write the record.
 """
 
 import os
+import pickle
 import secrets
 import sys
 import tempfile
 from pathlib import Path
 
+import torch
 from pydantic import BaseModel, ConfigDict
 
 from controller.errors import ControllerError
 from controller.verification.verify import VerifyReport
+from examples.paired_timing import PairedTiming
 from gates.fenced_python import REPOSITORY_ROOT, fenced_python
 
 EXIT_BAD_INPUT = 2
@@ -44,9 +48,15 @@ class VerifyRequest(BaseModel):
     nonce: str
 
 
-class ChildReport(BaseModel):
+class ChildRecord(BaseModel):
+    """What the child ran besides its outputs (those are a tensor file beside it)."""
+
     nonce: str
-    report: VerifyReport
+    timing: list[PairedTiming]
+    notes: list[str]
+
+
+FIRST, LATE = "first", "late"
 
 
 def verify_fenced(request: VerifyRequest, timeout_s: float = TIMEOUT_S) -> VerifyReport:
@@ -64,7 +74,8 @@ def verify_fenced(request: VerifyRequest, timeout_s: float = TIMEOUT_S) -> Verif
         ) from None
     with tempfile.TemporaryDirectory(prefix="verify-") as folder:
         work = Path(folder)
-        request_path, report_path = work / "request.json", work / "report.json"
+        request_path, record_path = work / "request.json", work / "record.json"
+        outputs_path = work / "outputs.pt"
         request_path.write_text(request.model_dump_json())
         python = fenced_python(request.device)
         readable = {*python.readable, request.tuned_root.resolve()}
@@ -81,7 +92,8 @@ def verify_fenced(request: VerifyRequest, timeout_s: float = TIMEOUT_S) -> Verif
             limits=ResourceLimits(cpu_seconds=None, memory_mb=None),
             timeout_s=timeout_s,
         )
-        command = [sys.executable, "-m", __name__, str(request_path), str(report_path)]
+        command = [sys.executable, "-m", __name__]
+        command += [str(request_path), str(record_path), str(outputs_path)]
         try:
             result = fence.run(command, policy, cwd=REPOSITORY_ROOT)
         except FenceError as error:
@@ -91,15 +103,64 @@ def verify_fenced(request: VerifyRequest, timeout_s: float = TIMEOUT_S) -> Verif
             return _failed(request, f"ran past {timeout_s:g} s")
         if result.returncode == EXIT_BAD_INPUT:
             raise ControllerError(last or "verify: the fenced child refused its input")
-        if result.returncode != 0 or not report_path.is_file():
+        if result.returncode != 0 or not record_path.is_file() or not outputs_path.is_file():
             return _failed(request, f"exited with code {result.returncode}: {last}")
         try:
-            child = ChildReport.model_validate_json(report_path.read_text())
-        except ValueError:
-            return _failed(request, "left a malformed report")
-    if child.nonce != request.nonce:
-        return _failed(request, "left a report that does not echo its request")
-    return child.report
+            record = ChildRecord.model_validate_json(record_path.read_text())
+            outputs = torch.load(outputs_path, weights_only=True, map_location="cpu")
+        except (ValueError, RuntimeError, pickle.UnpicklingError):
+            return _failed(request, "left a malformed record")
+    if record.nonce != request.nonce:
+        return _failed(request, "left a record that does not echo its request")
+    return _judged_here(request, record, outputs)
+
+
+def _judged_here(request: VerifyRequest, record: ChildRecord, outputs) -> VerifyReport:
+    """The child's outputs judged in this process against the FP32 reference and the baseline
+    it computes itself (under `torch`: no profile code runs here)."""
+    from controller.verification.model_gate import VerificationError, judge
+    from controller.verification.verify import judged_report, new_report, reference_cases
+
+    forwards = _forwards(request)
+    report = new_report(request.profile, forwards, request.batches, request.inputs)
+    try:
+        cases = reference_cases(forwards, request.batches, request.inputs)
+    except VerificationError as error:
+        return report.model_copy(update={"error": str(error)})
+    try:
+        first = judge(cases, _recorded(outputs, FIRST, forwards.device))
+        late = judge(cases, _recorded(outputs, LATE, forwards.device))
+    except (KeyError, TypeError, AttributeError):
+        return _failed(request, "left outputs that are not the cases'")
+    return judged_report(report, first, record.timing, late, record.notes)
+
+
+def _recorded(outputs, role: str, device):
+    """A (batch, seed) -> outputs function over what the child recorded for `role`."""
+
+    def forward(batch: int, seed: int) -> dict:
+        return {
+            name: tensor.to(device) for name, tensor in outputs[role][_case(batch, seed)].items()
+        }
+
+    return forward
+
+
+def _case(batch: int, seed: int) -> str:
+    return f"{batch}/{seed}"
+
+
+def _forwards(request: VerifyRequest):
+    from controller.verification.verify import DriverForwards, ExampleForwards
+    from examples.config import SIZES
+
+    device = torch.device(request.device)
+    if request.driver:
+        folder = str(request.driver_folder) if request.driver_folder else None
+        if folder and folder not in sys.path:  # where the command ran, as `python -m` has it
+            sys.path.insert(0, folder)
+        return DriverForwards(request.driver, device)
+    return ExampleForwards(SIZES[request.size], device)
 
 
 def _failed(request: VerifyRequest, how: str) -> VerifyReport:
@@ -131,41 +192,41 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _child(request_path: Path, report_path: Path) -> int:
-    """Inside the fence: the profile's selection, the model's forwards, the verdict."""
-    import torch
-
-    from controller.verification.verify import DriverForwards, ExampleForwards, verify_profile
-    from examples.config import SIZES
+def _child(request_path: Path, record_path: Path, outputs_path: Path) -> int:
+    """Inside the fence: the model under the profile on every case, then its timing, then
+    every case again; outputs and timing handed back, no verdict."""
+    from controller.verification.verify import profile_timing
     from operators import KernelSelection
     from operators.errors import OperatorError
 
     request = VerifyRequest.model_validate_json(request_path.read_text())
-    device = torch.device(request.device)
     try:
         selection = KernelSelection(
             request.profile, tuned_root=request.tuned_root, allow_unverified=True
         )
         selection.prepare()  # a missing, tampered or foreign profile is refused here
-        forwards = (
-            DriverForwards(request.driver, device)
-            if request.driver
-            else ExampleForwards(SIZES[request.size], device)
-        )
+        forwards = _forwards(request)
     except (OperatorError, ControllerError) as error:
         print(str(error).splitlines()[0], file=sys.stderr)
         return EXIT_BAD_INPUT
-    report = verify_profile(
-        request.profile,
-        selection,
-        forwards,
-        request.batches,
-        request.inputs,
-        time_it=request.time_it,
+    forward = forwards.under(selection)
+    cases = [(batch, seed) for batch in request.batches for seed in range(request.inputs)]
+
+    def run_all() -> dict:
+        found = {}
+        for batch, seed in cases:
+            found[_case(batch, seed)] = {k: v.cpu() for k, v in forward(batch, seed).items()}
+        return found
+
+    first = run_all()
+    timing, notes = profile_timing(
+        request.profile, selection, forwards, request.batches, request.time_it
     )
-    report_path.write_text(ChildReport(nonce=request.nonce, report=report).model_dump_json())
+    torch.save({FIRST: first, LATE: run_all()}, outputs_path)
+    record = ChildRecord(nonce=request.nonce, timing=timing, notes=notes)
+    record_path.write_text(record.model_dump_json())
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(_child(Path(sys.argv[1]), Path(sys.argv[2])))
+    sys.exit(_child(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])))

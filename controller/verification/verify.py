@@ -24,6 +24,7 @@ from controller.verification.model_gate import (
 from examples.paired_timing import PairedTiming
 
 MODEL_SEED = 0
+UNTIMED_ON_CPU = "end-to-end timing skipped: it needs CUDA (the Triton interpreter is not timed)"
 BUILT_IN_BASELINES = ("none", "stock")
 
 
@@ -148,10 +149,24 @@ def verify_profile(
     cases: list[ReferenceCase] | None = None,
     time_it: bool = True,
 ) -> VerifyReport:
-    """Gate `selection` (the profile's KernelSelection) on the model; time it on CUDA."""
+    """Gate `selection` (the profile's KernelSelection) on the model; time it on CUDA; judge
+    the cases once more after every other forward. Everything in this process."""
+    report = new_report(profile, forwards, batches, inputs)
+    try:
+        cases = cases if cases is not None else reference_cases(forwards, batches, inputs)
+        verdicts = judge(cases, forwards.under(selection))
+    except VerificationError as error:
+        return report.model_copy(update={"error": str(error)})
+    timing, notes = profile_timing(profile, selection, forwards, batches, time_it)
+    late = judge(cases, forwards.under(selection))
+    return judged_report(report, verdicts, timing, late, notes)
+
+
+def new_report(profile: str, forwards, batches: list[int], inputs: int) -> VerifyReport:
+    """The report's header, not yet passed."""
     from operators.environment import current_environment_identity
 
-    report = VerifyReport(
+    return VerifyReport(
         profile=profile,
         model=forwards.name,
         batches=batches,
@@ -161,41 +176,44 @@ def verify_profile(
         date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         passed=False,
     )
-    try:
-        cases = cases if cases is not None else reference_cases(forwards, batches, inputs)
-        verdicts = judge(cases, forwards.under(selection))
-    except VerificationError as error:
-        return report.model_copy(update={"error": str(error)})
-    report = report.model_copy(
-        update={"outputs": verdicts, "passed": all(v.passed for v in verdicts)}
-    )
-    if time_it and isinstance(forwards, ExampleForwards):
-        if forwards.device.type == "cuda":
-            timing = [_paired_timing(profile, selection, forwards, batch) for batch in batches]
-            failures = [f for paired in timing for f in speed_failures(profile, paired)]
-            report = report.model_copy(
-                update={
-                    "timing": timing,
-                    "speed_failures": failures,
-                    "passed": report.passed and not failures,
-                }
-            )
-        else:
-            note = "end-to-end timing skipped: it needs CUDA (the Triton interpreter is not timed)"
-            report = report.model_copy(update={"notes": [note]})
-    return _judged_again(report, cases, forwards, selection)
 
 
-def _judged_again(report: VerifyReport, cases, forwards, selection) -> VerifyReport:
-    """The cases once more, after every other forward: what a profile does once it was
-    judged is judged too (a kernel that turns after a number of calls, for one)."""
-    late = judge(cases, forwards.under(selection))
+def profile_timing(
+    profile: str, selection, forwards, batches: list[int], time_it: bool
+) -> tuple[list[PairedTiming], list[str]]:
+    """The model's paired time under the profile, `none` and `stock` per batch (CUDA, the
+    example model only), and a note where it was not timed."""
+    if not time_it or not isinstance(forwards, ExampleForwards):
+        return [], []
+    if forwards.device.type != "cuda":
+        return [], [UNTIMED_ON_CPU]
+    return [_paired_timing(profile, selection, forwards, batch) for batch in batches], []
+
+
+def judged_report(
+    report: VerifyReport,
+    verdicts: list[OutputVerdict],
+    timing: list[PairedTiming],
+    late: list[OutputVerdict],
+    notes: list[str],
+) -> VerifyReport:
+    """The verdict: every output within the gate when first judged and when judged again
+    after every other forward (a kernel that turns after a number of calls fails), and,
+    where timed, faster than `none` in every round."""
+    failures = [f for paired in timing for f in speed_failures(report.profile, paired)]
     changed = [v.name for v in late if not v.passed]
-    if not changed:
-        return report.model_copy(update={"late_outputs": late})
-    note = f"judged again after the other forwards, {', '.join(changed)} failed"
+    if changed:
+        notes = [*notes, f"judged again after the other forwards, {', '.join(changed)} failed"]
+    passed = all(v.passed for v in verdicts) and not failures and not changed
     return report.model_copy(
-        update={"late_outputs": late, "passed": False, "notes": [*report.notes, note]}
+        update={
+            "outputs": verdicts,
+            "timing": timing,
+            "speed_failures": failures,
+            "late_outputs": late,
+            "notes": notes,
+            "passed": passed,
+        }
     )
 
 

@@ -186,7 +186,7 @@ def test_a_report_the_child_left_altered_fails_the_profile(tmp_path, capsys):
     common = ["--tuned-root", str(tmp_path), "--size", "tiny", "--inputs", "1", "--batch", "1"]
     output = ["--output", str(tmp_path / "tampering.json")]
     assert main(["verify", "--profile", "tampering", *common, *output]) == 1
-    assert "left a malformed report" in capsys.readouterr().out
+    assert "left a malformed record" in capsys.readouterr().out
     assert not (tmp_path / "tampering" / "verified.json").exists()
 
 
@@ -249,3 +249,30 @@ def test_a_kernel_that_turns_once_judged_fails_when_judged_again(forwards, cases
     assert not report.passed
     assert any(not v.passed for v in report.late_outputs)
     assert any("judged again after the other forwards" in note for note in report.notes)
+
+
+FORGING_SOURCE = DEGRADED_SOURCE.replace(
+    "from operators.catalog.rms_norm import rms_norm_reference",
+    "import atexit\nimport json\nimport sys\nfrom pathlib import Path\n\n"
+    "from operators.catalog.rms_norm import rms_norm_reference\n\n\n"
+    "def _forge():\n"
+    '    nonce = json.loads(Path(sys.argv[-3]).read_text())["nonce"]\n'
+    '    record = {"nonce": nonce, "timing": [], "notes": [], "passed": True}\n'
+    "    Path(sys.argv[-2]).write_text(json.dumps(record))\n\n\n"
+    "atexit.register(_forge)",
+)
+
+
+def test_a_forged_record_with_the_right_nonce_does_not_pass_a_wrong_kernel(tmp_path, capsys):
+    """The child's own code can read its request and write a well-formed record; the verdict
+    is not in it: the parent judges the outputs the child ran against references it computes
+    itself, so the degraded kernel fails on its numbers."""
+    degraded_profile(tmp_path, "forging", FORGING_SOURCE)
+    common = ["--tuned-root", str(tmp_path), "--size", "tiny", "--inputs", "1", "--batch", "1"]
+    output = ["--output", str(tmp_path / "forging.json")]
+    assert main(["verify", "--profile", "forging", *common, *output]) == 1
+    out = capsys.readouterr().out
+    (line,) = [line for line in out.splitlines() if line.strip().startswith("prefix_keys:")]
+    assert "FAIL" in line and "mean RMSE" in line
+    assert "profile 'forging' left unverified" in out
+    assert not (tmp_path / "forging" / "verified.json").exists()
