@@ -89,7 +89,7 @@ def verify_fenced(request: VerifyRequest, timeout_s: float = TIMEOUT_S) -> Verif
             writable=(python.triton_cache,),
             env_values=environment,
             gpu=request.device == "cuda",
-            limits=ResourceLimits(cpu_seconds=None, memory_mb=None),
+            limits=ResourceLimits(cpu_seconds=None, memory_mb=None, file_size_mb=None),
             timeout_s=timeout_s,
         )
         command = [sys.executable, "-m", __name__]
