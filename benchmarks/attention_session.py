@@ -47,13 +47,13 @@ def fastest_per_regime(
         for timing in result["timings"]:
             if not timing["role"].startswith("variant") or timing["us"] is None:
                 continue
-            if not _inside(space, result["regime"], timing["settings"]):
-                continue
             settings = timing["settings"]
+            if not _inside(space, result["regime"], settings):
+                continue
             if numerics is not None and _numerics(settings) not in numerics:
                 continue
             if result["regime"] not in best or timing["us"] < best[result["regime"]][0]:
-                best[result["regime"]] = (timing["us"], timing["settings"])
+                best[result["regime"]] = (timing["us"], settings)
     return {regime: settings for regime, (_, settings) in best.items()}
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
+from gates.evaluator.launcher import REPOSITORY_ROOT
 
 
 class FencedPython(BaseModel):

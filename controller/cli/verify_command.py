@@ -86,7 +86,7 @@ def run(arguments) -> int:
         clear_verification,
         record_verification,
     )
-    from operators.profiles import TUNED_ROOT
+    from operators.profiles import PROFILE_FILE, TUNED_ROOT
     from operators.selection import BUILTIN_PROFILES
 
     device = triton_runtime.default_device()
@@ -100,7 +100,7 @@ def run(arguments) -> int:
         )
     tuned_root = arguments.tuned_root or TUNED_ROOT
     installed = None if arguments.profile in BUILTIN_PROFILES else tuned_root / arguments.profile
-    if installed is not None and not (installed / "profile.json").is_file():
+    if installed is not None and not (installed / PROFILE_FILE).is_file():
         raise ControllerError(
             f"kernel profile {arguments.profile!r} is not installed in {tuned_root}"
         )

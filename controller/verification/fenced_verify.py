@@ -24,7 +24,8 @@ from pydantic import BaseModel, ConfigDict
 from controller.errors import ControllerError
 from controller.verification.verify import VerifyReport
 from examples.paired_timing import PairedTiming
-from gates.fenced_python import REPOSITORY_ROOT, fenced_python
+from gates.evaluator.launcher import REPOSITORY_ROOT
+from gates.fenced_python import fenced_python
 
 EXIT_BAD_INPUT = 2
 TIMEOUT_S = 3600.0
@@ -119,10 +120,10 @@ def _judged_here(request: VerifyRequest, record: ChildRecord, outputs) -> Verify
     """The child's outputs judged in this process against the FP32 reference and the baseline
     it computes itself (under `torch`: no profile code runs here)."""
     from controller.verification.model_gate import VerificationError, judge
-    from controller.verification.verify import judged_report, new_report, reference_cases
+    from controller.verification.verify import judged_report, reference_cases
 
     forwards = _forwards(request)
-    report = new_report(request.profile, forwards, request.batches, request.inputs)
+    report = _header(request)
     try:
         cases = reference_cases(forwards, request.batches, request.inputs)
     except VerificationError as error:
@@ -166,21 +167,16 @@ def _forwards(request: VerifyRequest):
 def _failed(request: VerifyRequest, how: str) -> VerifyReport:
     """A failed verdict for a model run under the profile that gave no trustworthy report:
     it crashed (a write the fence refused, for one), hung, or left a report not its own."""
-    import datetime
-
-    from operators.environment import current_environment_identity
-
-    return VerifyReport(
-        profile=request.profile,
-        model=f"driver {request.driver}" if request.driver else f"example model {request.size}",
-        batches=request.batches,
-        inputs=request.inputs,
-        device=request.device,
-        environment=current_environment_identity().model_dump(),
-        date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        passed=False,
-        notes=[f"the fenced model run under the profile {how}"],
+    return _header(request).model_copy(
+        update={"notes": [f"the fenced model run under the profile {how}"]}
     )
+
+
+def _header(request: VerifyRequest) -> VerifyReport:
+    from controller.verification.verify import model_label, new_report
+
+    model = model_label(request.size, request.driver)
+    return new_report(request.profile, model, request.device, request.batches, request.inputs)
 
 
 def new_nonce() -> str:

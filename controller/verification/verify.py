@@ -58,6 +58,11 @@ class VerifyReport(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
+def model_label(size: str | None, driver: str | None) -> str:
+    """How a report names the model: a target's parity driver, else the example at a size."""
+    return f"driver {driver}" if driver else f"example model {size}"
+
+
 class ExampleForwards:
     """The example model at one size, run per (batch, seed) under a profile or in FP32."""
 
@@ -65,7 +70,7 @@ class ExampleForwards:
         from examples.model import build_model
 
         self.size, self.device = size, device
-        self.name = f"example model {size.name}"
+        self.name = model_label(size.name, None)
         self.model = build_model(size, MODEL_SEED, device)
         self._float32 = None
 
@@ -112,7 +117,7 @@ class DriverForwards:
                 f"--driver {spec!r}: cannot import it ({type(error).__name__}); give "
                 "module:function taking (batch, seed), e.g. examples.parity:tiny"
             ) from None
-        self.name, self.device = f"driver {spec}", device
+        self.name, self.device = model_label(None, spec), device
 
     def under(self, profile):
         from operators import use_kernel_profile
@@ -151,7 +156,7 @@ def verify_profile(
 ) -> VerifyReport:
     """Gate `selection` (the profile's KernelSelection) on the model; time it on CUDA; judge
     the cases once more after every other forward. Everything in this process."""
-    report = new_report(profile, forwards, batches, inputs)
+    report = new_report(profile, forwards.name, str(forwards.device), batches, inputs)
     try:
         cases = cases if cases is not None else reference_cases(forwards, batches, inputs)
         verdicts = judge(cases, forwards.under(selection))
@@ -162,16 +167,18 @@ def verify_profile(
     return judged_report(report, verdicts, timing, late, notes)
 
 
-def new_report(profile: str, forwards, batches: list[int], inputs: int) -> VerifyReport:
-    """The report's header, not yet passed."""
+def new_report(
+    profile: str, model: str, device: str, batches: list[int], inputs: int
+) -> VerifyReport:
+    """The report's header (`model` as `model_label` names it), not yet passed."""
     from operators.environment import current_environment_identity
 
     return VerifyReport(
         profile=profile,
-        model=forwards.name,
+        model=model,
         batches=batches,
         inputs=inputs,
-        device=str(forwards.device),
+        device=device,
         environment=current_environment_identity().model_dump(),
         date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         passed=False,

@@ -15,11 +15,14 @@ def fp64_excess(
     inputs: list[torch.Tensor],
     produced: list[torch.Tensor],
     params: dict | None = None,
+    oracle: tuple[torch.Tensor, ...] | None = None,
 ) -> str | None:
     """Why the outputs err more against FP64 than the calibration admits, or None; the
-    reference takes `params` (default: the declared ones, as the judge's own reference)."""
-    params = declaration.params if params is None else params
-    oracle = fp64_outputs(declaration.reference, inputs, params)
+    reference takes `params` (default: the declared ones, as the judge's own reference).
+    `oracle`: its FP64 outputs on these inputs when the caller has them already."""
+    if oracle is None:
+        params = declaration.params if params is None else params
+        oracle = fp64_outputs(declaration.reference, inputs, params)
     for spec, got, exact in zip(declaration.outputs, produced, oracle, strict=True):
         calibrated = calibration.output(spec.name)
         if calibrated is None:

@@ -13,11 +13,15 @@ from gates.calibration.fp64_oracle import fp64_outputs
 from operators.declaration import DTYPES, OperatorDeclaration
 
 
-def expected_outputs(declaration: OperatorDeclaration, inputs) -> list[torch.Tensor]:
-    """The reference's outputs on `inputs` under the declaration's oracle; inputs untouched."""
+def expected_outputs(
+    declaration: OperatorDeclaration, inputs, exact: tuple[torch.Tensor, ...] | None = None
+) -> list[torch.Tensor]:
+    """The reference's outputs on `inputs` under the declaration's oracle; inputs untouched.
+    `exact`: the FP64 outputs on these inputs when the caller has them already."""
     with torch.no_grad():
         if declaration.oracle == "float64":
-            exact = fp64_outputs(declaration.reference, list(inputs), declaration.params)
+            if exact is None:
+                exact = fp64_outputs(declaration.reference, list(inputs), declaration.params)
             return [
                 value.to(DTYPES[spec.dtype])
                 for value, spec in zip(exact, declaration.outputs, strict=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from gates.calibration.contract_file import package_calibration
+from gates.calibration.fp64_oracle import fp64_outputs
 from gates.calibration.judgement import fp64_excess
 from gates.evaluator.captured_cases import (
     case_inputs,
@@ -81,10 +82,16 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
                 mismatch = output_layout_mismatch(declaration, case, produced, captured)
                 if mismatch is not None:
                     raise CaseFailure("INCORRECT_SHAPE", mismatch)
-                _check_case(declaration, case, inputs, record, produced, repeat, others, errors)
+                calibrated = calibration is not None and case.captured is not None
+                exact = None  # the FP64 outputs, once, where the oracle and the calibration meet
+                if calibrated and declaration.oracle == "float64":
+                    exact = fp64_outputs(declaration.reference, inputs, declaration.params)
+                _check_case(
+                    declaration, case, inputs, record, produced, repeat, others, errors, exact
+                )
                 clock.lap("checks")
-                if calibration is not None and case.captured is not None:
-                    excess = fp64_excess(calibration, declaration, inputs, produced)
+                if calibrated:
+                    excess = fp64_excess(calibration, declaration, inputs, produced, oracle=exact)
                     if excess is not None:
                         raise CaseFailure("INCORRECT_NUMERICAL", f"{case.key}: {excess}", False)
                     clock.lap("fp64")
@@ -162,7 +169,9 @@ class Errors:
         self.relative = max(self.relative, float(relative.max()))
 
 
-def _check_case(declaration, case, inputs, record, produced, repeat, others, errors) -> None:
+def _check_case(
+    declaration, case, inputs, record, produced, repeat, others, errors, exact=None
+) -> None:
     before = [tensor_digest(t) for t in inputs]
     if record.input_digests_after != before:
         changed = [
@@ -173,7 +182,7 @@ def _check_case(declaration, case, inputs, record, produced, repeat, others, err
             if a != b
         ]
         raise InputMutated(f"{case.key}: inputs {changed or '?'} changed during the call")
-    reference = expected_outputs(declaration, inputs)
+    reference = expected_outputs(declaration, inputs, exact)
     # A repeat byte-identical to the first outputs gets the same verdict: checked once.
     same_repeat = repeat is not None and _digests(repeat) == _digests(produced)
     checked = [produced] if repeat is None or same_repeat else [produced, repeat]
