@@ -9,9 +9,9 @@ the same kernel's worst ratio against an FP64 evaluation of the reference beside
 reference's own, so a failure can be told apart as the kernel's or the reference's. Kernels:
 the production one, and the split-dim kernel (benchmarks/split_kv_attention_split_dim.py) at
 its TUNING with its scores in 1, 2 and 4 chunks of the head dimension, and the softmax weights
-in two BF16 parts or three. Beside the declared
-workloads, one of a hidden workload's size (HIDDEN_LIKE). `--device cpu --quick`
-runs the same code under the interpreter at scaled-down sizes.
+in two BF16 parts or three. Beside the declared workloads, one of a hidden workload's size
+(HIDDEN_LIKE). `--device cpu --quick` runs the same code under the interpreter at scaled-down
+sizes.
 """
 
 import argparse
