@@ -72,7 +72,7 @@ for part in "$@"; do
       if [ "${H200_CALIBRATED:-0}" = 1 ]; then
         run capture_b1_b8 200 python3 -m controller capture-ops --output "$OUT/capture-pi05" \
           --steps 1 -- controller.profiling.example_driver:forward_batches pi05 1,8
-        run calibrate 150 python3 -m controller calibrate "$OUT/capture-pi05" --operators ${H200_OPS:-}
+        run calibrate 150 python3 -m controller calibrate "$OUT/capture-pi05"  # all operators
         run generate 60 python3 -m controller generate --captured "$OUT/capture-pi05" \
           --output "$OUT/tasks" ${H200_OPS:-}
       fi

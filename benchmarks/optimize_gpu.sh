@@ -9,7 +9,8 @@
 # Usage, from the repository root on the GPU machine (about 6 minutes):
 #   OUT=$OUT bash benchmarks/optimize_gpu.sh rms_norm
 # Knobs: BUDGET (3 minutes of tuning), FENCE ("--fence landlock"; "--unfenced" where Landlock
-# cannot start), PROFILE (optimized), ATTEMPTS (4), PATIENCE (2), SIZE (pi05) and DEVICE (cuda):
+# cannot start), AGENT (autotune; e.g. scripted:benchmarks/sessions/tune_split_kv_attention.json
+# for the session carrying a hand-written kernel, with ATTEMPTS its attempt count), PROFILE (optimized), ATTEMPTS (4), PATIENCE (2), SIZE (pi05) and DEVICE (cuda):
 # DEVICE=cpu SIZE=tiny checks the script itself on a machine without a GPU.
 # The ruff gate of the tune runs needs ruff: carry its wheel in .whl/ (docs/benchmarks.md).
 set -u
@@ -23,6 +24,7 @@ ATTEMPTS=${ATTEMPTS:-4}
 PATIENCE=${PATIENCE:-2}
 SIZE=${SIZE:-pi05}
 DEVICE=${DEVICE:-cuda}
+AGENT=${AGENT:-autotune}
 source benchmarks/device_env.sh
 record_versions "$OUT/versions.txt"
 operators=("$@")
@@ -39,7 +41,7 @@ if [ -n "$batch" ]; then
 else
   # shellcheck disable=SC2086  # FENCE holds one or two words on purpose
   run optimize 560 python3 -m controller optimize --profile "$PROFILE" \
-    --operators "${operators[@]}" --budget-minutes "$BUDGET" --device "$DEVICE" --size "$SIZE" $FENCE \
+    --operators "${operators[@]}" --budget-minutes "$BUDGET" --agent "$AGENT" --device "$DEVICE" --size "$SIZE" $FENCE \
     --max-attempts "$ATTEMPTS" --patience "$PATIENCE" --target "$target" \
     --tuned-root "$WORK/tuned" --runs-dir "$WORK/runs" \
     -- controller.profiling.example_driver:forward "$SIZE" 1
