@@ -1,6 +1,9 @@
 """The real side effects of an optimize batch: `controller profile`, `capture-ops` and
 `calibrate` in this process, one tune-all batch per operator, and `verify`'s numerics and
-paired timing on the example model."""
+paired timing on the example model. The model checks run the staged kernels, code an agent
+wrote, so they run in `verify`'s Landlock-fenced child (in this process only when the batch
+runs unfenced): nothing those kernels leave behind can reach the verdict or the profile
+published after it."""
 
 from pathlib import Path
 
@@ -101,6 +104,11 @@ class DeviceSteps:
         )
 
     def numerics(self, label: str, selection: KernelSelection) -> VerifyReport:
+        if not self.options.unfenced:
+            from controller.verification.fenced_verify import verify_fenced
+
+            report = verify_fenced(self._request(selection, time_it=False))
+            return report.model_copy(update={"profile": label})
         forwards = self._example()
         if self._cases is None:
             self._cases = reference_cases(forwards, self.batches, self.inputs)
@@ -113,6 +121,8 @@ class DeviceSteps:
     ) -> list[PairedTiming]:
         from examples.paired_timing import time_paired
 
+        if not self.options.unfenced:
+            return self._time_fenced(profiles, pairs)
         forwards = self._example()
         if forwards.device.type != "cuda":
             return []
@@ -120,6 +130,47 @@ class DeviceSteps:
             time_paired(forwards.model, forwards.inputs(batch, MODEL_SEED), profiles, pairs)
             for batch in self.batches
         ]
+
+    def _time_fenced(
+        self, profiles: dict[str, KernelSelection], pairs: list[tuple[str, str]]
+    ) -> list[PairedTiming]:
+        from controller.verification.fenced_verify import TimedProfile, time_fenced
+        from operators import triton_runtime
+        from operators.selection import BUILTIN_PROFILES
+
+        if not triton_runtime.cuda_available():
+            return []
+        timed = {
+            label: TimedProfile(
+                profile=selection.profile,
+                tuned_root=None if selection.profile in BUILTIN_PROFILES else selection.tuned_root,
+            )
+            for label, selection in profiles.items()
+        }
+        first = next(iter(profiles.values()))
+        request = self._request(first, time_it=True).model_copy(
+            update={"timed": timed, "pairs": pairs, "inputs": 0}
+        )
+        timing, failure = time_fenced(request)
+        if failure:
+            self.say(f"optimize: model timing: {failure}")
+        return timing
+
+    def _request(self, selection: KernelSelection, time_it: bool):
+        """What `verify`'s fenced child runs: the example model under `selection`."""
+        from controller.verification.fenced_verify import VerifyRequest, new_nonce
+        from operators import triton_runtime
+
+        return VerifyRequest(
+            profile=selection.profile,
+            tuned_root=selection.tuned_root.resolve(),
+            size=self.size,
+            batches=self.batches,
+            inputs=self.inputs,
+            time_it=time_it,
+            device=str(triton_runtime.default_device()),
+            nonce=new_nonce(),
+        )
 
     def _example(self) -> ExampleForwards:
         if self._forwards is None:

@@ -47,6 +47,19 @@ class VerifyRequest(BaseModel):
     time_it: bool
     device: str
     nonce: str
+    timed: dict[str, "TimedProfile"] = {}
+    """When given, what the child times instead of the profile against `none` and `stock`: each
+    label's profile, paired per `pairs` (optimize's staged sets of kernels)."""
+    pairs: list[tuple[str, str]] = []
+
+
+class TimedProfile(BaseModel):
+    """One profile the child times: a built-in one (no root) or one installed under a root."""
+
+    model_config = ConfigDict(frozen=True)
+
+    profile: str
+    tuned_root: Path | None = None
 
 
 class ChildRecord(BaseModel):
@@ -58,12 +71,34 @@ class ChildRecord(BaseModel):
 
 
 FIRST, LATE = "first", "late"
+VerifyRequest.model_rebuild()
 
 
 def verify_fenced(request: VerifyRequest, timeout_s: float = TIMEOUT_S) -> VerifyReport:
     """Run the verification in the fenced child and return its report, or a failed one when
     the run gave none to trust; bad input and a fence that cannot start are ControllerErrors,
     one line each."""
+    handed_back = _run_child(request, timeout_s)
+    if isinstance(handed_back, str):
+        return _failed(request, handed_back)
+    record, outputs = handed_back
+    return _judged_here(request, record, outputs)
+
+
+def time_fenced(
+    request: VerifyRequest, timeout_s: float = TIMEOUT_S
+) -> tuple[list[PairedTiming], str]:
+    """The paired timing of `request.timed` from the fenced child, and why it is empty where
+    the child gave none to trust (a crash, a hang, a record not its own)."""
+    handed_back = _run_child(request, timeout_s)
+    if isinstance(handed_back, str):
+        return [], f"the fenced model run under the profile {handed_back}"
+    record, _ = handed_back
+    return record.timing, ""
+
+
+def _run_child(request: VerifyRequest, timeout_s: float):
+    """The child's record and outputs, or how the run failed to leave ones to trust."""
     from sandbox import FenceError, FencePolicy, ResourceLimits, get_fence
 
     try:
@@ -79,7 +114,8 @@ def verify_fenced(request: VerifyRequest, timeout_s: float = TIMEOUT_S) -> Verif
         outputs_path = work / "outputs.pt"
         request_path.write_text(request.model_dump_json())
         python = fenced_python(request.device)
-        readable = {*python.readable, request.tuned_root.resolve()}
+        roots = [request.tuned_root] + [t.tuned_root for t in request.timed.values()]
+        readable = {*python.readable, *(root.resolve() for root in roots if root is not None)}
         environment = dict(python.environment)
         if request.driver_folder is not None:  # a target's driver imports from where it ran
             readable.add(request.driver_folder)
@@ -101,19 +137,19 @@ def verify_fenced(request: VerifyRequest, timeout_s: float = TIMEOUT_S) -> Verif
             raise ControllerError(f"verify: the Landlock fence failed to start ({error})") from None
         last = _last_line(result.stderr + result.stdout)
         if result.timed_out:
-            return _failed(request, f"ran past {timeout_s:g} s")
+            return f"ran past {timeout_s:g} s"
         if result.returncode == EXIT_BAD_INPUT:
             raise ControllerError(last or "verify: the fenced child refused its input")
         if result.returncode != 0 or not record_path.is_file() or not outputs_path.is_file():
-            return _failed(request, f"exited with code {result.returncode}: {last}")
+            return f"exited with code {result.returncode}: {last}"
         try:
             record = ChildRecord.model_validate_json(record_path.read_text())
             outputs = torch.load(outputs_path, weights_only=True, map_location="cpu")
         except (ValueError, RuntimeError, pickle.UnpicklingError):
-            return _failed(request, "left a malformed record")
+            return "left a malformed record"
     if record.nonce != request.nonce:
-        return _failed(request, "left a record that does not echo its request")
-    return _judged_here(request, record, outputs)
+        return "left a record that does not echo its request"
+    return record, outputs
 
 
 def _judged_here(request: VerifyRequest, record: ChildRecord, outputs) -> VerifyReport:
@@ -215,13 +251,36 @@ def _child(request_path: Path, record_path: Path, outputs_path: Path) -> int:
         return found
 
     first = run_all()
-    timing, notes = profile_timing(
-        request.profile, selection, forwards, request.batches, request.time_it
-    )
+    if request.timed:
+        timing, notes = _staged_timing(request, forwards), []
+    else:
+        timing, notes = profile_timing(
+            request.profile, selection, forwards, request.batches, request.time_it
+        )
     torch.save({FIRST: first, LATE: run_all()}, outputs_path)
     record = ChildRecord(nonce=request.nonce, timing=timing, notes=notes)
     record_path.write_text(record.model_dump_json())
     return 0
+
+
+def _staged_timing(request: VerifyRequest, forwards) -> list[PairedTiming]:
+    """Inside the fence: `request.timed` paired per `request.pairs`, per batch (CUDA only)."""
+    from controller.verification.verify import MODEL_SEED
+    from examples.paired_timing import time_paired
+    from operators import KernelSelection
+
+    if forwards.device.type != "cuda":
+        return []
+    profiles = {
+        label: KernelSelection(timed.profile)
+        if timed.tuned_root is None
+        else KernelSelection(timed.profile, tuned_root=timed.tuned_root, allow_unverified=True)
+        for label, timed in request.timed.items()
+    }
+    return [
+        time_paired(forwards.model, forwards.inputs(batch, MODEL_SEED), profiles, request.pairs)
+        for batch in request.batches
+    ]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,54 @@
+"""`controller optimize` judges its staged kernels in `verify`'s fenced child: a staged kernel
+that rewrites the verdict's code in the process it runs in passes when the checks run in the
+batch's own process (`--unfenced`) and fails when they run fenced, on its numbers."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import controller.verification.verify as verify
+from controller.batch.record import RunOptions
+from controller.optimize.device_steps import DeviceSteps
+from operators.selection import KernelSelection
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "install"))
+from test_verify import DEGRADED_SOURCE, degraded_profile  # noqa: E402
+
+JUDGE_PATCHING_SOURCE = DEGRADED_SOURCE.replace(
+    "def kernel(x, weight, eps=1e-6):\n",
+    "def kernel(x, weight, eps=1e-6):\n"
+    "    import controller.verification.verify as verify\n\n"
+    "    original = verify.judged_report\n"
+    "    passing = {'passed': True}\n"
+    "    verify.judged_report = lambda *args: original(*args).model_copy(update=passing)\n",
+)
+"""The degraded rms_norm, which, the first time it runs, makes the verdict a pass."""
+
+
+def steps(unfenced: bool) -> DeviceSteps:
+    options = RunOptions(agent="autotune", device="cpu", target=".", unfenced=unfenced)
+    return DeviceSteps(options, False, ["0"], "tiny", [1], 1, say=lambda line: None)
+
+
+@pytest.mark.slow
+def test_a_staged_kernel_that_rewrites_the_verdict_fails_only_where_it_cannot_reach_it(
+    tmp_path, monkeypatch
+):
+    degraded_profile(tmp_path, "staged", JUDGE_PATCHING_SOURCE)
+    selection = KernelSelection("staged", tuned_root=tmp_path, allow_unverified=True)
+    fenced = steps(unfenced=False).numerics("all", selection)
+    assert not fenced.passed and fenced.profile == "all"
+    failed = [verdict.name for verdict in fenced.outputs if not verdict.passed]
+    assert "prefix_keys" in failed, fenced.model_dump_json()[:2000]
+    monkeypatch.setattr(verify, "judged_report", verify.judged_report)  # restored afterwards
+    in_process = steps(unfenced=True).numerics("all", selection)
+    assert in_process.passed  # the attack works where the kernel shares the judge's process
+
+
+def test_staged_timing_on_a_machine_without_cuda_is_empty_not_a_failure(tmp_path):
+    """The fenced timing is CUDA's; on a CPU the batch's check notes the model was not timed."""
+    degraded_profile(tmp_path, "staged")
+    selection = KernelSelection("staged", tuned_root=tmp_path, allow_unverified=True)
+    profiles = {"all": selection, "none": KernelSelection("none")}
+    assert steps(unfenced=False).time(profiles, [("all", "none")]) == []
