@@ -75,8 +75,12 @@ LONG_VARIANTS = _variants([
     (1, 64, 64, 2, 2, 4, 3), (1, 128, 32, 2, 2, 8, 3), (1, 64, 32, 4, 2, 4, 3),
     (2, 64, 32, 2, 2, 8, 3), (1, 64, 16, 2, 2, 4, 3), (1, 128, 64, 4, 2, 8, 3),
     (1, 64, 32, 2, 2, 4, 3, 3), (1, 128, 64, 2, 2, 8, 3, 3),
+    (1, 64, 32, 1, 2, 8, 3), (1, 64, 64, 1, 2, 8, 3), (1, 128, 32, 1, 2, 8, 2),
+    (1, 64, 32, 1, 4, 8, 3),
 ])  # fmt: skip
-"""The same for the prefix calls (576 tokens)."""
+"""The same for the prefix calls (576 tokens), and the whole head dimension per program over 8
+warps (dim_parts 1: the score products once, the accumulator spread over twice the threads;
+offline they spill 128-788 bytes, `attention_registers.py`)."""
 
 
 class Timing(BaseModel):
