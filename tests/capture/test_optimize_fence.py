@@ -52,3 +52,34 @@ def test_staged_timing_on_a_machine_without_cuda_is_empty_not_a_failure(tmp_path
     selection = KernelSelection("staged", tuned_root=tmp_path, allow_unverified=True)
     profiles = {"all": selection, "none": KernelSelection("none")}
     assert steps(unfenced=False).time(profiles, [("all", "none")]) == []
+
+
+def test_a_timing_child_that_dies_gives_no_figures_and_says_why(tmp_path):
+    """A staged kernel that ends its process while it runs leaves no timing to trust: the batch
+    gets none (so no kernel is kept) and the reason."""
+    from controller.verification.fenced_verify import (
+        TimedProfile,
+        VerifyRequest,
+        new_nonce,
+        time_fenced,
+    )
+
+    degraded_profile(
+        tmp_path,
+        "dying",
+        DEGRADED_SOURCE.replace("    return (", "    raise SystemExit(3)\n    return ("),
+    )
+    request = VerifyRequest(
+        profile="dying",
+        tuned_root=tmp_path,
+        size="tiny",
+        batches=[1],
+        inputs=1,
+        time_it=True,
+        device="cpu",
+        nonce=new_nonce(),
+        timed={"all": TimedProfile(profile="dying", tuned_root=tmp_path)},
+        pairs=[("all", "none")],
+    )
+    timing, failure = time_fenced(request)
+    assert timing == [] and "exited with code 3" in failure
