@@ -25,6 +25,7 @@ PATIENCE=${PATIENCE:-2}
 SIZE=${SIZE:-pi05}
 DEVICE=${DEVICE:-cuda}
 AGENT=${AGENT:-autotune}
+PREFLIGHT=${PREFLIGHT:-1}  # 0: --no-preflight (a production kernel outside its contract on a hidden draw)
 source benchmarks/device_env.sh
 record_versions "$OUT/versions.txt"
 operators=("$@")
@@ -43,6 +44,7 @@ else
   run optimize 560 python3 -m controller optimize --profile "$PROFILE" \
     --operators "${operators[@]}" --budget-minutes "$BUDGET" --agent "$AGENT" --device "$DEVICE" --size "$SIZE" $FENCE \
     --max-attempts "$ATTEMPTS" --patience "$PATIENCE" --target "$target" \
+    $([ "$PREFLIGHT" = 0 ] && echo --no-preflight) \
     --tuned-root "$WORK/tuned" --runs-dir "$WORK/runs" \
     -- controller.profiling.example_driver:forward "$SIZE" 1
 fi
