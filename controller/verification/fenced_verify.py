@@ -9,6 +9,10 @@ Triton cache. The child hands back its outputs per case (first, and again after 
 and its timing; once it has exited, the parent, which never imports the profile, computes the
 FP32 reference and the baseline itself, judges those outputs, and alone writes the record.
 The fence holds every process the child starts, so nothing lingering can write the record.
+The timing the parent does take from the child; the child's watch (`child_watch`) names any
+change the profile's code made to what that timing and the record rely on, and any thread it
+left, and the parent fails such a profile; the child leaves with `os._exit`, so no exit hook
+rewrites its record.
 """
 
 import os
@@ -68,6 +72,8 @@ class ChildRecord(BaseModel):
     nonce: str
     timing: list[PairedTiming]
     notes: list[str]
+    tampered: list[str] = []
+    """What the child's watch found the profile's code changed (`child_watch`)."""
 
 
 FIRST, LATE = "first", "late"
@@ -82,6 +88,8 @@ def verify_fenced(request: VerifyRequest, timeout_s: float = TIMEOUT_S) -> Verif
     if isinstance(handed_back, str):
         return _failed(request, handed_back)
     record, outputs = handed_back
+    if record.tampered:
+        return _failed(request, f"changed what the verdict relies on: {record.tampered[0]}")
     return _judged_here(request, record, outputs)
 
 
@@ -94,6 +102,8 @@ def time_fenced(
     if isinstance(handed_back, str):
         return [], f"the fenced model run under the profile {handed_back}"
     record, _ = handed_back
+    if record.tampered:
+        return [], f"the profile's code changed what the timing relies on: {record.tampered[0]}"
     return record.timing, ""
 
 
@@ -227,11 +237,13 @@ def _last_line(text: str) -> str:
 def _child(request_path: Path, record_path: Path, outputs_path: Path) -> int:
     """Inside the fence: the model under the profile on every case, then its timing, then
     every case again; outputs and timing handed back, no verdict."""
+    from controller.verification.child_watch import ChildWatch
     from controller.verification.verify import profile_timing
     from operators import KernelSelection
     from operators.errors import OperatorError
 
     request = VerifyRequest.model_validate_json(request_path.read_text())
+    watch = ChildWatch()  # before the profile's code loads
     try:
         selection = KernelSelection(
             request.profile, tuned_root=request.tuned_root, allow_unverified=True
@@ -251,14 +263,17 @@ def _child(request_path: Path, record_path: Path, outputs_path: Path) -> int:
         return found
 
     first = run_all()
+    tampered = watch.findings()
     if request.timed:
         timing, notes = _staged_timing(request, forwards), []
     else:
         timing, notes = profile_timing(
             request.profile, selection, forwards, request.batches, request.time_it
         )
-    torch.save({FIRST: first, LATE: run_all()}, outputs_path)
-    record = ChildRecord(nonce=request.nonce, timing=timing, notes=notes)
+    late = run_all()
+    tampered = tampered or watch.findings(threads=False)
+    torch.save({FIRST: first, LATE: late}, outputs_path)
+    record = ChildRecord(nonce=request.nonce, timing=timing, notes=notes, tampered=tampered)
     record_path.write_text(record.model_dump_json())
     return 0
 
@@ -284,4 +299,7 @@ def _staged_timing(request: VerifyRequest, forwards) -> list[PairedTiming]:
 
 
 if __name__ == "__main__":
-    sys.exit(_child(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])))
+    exit_code = _child(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exit_code)  # no exit hook of the profile's runs after the record was written

@@ -171,23 +171,62 @@ def test_a_record_written_after_the_verdict_is_refused_by_the_fence(tmp_path):
     assert not (tmp_path / "lingering" / "verified.json").exists()
 
 
-TAMPERING_SOURCE = HONEST_SOURCE.replace(
+FORGED_TIMING_SOURCE = HONEST_SOURCE.replace(
     "from operators.catalog.rms_norm import rms_norm_reference",
-    "import atexit\nimport sys\nfrom pathlib import Path\n\n"
-    "from operators.catalog.rms_norm import rms_norm_reference\n\n"
-    'atexit.register(lambda: Path(sys.argv[-1]).write_text("{}"))',
+    "import atexit\nimport json\nimport sys\nfrom pathlib import Path\n\n"
+    "from operators.catalog.rms_norm import rms_norm_reference\n\n\n"
+    "def _forge():\n"
+    '    nonce = json.loads(Path(sys.argv[-3]).read_text())["nonce"]\n'
+    '    record = {"nonce": nonce, "timing": [], "notes": ["forged on the way out"]}\n'
+    "    Path(sys.argv[-2]).write_text(json.dumps(record))\n\n\n"
+    "atexit.register(_forge)",
 )
 
 
-def test_a_report_the_child_left_altered_fails_the_profile(tmp_path, capsys):
-    """An honest kernel whose process rewrites the child's report on the way out: the parent
-    takes no report that is not its child's, and the profile stays unverified."""
-    degraded_profile(tmp_path, "tampering", TAMPERING_SOURCE)
+def test_an_exit_hook_never_rewrites_the_record_the_child_wrote(tmp_path):
+    """An honest kernel whose exit hook would replace the child's record (its timing, its
+    notes) with its own: the child leaves with `os._exit` once the record is written, so the
+    hook never runs and the report is the child's."""
+    degraded_profile(tmp_path, "forging_timing", FORGED_TIMING_SOURCE)
     common = ["--tuned-root", str(tmp_path), "--size", "tiny", "--inputs", "1", "--batch", "1"]
-    output = ["--output", str(tmp_path / "tampering.json")]
-    assert main(["verify", "--profile", "tampering", *common, *output]) == 1
-    assert "left a malformed record" in capsys.readouterr().out
-    assert not (tmp_path / "tampering" / "verified.json").exists()
+    output = tmp_path / "forging_timing.json"
+    assert main(["verify", "--profile", "forging_timing", *common, "--output", str(output)]) == 0
+    assert "forged" not in output.read_text()
+
+
+TIMER_PATCHING_SOURCE = HONEST_SOURCE.replace(
+    "    return (rms_norm_reference",
+    "    import examples.paired_timing\n\n"
+    "    examples.paired_timing.call_times = lambda *args: [1e-6]\n"
+    "    return (rms_norm_reference",
+)
+THREAD_STARTING_SOURCE = HONEST_SOURCE.replace(
+    "    return (rms_norm_reference",
+    "    import threading\n    import time\n\n"
+    "    threading.Thread(target=time.sleep, args=(600,), daemon=True, name='waiter').start()\n"
+    "    return (rms_norm_reference",
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        (TIMER_PATCHING_SOURCE, "replaced examples.paired_timing.call_times"),
+        (THREAD_STARTING_SOURCE, "left threads running: waiter"),
+    ],
+    ids=["patches-the-timing", "starts-a-thread"],
+)
+def test_a_profile_that_changes_what_the_timing_relies_on_fails(tmp_path, capsys, source, found):
+    """Honest numbers, but the profile's code rewrites the child's timing (or leaves a thread
+    that could rewrite it, or the record, later): the child's watch names it and the parent
+    fails the profile, whatever the record's timing says."""
+    degraded_profile(tmp_path, "watched", source)
+    common = ["--tuned-root", str(tmp_path), "--size", "tiny", "--inputs", "1", "--batch", "1"]
+    output = ["--output", str(tmp_path / "watched.json")]
+    assert main(["verify", "--profile", "watched", *common, *output]) == 1
+    out = capsys.readouterr().out
+    assert "changed what the verdict relies on" in out and found in out
+    assert not (tmp_path / "watched" / "verified.json").exists()
 
 
 def test_verify_refuses_bad_input_before_running_the_model(tmp_path, capsys):
