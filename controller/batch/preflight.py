@@ -10,6 +10,12 @@ from pathlib import Path
 
 from controller.batch.record import Preflight
 
+NO_PREFLIGHT_HINT = (
+    "(the production kernel fails its own task; --no-preflight tunes it anyway, every "
+    "candidate still held to the contract)"
+)
+"""What a failed preflight adds, so a user whose baseline misses a hidden draw can go on."""
+
 Evaluator = Callable[..., object]
 TASKS = "tasks"
 

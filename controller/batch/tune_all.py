@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Protocol
 
 from controller.batch import record as records
-from controller.batch.preflight import TASKS, Evaluator, preflight, render_task, write_tasks
+from controller.batch.preflight import (
+    NO_PREFLIGHT_HINT,
+    TASKS,
+    Evaluator,
+    preflight,
+    render_task,
+    write_tasks,
+)
 from controller.batch.record import BatchRecord, RunOptions
 from controller.batch.summary import BatchSummary, summarize_operator, write_summary
 from controller.review_page import write_review_page
@@ -111,7 +118,7 @@ def _preflights(folder: Path, record: BatchRecord, tasks, evaluator, say) -> Bat
 
 def _preflight_line(name: str, result) -> str:
     if not result.passed:
-        return f"preflight {name}: {result.status} ({result.reason}); not tuned"
+        return f"preflight {name}: {result.status} ({result.reason}); not tuned {NO_PREFLIGHT_HINT}"
     if result.baseline_us is None:
         return f"preflight {name}: baseline PASSED (not timed on this device)"
     return f"preflight {name}: baseline PASSED, {result.baseline_us:.2f} us weighted"
