@@ -37,9 +37,10 @@ class SpeedRatio(BaseModel):
     faster_beyond_noise: bool = Field(description="every round's ratio above 1")
     slower_beyond_noise: bool = Field(description="every round's ratio below 1")
 
-    def describe(self) -> str:
+    def describe(self, candidate: str | None = None, baseline: str | None = None) -> str:
+        """The ratio in words, the profiles named as given (their names by default)."""
         return (
-            f"{self.candidate} x{self.median:.3f} against {self.baseline} "
+            f"{candidate or self.candidate} x{self.median:.3f} against {baseline or self.baseline} "
             f"(rounds {self.lowest:.3f}-{self.highest:.3f})"
         )
 
@@ -54,9 +55,21 @@ class PairedTiming(BaseModel):
     clock: str
     rounds: int
     calls_per_round: int
+    deployed: dict[str, str] = Field(
+        default_factory=dict, description="profiles deployed in another mode than `mode`"
+    )
     median_ms: dict[str, float] = Field(description="per profile, the median round's figure")
     round_ms: dict[str, list[float]] = Field(description="per profile, each round's figure")
     ratios: list[SpeedRatio]
+
+    def label(self, profile: str) -> str:
+        """The profile's name, with its mode where it was deployed in another one."""
+        mode = self.deployed.get(profile)
+        return f"{profile} ({mode})" if mode else profile
+
+    def described(self, ratio: SpeedRatio) -> str:
+        """`ratio` in words, each profile with the mode it ran in where that is not `mode`."""
+        return ratio.describe(self.label(ratio.candidate), self.label(ratio.baseline))
 
     def ratio(self, candidate: str, baseline: str) -> SpeedRatio | None:
         for ratio in self.ratios:
@@ -73,12 +86,16 @@ def time_paired(
     mode: Mode = "graph",
     rounds: int = ROUNDS,
     calls: int = CALLS_PER_ROUND,
+    deployed: dict[str, Mode] | None = None,
 ) -> PairedTiming:
-    """Time every profile's forward interleaved; `pairs` are the (candidate, baseline) ratios."""
+    """Time every profile's forward interleaved; `pairs` are the (candidate, baseline) ratios.
+    Each profile is deployed in `mode` unless `deployed` names another for it (`stock` as a
+    user deploys it, say)."""
+    deployed = {name: way for name, way in (deployed or {}).items() if name in profiles}
     forwards = {}
     for name, selection in profiles.items():
         with use_kernel_profile(selection):
-            forwards[name] = deploy(model, mode, inputs)
+            forwards[name] = deploy(model, deployed.get(name, mode), inputs)
             for _ in range(WARMUP_CALLS):
                 forwards[name](inputs)
     names = list(profiles)
@@ -97,6 +114,7 @@ def time_paired(
         clock="CUDA events around each forward" if cuda else "host clock",
         rounds=rounds,
         calls_per_round=calls,
+        deployed={name: way for name, way in deployed.items() if way != mode},
         median_ms={name: round(statistics.median(ms), 3) for name, ms in round_ms.items()},
         round_ms={name: [round(value, 4) for value in ms] for name, ms in round_ms.items()},
         ratios=ratios,

@@ -181,10 +181,12 @@ def _print(report, output: Path) -> None:
             f"{verdict.candidate_worst_max_abs:.3g} ({verdict.baseline_worst_max_abs:.3g}): {state}"
         )
     for timing in report.timing:
-        figures = ", ".join(f"{name} {ms:.2f} ms" for name, ms in timing.median_ms.items())
+        figures = ", ".join(
+            f"{timing.label(name)} {ms:.2f} ms" for name, ms in timing.median_ms.items()
+        )
         print(f"  batch {timing.batch} ({timing.mode}, {timing.rounds} paired rounds): {figures}")
         for ratio in timing.ratios:
-            print(f"    {ratio.describe()}")
+            print(f"    {timing.described(ratio)}")
     for failure in report.speed_failures:
         print(f"  FAIL: {failure}")
     for note in report.notes:

@@ -202,7 +202,7 @@ def _check_line(check: dict) -> str:
     model = ModelCheck.model_validate(check)
     state = "numerics pass" if model.numerics.passed else "numerics FAIL"
     ratios = [
-        ratio.describe()
+        timing.described(ratio)
         for timing in model.timing
         for ratio in timing.ratios
         if ratio.baseline in BASELINES

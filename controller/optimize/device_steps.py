@@ -10,6 +10,7 @@ from pathlib import Path
 from controller.batch.record import RunOptions
 from controller.optimize.steps import OptimizeInterrupted, TuneOutcome
 from controller.verification.verify import (
+    BASELINE_DEPLOYMENT,
     MODEL_SEED,
     ExampleForwards,
     VerifyReport,
@@ -127,7 +128,13 @@ class DeviceSteps:
         if forwards.device.type != "cuda":
             return []
         return [
-            time_paired(forwards.model, forwards.inputs(batch, MODEL_SEED), profiles, pairs)
+            time_paired(
+                forwards.model,
+                forwards.inputs(batch, MODEL_SEED),
+                profiles,
+                pairs,
+                deployed=BASELINE_DEPLOYMENT,
+            )
             for batch in self.batches
         ]
 

@@ -98,9 +98,9 @@ def _check(check: ModelCheck) -> list[str]:
     lines += ["", "| batch | profile | ms (median round) |", "| ---: | --- | ---: |"]
     for timing in check.timing:
         for name, ms in timing.median_ms.items():
-            lines.append(f"| {timing.batch} | {name} | {ms:.3f} |")
+            lines.append(f"| {timing.batch} | {timing.label(name)} | {ms:.3f} |")
     lines.append("")
     for timing in check.timing:
-        lines += [f"- batch {timing.batch}: {ratio.describe()}" for ratio in timing.ratios]
+        lines += [f"- batch {timing.batch}: {timing.described(ratio)}" for ratio in timing.ratios]
     lines += [f"- FAIL: {failure}" for failure in check.speed_failures]
     return lines

@@ -280,7 +280,7 @@ def _child(request_path: Path, record_path: Path, outputs_path: Path) -> int:
 
 def _staged_timing(request: VerifyRequest, forwards) -> list[PairedTiming]:
     """Inside the fence: `request.timed` paired per `request.pairs`, per batch (CUDA only)."""
-    from controller.verification.verify import MODEL_SEED
+    from controller.verification.verify import BASELINE_DEPLOYMENT, MODEL_SEED
     from examples.paired_timing import time_paired
     from operators import KernelSelection
 
@@ -293,7 +293,13 @@ def _staged_timing(request: VerifyRequest, forwards) -> list[PairedTiming]:
         for label, timed in request.timed.items()
     }
     return [
-        time_paired(forwards.model, forwards.inputs(batch, MODEL_SEED), profiles, request.pairs)
+        time_paired(
+            forwards.model,
+            forwards.inputs(batch, MODEL_SEED),
+            profiles,
+            request.pairs,
+            deployed=BASELINE_DEPLOYMENT,
+        )
         for batch in request.batches
     ]
 

@@ -98,3 +98,37 @@ def test_the_speed_gate_needs_every_round_faster_than_none(lowest, highest, fail
 
 def test_the_speed_gate_has_nothing_to_say_about_none_itself():
     assert speed_failures("none", paired(0.9, 0.95)) == []
+
+
+def test_a_baseline_deployed_another_way_is_timed_and_named_that_way(tmp_path, monkeypatch):
+    """`stock` beside CUDA graphs runs as a user deploys it: the mode reaches the deployment,
+    and the figures and ratios name it."""
+    import examples.paired_timing as paired_timing
+
+    modes = {}
+    real_deploy = paired_timing.deploy
+
+    def recording_deploy(model, mode, inputs):
+        from operators import active_selection
+
+        modes[active_selection().profile] = mode
+        return real_deploy(model, "eager", inputs)
+
+    monkeypatch.setattr(paired_timing, "deploy", recording_deploy)
+    model = build_model(TINY, 0, "cpu")
+    inputs = make_inputs(TINY, 1, 0, "cpu")
+    profiles = {"torch": KernelSelection("torch"), "stock": KernelSelection("stock")}
+    timing = time_paired(
+        model,
+        inputs,
+        profiles,
+        [("torch", "stock")],
+        mode="eager",
+        rounds=2,
+        calls=1,
+        deployed={"stock": "reduce-overhead", "torch": "eager", "absent": "compile"},
+    )
+    assert modes == {"torch": "eager", "stock": "reduce-overhead"}
+    assert timing.deployed == {"stock": "reduce-overhead"}
+    assert timing.label("stock") == "stock (reduce-overhead)" and timing.label("torch") == "torch"
+    assert "against stock (reduce-overhead)" in timing.described(timing.ratios[0])
