@@ -10,11 +10,11 @@ from pathlib import Path
 from controller.batch.record import RunOptions
 from controller.optimize.steps import OptimizeInterrupted, TuneOutcome
 from controller.verification.verify import (
-    BASELINE_DEPLOYMENT,
     MODEL_SEED,
     ExampleForwards,
     VerifyReport,
     reference_cases,
+    time_beside_baselines,
     verify_profile,
 )
 from examples.paired_timing import PairedTiming
@@ -120,23 +120,22 @@ class DeviceSteps:
     def time(
         self, profiles: dict[str, KernelSelection], pairs: list[tuple[str, str]]
     ) -> list[PairedTiming]:
-        from examples.paired_timing import time_paired
 
         if not self.options.unfenced:
             return self._time_fenced(profiles, pairs)
         forwards = self._example()
         if forwards.device.type != "cuda":
             return []
-        return [
-            time_paired(
-                forwards.model,
-                forwards.inputs(batch, MODEL_SEED),
-                profiles,
-                pairs,
-                deployed=BASELINE_DEPLOYMENT,
+        notes: list[str] = []
+        timing = [
+            time_beside_baselines(
+                forwards.model, forwards.inputs(batch, MODEL_SEED), profiles, pairs, notes
             )
             for batch in self.batches
         ]
+        for note in notes:
+            self.say(f"optimize: model timing: {note}")
+        return timing
 
     def _time_fenced(
         self, profiles: dict[str, KernelSelection], pairs: list[tuple[str, str]]
@@ -158,9 +157,9 @@ class DeviceSteps:
         request = self._request(first, time_it=True).model_copy(
             update={"timed": timed, "pairs": pairs, "inputs": 0}
         )
-        timing, failure = time_fenced(request)
-        if failure:
-            self.say(f"optimize: model timing: {failure}")
+        timing, told = time_fenced(request)
+        if told:
+            self.say(f"optimize: model timing: {told}")
         return timing
 
     def _request(self, selection: KernelSelection, time_it: bool):

@@ -96,15 +96,16 @@ def verify_fenced(request: VerifyRequest, timeout_s: float = TIMEOUT_S) -> Verif
 def time_fenced(
     request: VerifyRequest, timeout_s: float = TIMEOUT_S
 ) -> tuple[list[PairedTiming], str]:
-    """The paired timing of `request.timed` from the fenced child, and why it is empty where
-    the child gave none to trust (a crash, a hang, a record not its own)."""
+    """The paired timing of `request.timed` from the fenced child, and what to tell of it:
+    why it is empty where the child gave none to trust (a crash, a hang, a record not its
+    own), else the child's notes (a baseline timed another way than intended)."""
     handed_back = _run_child(request, timeout_s)
     if isinstance(handed_back, str):
         return [], f"the fenced model run under the profile {handed_back}"
     record, _ = handed_back
     if record.tampered:
         return [], f"the profile's code changed what the timing relies on: {record.tampered[0]}"
-    return record.timing, ""
+    return record.timing, "; ".join(record.notes)
 
 
 def _run_child(request: VerifyRequest, timeout_s: float):
@@ -265,7 +266,8 @@ def _child(request_path: Path, record_path: Path, outputs_path: Path) -> int:
     first = run_all()
     tampered = watch.findings()
     if request.timed:
-        timing, notes = _staged_timing(request, forwards), []
+        notes = []
+        timing = _staged_timing(request, forwards, notes)
     else:
         timing, notes = profile_timing(
             request.profile, selection, forwards, request.batches, request.time_it
@@ -278,10 +280,9 @@ def _child(request_path: Path, record_path: Path, outputs_path: Path) -> int:
     return 0
 
 
-def _staged_timing(request: VerifyRequest, forwards) -> list[PairedTiming]:
+def _staged_timing(request: VerifyRequest, forwards, notes: list[str]) -> list[PairedTiming]:
     """Inside the fence: `request.timed` paired per `request.pairs`, per batch (CUDA only)."""
-    from controller.verification.verify import BASELINE_DEPLOYMENT, MODEL_SEED
-    from examples.paired_timing import time_paired
+    from controller.verification.verify import MODEL_SEED, time_beside_baselines
     from operators import KernelSelection
 
     if forwards.device.type != "cuda":
@@ -293,12 +294,8 @@ def _staged_timing(request: VerifyRequest, forwards) -> list[PairedTiming]:
         for label, timed in request.timed.items()
     }
     return [
-        time_paired(
-            forwards.model,
-            forwards.inputs(batch, MODEL_SEED),
-            profiles,
-            request.pairs,
-            deployed=BASELINE_DEPLOYMENT,
+        time_beside_baselines(
+            forwards.model, forwards.inputs(batch, MODEL_SEED), profiles, request.pairs, notes
         )
         for batch in request.batches
     ]

@@ -132,3 +132,37 @@ def test_a_baseline_deployed_another_way_is_timed_and_named_that_way(tmp_path, m
     assert timing.deployed == {"stock": "reduce-overhead"}
     assert timing.label("stock") == "stock (reduce-overhead)" and timing.label("torch") == "torch"
     assert "against stock (reduce-overhead)" in timing.described(timing.ratios[0])
+
+
+def test_a_baseline_that_cannot_be_compiled_is_timed_in_a_graph_and_the_report_says_so(
+    monkeypatch,
+):
+    """A compiler failure of the `stock` deployment costs the comparison's fairness, said in a
+    note, not the verification; a failure of the profiles' own forwards still propagates."""
+    import examples.paired_timing as paired_timing
+    from controller.verification.verify import time_beside_baselines
+
+    real_deploy = paired_timing.deploy
+
+    def deploy_without_compiler(model, mode, inputs):
+        if mode == "reduce-overhead":
+            raise RuntimeError("inductor: no compiler here\nsecond line")
+        return real_deploy(model, "eager", inputs)
+
+    monkeypatch.setattr(paired_timing, "deploy", deploy_without_compiler)
+    model = build_model(TINY, 0, "cpu")
+    inputs = make_inputs(TINY, 1, 0, "cpu")
+    profiles = {"torch": KernelSelection("torch"), "stock": KernelSelection("stock")}
+    notes: list[str] = []
+    timing = time_beside_baselines(model, inputs, profiles, [("torch", "stock")], notes)
+    assert timing.deployed == {} and timing.label("stock") == "stock"
+    (note,) = notes
+    assert "batch 1: the baselines could not be deployed" in note
+    assert "RuntimeError: inductor: no compiler here)" in note
+
+    def failing_deploy(model, mode, inputs):
+        raise ValueError("the profile's own failure")
+
+    monkeypatch.setattr(paired_timing, "deploy", failing_deploy)
+    with pytest.raises(ValueError, match="the profile's own failure"):
+        time_beside_baselines(model, inputs, profiles, [("torch", "stock")], [])
