@@ -14,7 +14,14 @@ NO_PREFLIGHT_HINT = (
     "(the production kernel fails its own task; --no-preflight tunes it anyway, every "
     "candidate still held to the contract)"
 )
-"""What a failed preflight adds, so a user whose baseline misses a hidden draw can go on."""
+"""What a preflight the baseline's own numbers failed adds, so a user whose baseline misses a
+hidden draw can go on (an evaluator that crashed gets no such advice)."""
+
+
+def preflight_hint(status: str) -> str:
+    """NO_PREFLIGHT_HINT, after a space, where the baseline's outputs failed; else nothing."""
+    return f" {NO_PREFLIGHT_HINT}" if status.startswith("INCORRECT") else ""
+
 
 Evaluator = Callable[..., object]
 TASKS = "tasks"

@@ -13,7 +13,7 @@ from controller.batch.evaluation_windows import (
     overlapping_windows,
 )
 from controller.batch.export_figures import WorkloadFigures, export_figures
-from controller.batch.preflight import NO_PREFLIGHT_HINT
+from controller.batch.preflight import preflight_hint
 from controller.batch.record import BatchRecord, OperatorEntry
 from controller.batch.runs import run_folder, run_state
 from controller.runs.store import write_atomic, write_json_atomic
@@ -90,8 +90,7 @@ def summarize_operator(batch: Path, operator: str, entry: OperatorEntry) -> Oper
     )
     if entry.status == "preflight_failed" and preflight is not None:
         reason = f"preflight {preflight.status}: {preflight.reason}".rstrip(": ")
-        if preflight.status != "PASSED":
-            reason += f" {NO_PREFLIGHT_HINT}"
+        reason += preflight_hint(preflight.status)
         return row.model_copy(update={"stop_reason": reason})
     export = run_dir / "export" if run_dir else None
     if export is None or not (export / "export.json").is_file():

@@ -12,10 +12,10 @@ from typing import Protocol
 
 from controller.batch import record as records
 from controller.batch.preflight import (
-    NO_PREFLIGHT_HINT,
     TASKS,
     Evaluator,
     preflight,
+    preflight_hint,
     render_task,
     write_tasks,
 )
@@ -118,7 +118,8 @@ def _preflights(folder: Path, record: BatchRecord, tasks, evaluator, say) -> Bat
 
 def _preflight_line(name: str, result) -> str:
     if not result.passed:
-        return f"preflight {name}: {result.status} ({result.reason}); not tuned {NO_PREFLIGHT_HINT}"
+        hint = preflight_hint(result.status)
+        return f"preflight {name}: {result.status} ({result.reason}); not tuned{hint}"
     if result.baseline_us is None:
         return f"preflight {name}: baseline PASSED (not timed on this device)"
     return f"preflight {name}: baseline PASSED, {result.baseline_us:.2f} us weighted"

@@ -105,14 +105,15 @@ class DeviceSteps:
         )
 
     def numerics(self, label: str, selection: KernelSelection) -> VerifyReport:
+        forwards = self._example()
+        if self._cases is None:  # the FP32 reference and the baseline, once per batch
+            self._cases = reference_cases(forwards, self.batches, self.inputs)
         if not self.options.unfenced:
             from controller.verification.fenced_verify import verify_fenced
 
-            report = verify_fenced(self._request(selection, time_it=False))
+            request = self._request(selection, time_it=False)
+            report = verify_fenced(request, cases=self._cases)
             return report.model_copy(update={"profile": label})
-        forwards = self._example()
-        if self._cases is None:
-            self._cases = reference_cases(forwards, self.batches, self.inputs)
         return verify_profile(
             label, selection, forwards, self.batches, self.inputs, self._cases, time_it=False
         )
@@ -120,7 +121,6 @@ class DeviceSteps:
     def time(
         self, profiles: dict[str, KernelSelection], pairs: list[tuple[str, str]]
     ) -> list[PairedTiming]:
-
         if not self.options.unfenced:
             return self._time_fenced(profiles, pairs)
         forwards = self._example()

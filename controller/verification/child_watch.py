@@ -6,7 +6,8 @@ parent judges the outputs itself; the timing it takes from the record. So the ch
 identities of everything its timing and its record rely on (the evaluator's timer and
 serialisation paths, and every name of the timing and verify modules) before the profile
 loads, and names what changed, and the Python threads left running, once the profile's
-forwards have run and before the timing, and what changed again before it writes the record;
+forwards have run and before the timing, and what changed again right after the timing
+(before the profile's code runs again and could undo it) and before it writes the record;
 the parent fails a profile with any. The child then leaves with `os._exit`, so no exit
 hook the profile registered runs after the record is written.
 """
@@ -46,7 +47,8 @@ class ChildWatch:
         changed = self.timers.changed() + self.writers.changed()
         if changed:
             found.append(f"the profile's code replaced {', '.join(changed[:4])}")
-        extra = [t.name for t in threading.enumerate() if t.ident not in self.threads]
-        if threads and extra:
-            found.append(f"the profile's code left threads running: {', '.join(extra[:4])}")
+        if threads:
+            extra = [t.name for t in threading.enumerate() if t.ident not in self.threads]
+            if extra:
+                found.append(f"the profile's code left threads running: {', '.join(extra[:4])}")
         return found

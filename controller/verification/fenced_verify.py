@@ -80,17 +80,20 @@ FIRST, LATE = "first", "late"
 VerifyRequest.model_rebuild()
 
 
-def verify_fenced(request: VerifyRequest, timeout_s: float = TIMEOUT_S) -> VerifyReport:
+def verify_fenced(
+    request: VerifyRequest, timeout_s: float = TIMEOUT_S, cases: list | None = None
+) -> VerifyReport:
     """Run the verification in the fenced child and return its report, or a failed one when
     the run gave none to trust; bad input and a fence that cannot start are ControllerErrors,
-    one line each."""
+    one line each. `cases`: the FP32 reference and baseline of the request's cases, where the
+    caller computed them already (optimize checks several profiles on the same cases)."""
     handed_back = _run_child(request, timeout_s)
     if isinstance(handed_back, str):
         return _failed(request, handed_back)
     record, outputs = handed_back
     if record.tampered:
         return _failed(request, f"changed what the verdict relies on: {record.tampered[0]}")
-    return _judged_here(request, record, outputs)
+    return _judged_here(request, record, outputs, cases)
 
 
 def time_fenced(
@@ -163,21 +166,24 @@ def _run_child(request: VerifyRequest, timeout_s: float):
     return record, outputs
 
 
-def _judged_here(request: VerifyRequest, record: ChildRecord, outputs) -> VerifyReport:
+def _judged_here(
+    request: VerifyRequest, record: ChildRecord, outputs, cases: list | None
+) -> VerifyReport:
     """The child's outputs judged in this process against the FP32 reference and the baseline
-    it computes itself (under `torch`: no profile code runs here)."""
+    it computes itself (under `torch`: no profile code runs here), or those given."""
     from controller.verification.model_gate import VerificationError, judge
     from controller.verification.verify import judged_report, reference_cases
 
-    forwards = _forwards(request)
     report = _header(request)
+    if cases is None:
+        try:
+            cases = reference_cases(_forwards(request), request.batches, request.inputs)
+        except VerificationError as error:
+            return report.model_copy(update={"error": str(error)})
+    device = torch.device(request.device)
     try:
-        cases = reference_cases(forwards, request.batches, request.inputs)
-    except VerificationError as error:
-        return report.model_copy(update={"error": str(error)})
-    try:
-        first = judge(cases, _recorded(outputs, FIRST, forwards.device))
-        late = judge(cases, _recorded(outputs, LATE, forwards.device))
+        first = judge(cases, _recorded(outputs, FIRST, device))
+        late = judge(cases, _recorded(outputs, LATE, device))
     except (KeyError, TypeError, AttributeError):
         return _failed(request, "left outputs that are not the cases'")
     return judged_report(report, first, record.timing, late, record.notes)
@@ -266,13 +272,13 @@ def _child(request_path: Path, record_path: Path, outputs_path: Path) -> int:
     first = run_all()
     tampered = watch.findings()
     if request.timed:
-        notes = []
-        timing = _staged_timing(request, forwards, notes)
+        timing, notes = _staged_timing(request, forwards)
     else:
         timing, notes = profile_timing(
             request.profile, selection, forwards, request.batches, request.time_it
         )
-    late = run_all()
+    tampered = tampered or watch.findings(threads=False)  # before the profile runs again,
+    late = run_all()  # which could undo a change made while the timing captured it
     tampered = tampered or watch.findings(threads=False)
     torch.save({FIRST: first, LATE: late}, outputs_path)
     record = ChildRecord(nonce=request.nonce, timing=timing, notes=notes, tampered=tampered)
@@ -280,25 +286,28 @@ def _child(request_path: Path, record_path: Path, outputs_path: Path) -> int:
     return 0
 
 
-def _staged_timing(request: VerifyRequest, forwards, notes: list[str]) -> list[PairedTiming]:
-    """Inside the fence: `request.timed` paired per `request.pairs`, per batch (CUDA only)."""
+def _staged_timing(request: VerifyRequest, forwards) -> tuple[list[PairedTiming], list[str]]:
+    """Inside the fence: `request.timed` paired per `request.pairs`, per batch (CUDA only),
+    and the notes of the timing."""
     from controller.verification.verify import MODEL_SEED, time_beside_baselines
     from operators import KernelSelection
 
     if forwards.device.type != "cuda":
-        return []
+        return [], []
     profiles = {
         label: KernelSelection(timed.profile)
         if timed.tuned_root is None
         else KernelSelection(timed.profile, tuned_root=timed.tuned_root, allow_unverified=True)
         for label, timed in request.timed.items()
     }
-    return [
+    notes: list[str] = []
+    timing = [
         time_beside_baselines(
             forwards.model, forwards.inputs(batch, MODEL_SEED), profiles, request.pairs, notes
         )
         for batch in request.batches
     ]
+    return timing, notes
 
 
 if __name__ == "__main__":

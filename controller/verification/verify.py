@@ -216,10 +216,14 @@ def time_beside_baselines(model, inputs, profiles: dict, pairs: list, notes: lis
         first_line = (str(error).splitlines() or [type(error).__name__])[0][:200]
         notes.append(
             f"batch {inputs.noise.shape[0]}: the baselines could not be deployed as "
-            f"{BASELINE_DEPLOYMENT} ({type(error).__name__}: {first_line}); every profile was "
+            f"{_deployment_words()} ({type(error).__name__}: {first_line}); every profile was "
             "timed as one CUDA graph"
         )
         return time_paired(model, inputs, profiles, pairs)
+
+
+def _deployment_words() -> str:
+    return ", ".join(f"{name} under {mode}" for name, mode in BASELINE_DEPLOYMENT.items())
 
 
 def judged_report(
