@@ -1,8 +1,8 @@
 """The transformer pieces the prefix encoder and the action expert share.
 
-Norms, the query/key/value projections, rotary embedding, attention and the MLP's gated
-projection go through the operator registry; the output and down projections stay plain
-`F.linear` calls.
+Norms, the query/key/value projections, rotary embedding, attention, its output projection
+and the MLP's gated projection go through the operator registry; the MLP's down projection
+stays a plain `F.linear` call.
 """
 
 import torch
@@ -75,9 +75,7 @@ class SelfAttention(nn.Module):
         attended = ops.split_kv_attention(
             query, key_cache, value_cache, key, value, self.size.attention_scale
         )
-        batch, _, tokens, _ = attended.shape
-        merged = attended.transpose(1, 2).reshape(batch, tokens, -1)
-        return F.linear(merged, self.output_weight), key, value
+        return ops.attention_output(attended, self.output_weight), key, value
 
 
 class GatedMlp(nn.Module):

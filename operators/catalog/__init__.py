@@ -6,6 +6,7 @@ A registration adds its module here and its declaration to `CATALOG`.
 from operators import triton_runtime  # noqa: F401,I001  (must precede every kernel definition)
 from operators.catalog import (
     ada_rms_norm,
+    attention_output,
     gated_gelu,
     gated_gelu_projection,
     gated_residual,
@@ -26,6 +27,7 @@ CATALOG = (
     qkv_projection.DECLARATION,
     rotate_qk.DECLARATION,
     split_kv_attention.DECLARATION,
+    attention_output.DECLARATION,
     stacked_projection.DECLARATION,
 )
 

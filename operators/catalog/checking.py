@@ -15,9 +15,17 @@ from operators.declaration import (
     as_outputs,
 )
 
-SCALED_CONST_SIZES = {"hidden": 96, "mlp": 160, "query_heads": 4, "kv_heads": 2, "head_dim": 48}
+SCALED_CONST_SIZES = {
+    "hidden": 96,
+    "mlp": 160,
+    "query_heads": 4,
+    "kv_heads": 2,
+    "head_dim": 48,
+    "merged": 4 * 48,
+}
 """Const axes shrunk so interpreter runs are fast; 96, 160 and 48 are not powers of two, so
-every kernel's masking along them is exercised."""
+every kernel's masking along them is exercised. `merged` is the heads side by side
+(query_heads x head_dim)."""
 
 SCALED_WORKLOADS: dict[str, tuple[dict[str, int], ...]] = {
     "rms_norm": ({"tokens": 1}, {"tokens": 13}),
