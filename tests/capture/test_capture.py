@@ -26,6 +26,7 @@ def expected_counts(steps: int) -> dict[str, int]:
         "gated_residual": denoise * 2 * layers,
         "gated_gelu_projection": TINY.prefix_layers + denoise * layers,
         "qkv_projection": TINY.prefix_layers + denoise * layers,
+        "attention_output": TINY.prefix_layers + denoise * layers,
         "rotate_qk": TINY.prefix_layers + denoise * layers,
         "split_kv_attention": TINY.prefix_layers + denoise * layers,
         "stacked_projection": denoise * 2 * layers,

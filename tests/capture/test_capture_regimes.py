@@ -26,6 +26,7 @@ def per_forward(size) -> dict[str, int]:
         "gated_residual": denoise * 2 * layers,
         "gated_gelu_projection": size.prefix_layers + denoise * layers,
         "qkv_projection": size.prefix_layers + denoise * layers,
+        "attention_output": size.prefix_layers + denoise * layers,
         "rotate_qk": size.prefix_layers + denoise * layers,
         "split_kv_attention": size.prefix_layers + denoise * layers,
     }

@@ -34,6 +34,7 @@ def baseline_results(task_root):
 
 
 BLAS_BASELINES = {"stacked_projection", "qkv_projection", "gated_gelu_projection"}
+BLAS_BASELINES |= {"attention_output"}
 """Fusions registered for tuning: their production path is what the model computed before
 (BLAS products), a baseline to time against, not a solution the evaluator can pass."""
 TRITON_BASELINES = [name for name in REGISTRY.names() if name not in BLAS_BASELINES]

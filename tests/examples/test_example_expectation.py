@@ -7,7 +7,7 @@ from examples.expectation import compare_outputs, compare_profiles, roundings_in
 from operators import REGISTRY, KernelSelection, OperatorRegistry
 
 CATALOG = {"rms_norm", "ada_rms_norm", "gated_residual", "gated_gelu_projection", "rotate_qk"}
-CATALOG |= {"split_kv_attention", "stacked_projection", "qkv_projection"}
+CATALOG |= {"split_kv_attention", "stacked_projection", "qkv_projection", "attention_output"}
 
 
 def references_except(**broken) -> KernelSelection:

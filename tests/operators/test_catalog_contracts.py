@@ -7,6 +7,7 @@ import triton
 import triton.language as tl
 
 from operators.catalog import CATALOG, gated_gelu, gated_residual
+from operators.catalog.attention_output import attention_output_reference
 from operators.catalog.checking import first_violation, scaled_down
 from operators.catalog.qkv_projection import qkv_projection_reference
 from operators.catalog.split_kv_attention import split_kv_attention_triton
@@ -117,6 +118,11 @@ def qkv_projection_keys_as_values(x, wq, wk, wv, head_dim):
     return qkv_projection_reference(x, wq, wk, wk, head_dim)
 
 
+def attention_output_heads_swapped(attended, weight):
+    """Merges the heads in reverse order."""
+    return attention_output_reference(attended.flip(1), weight)
+
+
 def attention_missing_prefix(q, k_cache, v_cache, k, v, scale):
     """Attends only to the current tokens, ignoring the cached prefix."""
     empty = k_cache[:, :, :0]
@@ -130,6 +136,7 @@ WRONG_KERNELS = {
     "gated_gelu": gated_gelu_swapped,
     "gated_gelu_projection": gated_gelu_projection_swapped,
     "qkv_projection": qkv_projection_keys_as_values,
+    "attention_output": attention_output_heads_swapped,
     "rotate_qk": rotate_qk_fused_rounding,
     "split_kv_attention": attention_missing_prefix,
 }
@@ -158,6 +165,7 @@ def test_kernel_writing_into_its_input_is_caught():
 def test_every_catalog_operator_has_a_production_kernel_and_pi05_workloads():
     assert sorted(SCALED) == [
         "ada_rms_norm",
+        "attention_output",
         "gated_gelu",
         "gated_gelu_projection",
         "gated_residual",
