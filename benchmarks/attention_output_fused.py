@@ -2,7 +2,7 @@
 
 The operator file the scripted tune session ships (`python benchmarks/solution_session.py
 attention_output benchmarks/attention_output_fused.py` writes it into the session with its
-imports made relative; benchmarks/attention_output_gpu.py sweeps and times it). The model's
+imports made relative; `benchmarks/tile_sweep.py attention_output` sweeps and times it). The model's
 code copies attention's output into token layout and then runs one BLAS product; here a
 program per (row block, column block) loads each head's slice of its rows where attention
 wrote it, so the copy and its launch are gone. FP32 sums over the heads' features, one BF16
@@ -53,8 +53,8 @@ TUNING = {
         "num_stages": 3,
     },
 }
-"""Tiles per row regime on a GPU (the fastest of benchmarks/attention_output_gpu.py's sweep
-writes itself here)."""
+"""Tiles per row regime on a GPU (the fastest of `benchmarks/tile_sweep.py`'s sweep writes
+itself here)."""
 TUNING_SPACE = {
     "block_m": (32, 64, 128),
     "block_n": (16, 32, 64, 128),
@@ -62,7 +62,7 @@ TUNING_SPACE = {
     "num_warps": (4, 8),
     "num_stages": (3,),
 }
-"""What the sweep in benchmarks/attention_output_gpu.py tries in every regime."""
+"""What benchmarks/tile_sweep.py tries in every regime."""
 INTERPRETER_TILE = {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 1, "num_stages": 1}
 
 

@@ -109,10 +109,13 @@ for part in "$@"; do
       cp benchmarks/split_kv_attention_split_dim.py "$OUT/split_kv_attention_split_dim.py.txt" ;;
     attention) run attention "${ATTENTION_SECONDS:-420}" python3 benchmarks/attention_gpu.py ;;  # issue 26: split-dim kernel
     gated) run gated 200 python3 benchmarks/gated_projection_gpu.py ;;  # issue 26: MLP gate/up
-    attention_output)  # issue 26: the output projection's tiles per regime, the fastest written
-      # into its kernel and scripted session (then `h200` with H200_OPS=attention_output ships it)
-      run attention_output 260 python3 benchmarks/attention_output_gpu.py --write
-      cp benchmarks/attention_output_fused.py "$OUT/attention_output_fused.py.txt" ;;
+    tiles)  # issue 26: for each operator in TILE_OPS (default attention_output), its fused
+      # kernel's tiles per regime, the fastest written into the kernel and its scripted session
+      # (then `h200` with the same H200_OPS ships them); the written kernels come back as .txt
+      for op in ${TILE_OPS:-attention_output}; do
+        run "tiles_$op" 260 python3 benchmarks/tile_sweep.py "$op" --write
+        cp "$(python3 -c 'import sys; sys.path.insert(0, "benchmarks"); import tile_sweep; print(tile_sweep.BENCHMARKS / (tile_sweep.SWEPT[sys.argv[1]].module + ".py"))' "$op")" "$OUT/$op.kernel.py.txt"
+      done ;;
     zygote) run zygote 60 python3 benchmarks/zygote_threads.py ;;
     bias) run bias 240 python3 benchmarks/graph_bias_probe.py ;;
     queue) TAIL=${TAIL:-40} run queue 240 python3 benchmarks/replay_queue_probe.py ;;

@@ -65,6 +65,6 @@ def test_every_regime_has_a_tile_inside_the_space():
 
 
 def test_the_sweep_writes_tuning_as_the_file_holds_it():
-    import attention_output_gpu
+    import tile_sweep
 
-    assert attention_output_gpu.tuning_literal(fused.TUNING) in Path(fused.__file__).read_text()
+    assert tile_sweep.tuning_literal(fused.TUNING) in Path(fused.__file__).read_text()

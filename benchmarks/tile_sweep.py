@@ -1,0 +1,215 @@
+"""A fused projection kernel's tiles swept per row regime on the GPU, against production.
+
+Run from the repository root on a GPU machine: `OUT=$OUT python benchmarks/tile_sweep.py OP
+[--write]` for an OP of SWEPT (a few minutes; writes $OUT/tile_sweep_OP.json and prints a
+table). Per workload of the operator, every tile of the kernel module's TUNING_SPACE is first
+held to the operator's contract on the normal and large distributions, then timed as CUDA-graph
+per-call time beside production (what the model ran before) and `torch.compile(dynamic=False)`
+of the reference. A graph holds CALLS calls rotating over INPUT_SETS input sets whose weights
+together exceed L2, as the model's layers read theirs from HBM. Tiles are tried in the order of
+the space, the sweep bounded in time per workload. Each regime gets the tile with the least
+model time over its workloads (per-call time x calls per forward). `--write` puts those tiles
+into the kernel module's TUNING and rewrites its scripted tune session.
+"""
+
+import argparse
+import itertools
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+BENCHMARKS = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCHMARKS.parent))
+sys.path.insert(0, str(BENCHMARKS))
+
+import torch  # noqa: E402,I001
+
+import projection_gpu  # noqa: E402
+import solution_session  # noqa: E402
+from operators import REGISTRY  # noqa: E402
+from operators.catalog.checking import first_violation  # noqa: E402
+
+INPUT_SETS = 16
+"""The weights are 4-5 MB each: 16 sets are past the H200's 50 MB L2."""
+SECONDS_PER_WORKLOAD = 35.0
+
+
+@dataclass(frozen=True)
+class Swept:
+    """How the sweep reaches one kernel module: launching it at a given tile, and the regime
+    (a TUNING key) of a call with a given number of rows."""
+
+    module: str
+    launch: Callable[[ModuleType, dict, tuple], object]
+    regime: Callable[[ModuleType, int], str]
+
+
+def _launch_with_tuning(fused: ModuleType, tile: dict, args: tuple):
+    """The entry point with every regime's tile replaced for the call (a graph keeps the
+    launch it captured)."""
+    saved = {name: dict(settings) for name, settings in fused.TUNING.items()}
+    fused.TUNING.update({name: dict(tile) for name in saved})
+    try:
+        return fused.DECLARATION.preferred(*args)
+    finally:
+        fused.TUNING.update(saved)
+
+
+SWEPT = {
+    "attention_output": Swept(
+        module="attention_output_fused",
+        launch=lambda fused, tile, args: fused.project(*args, tile),
+        regime=lambda fused, rows: fused.regime(rows),
+    ),
+    "qkv_projection": Swept(
+        module="qkv_projection_fused",
+        launch=_launch_with_tuning,
+        regime=lambda fused, rows: fused.regime(rows),
+    ),
+}
+
+
+def tiles(space: dict) -> list[dict]:
+    return [dict(zip(space, values, strict=True)) for values in itertools.product(*space.values())]
+
+
+def tile_name(tile: dict) -> str:
+    return "m{block_m}_n{block_n}_k{block_k}_w{num_warps}_s{num_stages}".format(**tile)
+
+
+def rows_of(workload) -> int:
+    return workload.axes["batch"] * workload.axes["tokens"]
+
+
+def sweep(operator: str, fused: ModuleType, workload, device) -> dict:
+    """Production, compile and every tile that meets the contract, per-call us."""
+    declaration = REGISTRY.declaration(operator)
+    swept = SWEPT[operator]
+    started = time.monotonic()
+    sets = [declaration.make_inputs(workload, seed, "normal", device) for seed in range(INPUT_SETS)]
+    roles = {
+        "production": declaration.preferred,
+        "compiled": torch.compile(declaration.reference, dynamic=False),
+    }
+    refused = {}
+    for tile in tiles(fused.TUNING_SPACE):
+        if time.monotonic() - started > SECONDS_PER_WORKLOAD:
+            break
+
+        def kernel(*args, tile=tile):
+            return swept.launch(fused, tile, args)
+
+        try:
+            violation = next(
+                (
+                    found
+                    for distribution in ("normal", "large")
+                    if (
+                        found := first_violation(
+                            declaration, kernel, workload, 0, distribution, device
+                        )
+                    )
+                ),
+                None,
+            )
+        except Exception as error:  # a tile that does not compile is skipped, with its reason
+            refused[tile_name(tile)] = f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"
+            continue
+        if violation is not None:
+            refused[tile_name(tile)] = violation.describe()[:160]
+            continue
+        roles[tile_name(tile)] = kernel
+    times = projection_gpu.graph_times(roles, sets)
+    timed = {name: value for name, value in times.items() if isinstance(value, float)}
+    refused |= {name: value for name, value in times.items() if not isinstance(value, float)}
+    candidates = {k: v for k, v in timed.items() if k not in ("production", "compiled")}
+    best = min(candidates, key=candidates.get) if candidates else None
+    return {
+        "workload": workload.name,
+        "rows": rows_of(workload),
+        "regime": swept.regime(fused, rows_of(workload)),
+        "calls_per_forward": workload.calls_per_forward,
+        "production_us": timed.get("production"),
+        "compiled_us": timed.get("compiled"),
+        "best": best,
+        "best_us": candidates.get(best),
+        "tiles_us": candidates,
+        "refused": refused,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def chosen_tuning(fused: ModuleType, results: list[dict]) -> dict:
+    """Per regime the tile with the least model time over the regime's workloads, among tiles
+    timed at all of them (the shipped tile where none was)."""
+    by_name = {tile_name(tile): tile for tile in tiles(fused.TUNING_SPACE)}
+    tuning = {name: dict(tile) for name, tile in fused.TUNING.items()}
+    for regime in tuning:
+        mine = [result for result in results if result["regime"] == regime]
+        common = set(by_name)
+        for result in mine:
+            common &= set(result["tiles_us"])
+        if not mine or not common:
+            continue
+
+        def model_time(name: str, mine=mine) -> float:
+            return sum(r["tiles_us"][name] * (r["calls_per_forward"] or 1) for r in mine)
+
+        tuning[regime] = dict(by_name[min(sorted(common), key=model_time)])
+    return tuning
+
+
+def tuning_literal(tuning: dict) -> str:
+    """TUNING as ruff formats it, one setting a line."""
+    lines = ["TUNING = {"]
+    for regime, tile in tuning.items():
+        lines.append(f'    "{regime}": {{')
+        lines += [f'        "{key}": {value!r},' for key, value in tile.items()]
+        lines.append("    },")
+    return "\n".join([*lines, "}"]) + "\n"
+
+
+def write_tuning(operator: str, fused: ModuleType, tuning: dict) -> None:
+    """The chosen tiles into the kernel module's TUNING, and its scripted session anew."""
+    path = Path(fused.__file__)
+    pattern = re.compile(r"^TUNING = \{\n.*?\n\}\n", flags=re.S | re.M)
+    path.write_text(pattern.sub(lambda _: tuning_literal(tuning), path.read_text(), count=1))
+    solution_session.main([operator, str(path)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("operator", choices=sorted(SWEPT))
+    parser.add_argument("--write", action="store_true", help="write the chosen TUNING and session")
+    arguments = parser.parse_args(argv)
+    fused = __import__(SWEPT[arguments.operator].module)
+    device = torch.device("cuda")
+    report = Path(os.environ.get("OUT", "/tmp")) / f"tile_sweep_{arguments.operator}.json"
+    results = []
+    for workload in REGISTRY.declaration(arguments.operator).workloads:
+        result = sweep(arguments.operator, fused, workload, device)
+        results.append(result)
+        print(
+            f"{result['workload']:>10} ({result['regime']}): production "
+            f"{result['production_us']:.2f} us, compiled {result['compiled_us']:.2f}, best "
+            f"{result['best']} {result['best_us'] or float('nan'):.2f} ({len(result['tiles_us'])} "
+            f"tiles, {len(result['refused'])} refused, {result['seconds']} s)",
+            flush=True,
+        )
+        report.write_text(json.dumps(results, indent=1))
+    tuning = chosen_tuning(fused, results)
+    print(json.dumps(tuning, indent=1))
+    if arguments.write:
+        write_tuning(arguments.operator, fused, tuning)
+        print(f"wrote TUNING into {fused.__file__} and its session", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

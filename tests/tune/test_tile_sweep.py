@@ -1,0 +1,54 @@
+"""benchmarks/tile_sweep.py's choice per regime: the least model time over the regime's
+workloads, among tiles timed at every one of them, and the file's TUNING rewritten in place."""
+
+import sys
+from pathlib import Path
+
+import operators  # noqa: F401  (selects the Triton interpreter before a kernel module loads)
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import qkv_projection_fused as fused  # noqa: E402
+import tile_sweep  # noqa: E402
+
+FAST = {"block_m": 32, "block_n": 32, "block_k": 64, "num_warps": 4, "num_stages": 3}
+WIDE = {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3}
+
+
+def result(workload, regime, calls, tiles_us):
+    return {
+        "workload": workload,
+        "regime": regime,
+        "calls_per_forward": calls,
+        "tiles_us": tiles_us,
+    }
+
+
+def test_a_regime_takes_the_least_model_time_over_its_workloads():
+    fast, wide = tile_sweep.tile_name(FAST), tile_sweep.tile_name(WIDE)
+    results = [
+        # fast wins the small prefix by 2 us a call, wide the large one by 10: wide, weighted
+        result("prefix_b1", "many_rows", 18, {fast: 10.0, wide: 12.0}),
+        result("prefix_b8", "many_rows", 18, {fast: 60.0, wide: 50.0}),
+        # a tile timed at one workload only is not a candidate for the regime
+        result("action_b8", "some_rows", 180, {fast: 9.0}),
+    ]
+    tuning = tile_sweep.chosen_tuning(fused, results)
+    assert tuning["many_rows"] == WIDE
+    assert tuning["some_rows"] == FAST
+    assert tuning["few_rows"] == fused.TUNING["few_rows"]  # nothing timed: the shipped tile
+
+
+def test_the_written_tuning_replaces_the_literal_and_nothing_else(tmp_path, monkeypatch):
+    copy = tmp_path / "qkv_projection_fused.py"
+    original = Path(fused.__file__).read_text()
+    copy.write_text(original)
+    monkeypatch.setattr(fused, "__file__", str(copy))
+    monkeypatch.setattr(tile_sweep.solution_session, "main", lambda argv: 0)
+    tuning = {name: dict(WIDE) for name in fused.TUNING}
+    tile_sweep.write_tuning("qkv_projection", fused, tuning)
+    written = copy.read_text()
+    assert tile_sweep.tuning_literal(tuning) in written
+    before, after = original.split(tile_sweep.tuning_literal(fused.TUNING))
+    assert written.startswith(before) and written.endswith(after)
