@@ -56,13 +56,14 @@ TUNING = {
 """Tiles per row regime on a GPU (the fastest of `benchmarks/tile_sweep.py`'s sweep writes
 itself here)."""
 TUNING_SPACE = {
-    "block_m": (32, 64, 128),
-    "block_n": (16, 32, 64, 128),
-    "block_k": (64, 128),
+    "block_m": (32, 16, 64, 128),
+    "block_n": (32, 64, 128, 16),
+    "block_k": (128, 64),
     "num_warps": (4, 8),
     "num_stages": (3,),
 }
-"""What benchmarks/tile_sweep.py tries in every regime."""
+"""What benchmarks/tile_sweep.py tries in every regime, in this order (the likeliest first: the
+sweep is bounded in time)."""
 INTERPRETER_TILE = {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 1, "num_stages": 1}
 
 
@@ -77,12 +78,11 @@ def attention_output_reference(attended: torch.Tensor, weight: torch.Tensor) -> 
     return F.linear(merge_heads(attended), weight)
 
 
-@triton.jit(do_not_specialize=["rows", "tokens"])  # one compile serves every row count
+@triton.jit(do_not_specialize=["tokens"])  # one compile serves every token count
 def _attention_output_kernel(
     a_ptr,
     w_ptr,
     out_ptr,
-    rows,
     tokens,
     outputs,
     features,
@@ -90,38 +90,36 @@ def _attention_output_kernel(
     a_head_stride,
     a_token_stride,
     HEAD_DIM: tl.constexpr,
+    ALIGNED: tl.constexpr,
     UPCAST: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
 ):
-    row = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    # A program's rows are tokens of one batch, so each head's slice of them is one strided
+    # tile: the loads stay affine, as a plain matrix's rows are.
+    token_blocks = tl.cdiv(tokens, BLOCK_M)
+    batch = tl.program_id(0) // token_blocks
+    token = (tl.program_id(0) % token_blocks) * BLOCK_M + tl.arange(0, BLOCK_M)
     column = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     depth = tl.arange(0, BLOCK_K)
-    row_ok = row < rows
+    token_ok = token < tokens
     column_ok = column < outputs
-    batch, token = row // tokens, row % tokens
-    row_base = batch * a_batch_stride + token * a_token_stride
+    a_rows = a_ptr + batch * a_batch_stride + token[:, None] * a_token_stride + depth[None, :]
+    w_rows = w_ptr + column[:, None] * features + depth[None, :]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for start in range(0, features, BLOCK_K):  # BLOCK_K divides HEAD_DIM: one head per step
-        head = start // HEAD_DIM
-        within = start % HEAD_DIM + depth
-        a = tl.load(
-            a_ptr + (row_base + head * a_head_stride)[:, None] + within[None, :],
-            mask=row_ok[:, None],
-            other=0.0,
-        )
-        w = tl.load(
-            w_ptr + column[:, None] * features + start + depth[None, :],
-            mask=column_ok[:, None],
-            other=0.0,
-        )
+        offset = (start // HEAD_DIM) * a_head_stride + start % HEAD_DIM
+        if ALIGNED:  # every head's slice starts on a 16-byte boundary: vector loads
+            offset = tl.multiple_of(offset, 8)
+        a = tl.load(a_rows + offset, mask=token_ok[:, None], other=0.0)
+        w = tl.load(w_rows + start, mask=column_ok[:, None], other=0.0)
         if UPCAST:  # the interpreter's dot has no BF16
             a, w = a.to(tl.float32), w.to(tl.float32)
         acc = tl.dot(a, tl.trans(w), acc)
     out = acc.to(out_ptr.dtype.element_ty)
-    place = row[:, None] * outputs + column[None, :]
-    tl.store(out_ptr + place, out, mask=row_ok[:, None] & column_ok[None, :])
+    place = (batch * tokens + token)[:, None] * outputs + column[None, :]
+    tl.store(out_ptr + place, out, mask=token_ok[:, None] & column_ok[None, :])
 
 
 def attention_output_kernel(attended: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -138,22 +136,22 @@ def project(attended: torch.Tensor, weight: torch.Tensor, tile: dict) -> torch.T
         attended = attended.contiguous()
     weight = weight if weight.is_contiguous() else weight.contiguous()
     out = torch.empty((batch, tokens, outputs), dtype=attended.dtype, device=attended.device)
-    rows = batch * tokens
     if out.numel() == 0:
         return out
-    grid = (triton.cdiv(rows, tile["block_m"]), triton.cdiv(outputs, tile["block_n"]))
+    strides = attended.stride()[:3]
+    grid = (batch * triton.cdiv(tokens, tile["block_m"]), triton.cdiv(outputs, tile["block_n"]))
     launch(
         _attention_output_kernel,
         grid,
         attended,
         weight,
         out,
-        rows,
         tokens,
         outputs,
         features,
-        *attended.stride()[:3],
+        *strides,
         HEAD_DIM=head_dim,
+        ALIGNED=all(value % 8 == 0 for value in (*strides, head_dim)),
         UPCAST=triton_runtime.interpreting(),
         BLOCK_M=tile["block_m"],
         BLOCK_N=tile["block_n"],
