@@ -25,31 +25,31 @@ REGIMES = (("few_rows", 64), ("some_rows", 512), ("many_rows", 1024), ("most_row
 8, the prefix at batch 1 and 8."""
 TUNING = {
     "few_rows": {
-        "block_m": 64,
-        "block_n": 16,
+        "block_m": 16,
+        "block_n": 32,
         "block_k": 128,
         "num_warps": 4,
         "num_stages": 3,
     },
     "some_rows": {
         "block_m": 64,
-        "block_n": 64,
-        "block_k": 64,
+        "block_n": 32,
+        "block_k": 128,
         "num_warps": 4,
         "num_stages": 3,
     },
     "many_rows": {
         "block_m": 64,
-        "block_n": 64,
-        "block_k": 64,
+        "block_n": 32,
+        "block_k": 128,
         "num_warps": 4,
         "num_stages": 3,
     },
     "most_rows": {
-        "block_m": 128,
+        "block_m": 64,
         "block_n": 128,
         "block_k": 64,
-        "num_warps": 8,
+        "num_warps": 4,
         "num_stages": 3,
     },
 }
@@ -124,8 +124,8 @@ def _attention_output_kernel(
 
 def attention_output_kernel(attended: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """One launch: the product of the merged heads and the weight, read in head layout."""
-    batch, _, tokens, head_dim = attended.shape
-    return project(attended, weight, tile_for(batch * tokens, head_dim))
+    batch, _, tokens, _ = attended.shape
+    return project(attended, weight, tile_for(batch * tokens))
 
 
 def project(attended: torch.Tensor, weight: torch.Tensor, tile: dict) -> torch.Tensor:
@@ -139,6 +139,9 @@ def project(attended: torch.Tensor, weight: torch.Tensor, tile: dict) -> torch.T
     if out.numel() == 0:
         return out
     strides = attended.stride()[:3]
+    # A K step stays inside one head: at most head_dim and dividing it (& -head_dim: the
+    # largest power of two that does); tl.dot takes at least 16 along K.
+    step = max(16, min(tile["block_k"], head_dim & -head_dim))
     grid = (batch * triton.cdiv(tokens, tile["block_m"]), triton.cdiv(outputs, tile["block_n"]))
     launch(
         _attention_output_kernel,
@@ -155,7 +158,7 @@ def project(attended: torch.Tensor, weight: torch.Tensor, tile: dict) -> torch.T
         UPCAST=triton_runtime.interpreting(),
         BLOCK_M=tile["block_m"],
         BLOCK_N=tile["block_n"],
-        BLOCK_K=tile["block_k"],
+        BLOCK_K=step,
         num_warps=tile["num_warps"],
         num_stages=tile["num_stages"],
     )
@@ -167,13 +170,9 @@ def regime(rows: int) -> str:
     return next(name for name, most in REGIMES if most is None or rows <= most)
 
 
-def tile_for(rows: int, head_dim: int) -> dict:
-    """The regime's tile, its K step at most head_dim and dividing it (for head sizes with a
-    factor of 16, as the model's have); the interpreter's own tile under it."""
-    tile = dict(INTERPRETER_TILE if triton_runtime.interpreting() else TUNING[regime(rows)])
-    # & -head_dim: the largest power of two dividing it; tl.dot takes at least 16 along K
-    tile["block_k"] = max(16, min(tile["block_k"], head_dim & -head_dim))
-    return tile
+def tile_for(rows: int) -> dict:
+    """The regime's tile on a GPU, the interpreter's own tile under it."""
+    return dict(INTERPRETER_TILE if triton_runtime.interpreting() else TUNING[regime(rows)])
 
 
 DECLARATION = OperatorDeclaration(

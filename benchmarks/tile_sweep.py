@@ -46,17 +46,17 @@ class Swept:
     (a TUNING key) of a call with a given number of rows."""
 
     module: str
-    launch: Callable[[ModuleType, dict, tuple], object]
+    launch: Callable[[ModuleType, dict, tuple, dict], object]
     regime: Callable[[ModuleType, int], str]
 
 
-def _launch_with_tuning(fused: ModuleType, tile: dict, args: tuple):
+def _launch_with_tuning(fused: ModuleType, tile: dict, args: tuple, params: dict):
     """The entry point with every regime's tile replaced for the call (a graph keeps the
     launch it captured)."""
     saved = {name: dict(settings) for name, settings in fused.TUNING.items()}
     fused.TUNING.update({name: dict(tile) for name in saved})
     try:
-        return fused.DECLARATION.preferred(*args)
+        return fused.DECLARATION.preferred(*args, **params)
     finally:
         fused.TUNING.update(saved)
 
@@ -64,7 +64,7 @@ def _launch_with_tuning(fused: ModuleType, tile: dict, args: tuple):
 SWEPT = {
     "attention_output": Swept(
         module="attention_output_fused",
-        launch=lambda fused, tile, args: fused.project(*args, tile),
+        launch=lambda fused, tile, args, params: fused.project(*args, tile, **params),
         regime=lambda fused, rows: fused.regime(rows),
     ),
     "qkv_projection": Swept(
@@ -87,10 +87,19 @@ def rows_of(workload) -> int:
     return workload.axes["batch"] * workload.axes["tokens"]
 
 
+def candidate(operator: str, fused: ModuleType, tile: dict) -> Callable:
+    """The kernel module at one tile, called as the operator is (inputs, then its params)."""
+    swept = SWEPT[operator]
+
+    def kernel(*args, **params):
+        return swept.launch(fused, tile, args, params)
+
+    return kernel
+
+
 def sweep(operator: str, fused: ModuleType, workload, device) -> dict:
     """Production, compile and every tile that meets the contract, per-call us."""
     declaration = REGISTRY.declaration(operator)
-    swept = SWEPT[operator]
     started = time.monotonic()
     sets = [declaration.make_inputs(workload, seed, "normal", device) for seed in range(INPUT_SETS)]
     roles = {
@@ -102,9 +111,7 @@ def sweep(operator: str, fused: ModuleType, workload, device) -> dict:
         if time.monotonic() - started > SECONDS_PER_WORKLOAD:
             break
 
-        def kernel(*args, tile=tile):
-            return swept.launch(fused, tile, args)
-
+        kernel = candidate(operator, fused, tile)
         try:
             violation = next(
                 (
@@ -133,7 +140,7 @@ def sweep(operator: str, fused: ModuleType, workload, device) -> dict:
     return {
         "workload": workload.name,
         "rows": rows_of(workload),
-        "regime": swept.regime(fused, rows_of(workload)),
+        "regime": SWEPT[operator].regime(fused, rows_of(workload)),
         "calls_per_forward": workload.calls_per_forward,
         "production_us": timed.get("production"),
         "compiled_us": timed.get("compiled"),

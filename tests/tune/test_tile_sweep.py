@@ -4,7 +4,9 @@ workloads, among tiles timed at every one of them, and the file's TUNING rewritt
 import sys
 from pathlib import Path
 
-import operators  # noqa: F401  (selects the Triton interpreter before a kernel module loads)
+import operators  # noqa: F401,I001  (selects the Triton interpreter before a kernel module loads)
+from operators.catalog.checking import first_violation
+from operators.declaration import Workload
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
@@ -52,3 +54,21 @@ def test_the_written_tuning_replaces_the_literal_and_nothing_else(tmp_path, monk
     assert tile_sweep.tuning_literal(tuning) in written
     before, after = original.split(tile_sweep.tuning_literal(fused.TUNING))
     assert written.startswith(before) and written.endswith(after)
+
+
+def test_every_swept_kernel_is_called_as_its_operator_is():
+    # the operator's params come as keywords (qkv_projection's head_dim): a candidate that
+    # refused them was refused at every tile on the GPU
+    import attention_output_fused
+    import test_attention_output_session
+    import test_qkv_projection_session
+
+    cases = {
+        "qkv_projection": (fused, test_qkv_projection_session.SMALL),
+        "attention_output": (attention_output_fused, test_attention_output_session.SMALL),
+    }
+    assert set(cases) == set(tile_sweep.SWEPT)
+    workload = Workload(name="b2_t9", axes={"batch": 2, "tokens": 9})
+    for operator, (module, declaration) in cases.items():
+        kernel = tile_sweep.candidate(operator, module, dict(module.INTERPRETER_TILE))
+        assert first_violation(declaration, kernel, workload, 1, "normal") is None, operator

@@ -1,6 +1,6 @@
 """Tuned qkv_projection, written by `controller install`.
 
-From run tune-20261202T134458Z-55075c, attempt 1.
+From run tune-20261203T140435Z-cc4ec8, attempt 1.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """

@@ -22,13 +22,41 @@ from ...operators.declaration import Axis, OperatorDeclaration, TensorSpec
 from ...operators.kernel_launch import launch
 
 TUNING = {
-    "few_rows": {"block_m": 64, "block_n": 32, "block_k": 128, "num_warps": 4, "num_stages": 4},
-    "some_rows": {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 4, "num_stages": 4},
-    "many_rows": {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3},
+    "few_rows": {
+        "block_m": 64,
+        "block_n": 32,
+        "block_k": 128,
+        "num_warps": 4,
+        "num_stages": 4,
+    },
+    "some_rows": {
+        "block_m": 64,
+        "block_n": 64,
+        "block_k": 64,
+        "num_warps": 4,
+        "num_stages": 4,
+    },
+    "many_rows": {
+        "block_m": 128,
+        "block_n": 128,
+        "block_k": 64,
+        "num_warps": 8,
+        "num_stages": 3,
+    },
 }
 """Tiles per row regime on a GPU: up to 64 rows (the action expert at batch 1) the weights'
 bytes bound the time, so narrow column blocks spread them over more programs; from 512 rows
 on (the prefix) the products do, so wide tiles reuse each load more."""
+TUNING_SPACE = {
+    "block_m": (32, 64, 128),
+    "block_n": (32, 64, 128),
+    "block_k": (64, 128),
+    "num_warps": (4, 8),
+    "num_stages": (3, 4),
+}
+"""What benchmarks/tile_sweep.py tries in every regime."""
+REGIMES = (("few_rows", 64), ("some_rows", 512), ("many_rows", None))
+"""Row regimes by their largest row count (batch x tokens)."""
 INTERPRETER_TILE = {"block_m": 128, "block_n": 128, "block_k": 256, "num_warps": 1, "num_stages": 1}
 
 
@@ -154,16 +182,14 @@ def qkv_projection_kernel(
 
 
 def _tile(rows: int, head_dim: int) -> dict[str, int]:
-    if triton_runtime.interpreting():
-        tile = dict(INTERPRETER_TILE)
-    elif rows <= 64:
-        tile = dict(TUNING["few_rows"])
-    elif rows <= 512:
-        tile = dict(TUNING["some_rows"])
-    else:
-        tile = dict(TUNING["many_rows"])
+    tile = dict(INTERPRETER_TILE if triton_runtime.interpreting() else TUNING[regime(rows)])
     tile["block_n"] = min(tile["block_n"], head_dim)
     return tile
+
+
+def regime(rows: int) -> str:
+    """The row regime of a call with `rows` = batch x tokens."""
+    return next(name for name, most in REGIMES if most is None or rows <= most)
 
 
 def _weight(name: str, rows: str) -> TensorSpec:

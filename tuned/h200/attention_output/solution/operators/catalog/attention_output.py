@@ -1,0 +1,209 @@
+"""Attention's output projection as one Triton kernel that reads the head layout in place.
+
+The operator file the scripted tune session ships (`python benchmarks/solution_session.py
+attention_output benchmarks/attention_output_fused.py` writes it into the session with its
+imports made relative; `benchmarks/tile_sweep.py attention_output` sweeps and times it). The model's
+code copies attention's output into token layout and then runs one BLAS product; here a
+program per (row block, column block) loads each head's slice of its rows where attention
+wrote it, so the copy and its launch are gone. FP32 sums over the heads' features, one BF16
+rounding at the end.
+"""
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from ...operators import triton_runtime  # first: it selects the interpreter before any kernel
+from ...operators.catalog.shapes import PI05, sequence_workloads
+from ...operators.contract import Contract
+from ...operators.declaration import Axis, OperatorDeclaration, TensorSpec
+from ...operators.kernel_launch import launch
+
+REGIMES = (("few_rows", 64), ("some_rows", 512), ("many_rows", 1024), ("most_rows", None))
+"""Row regimes by their largest row count (batch x tokens): the action expert at batch 1 and
+8, the prefix at batch 1 and 8."""
+TUNING = {
+    "few_rows": {
+        "block_m": 16,
+        "block_n": 32,
+        "block_k": 128,
+        "num_warps": 4,
+        "num_stages": 3,
+    },
+    "some_rows": {
+        "block_m": 64,
+        "block_n": 32,
+        "block_k": 128,
+        "num_warps": 4,
+        "num_stages": 3,
+    },
+    "many_rows": {
+        "block_m": 64,
+        "block_n": 32,
+        "block_k": 128,
+        "num_warps": 4,
+        "num_stages": 3,
+    },
+    "most_rows": {
+        "block_m": 64,
+        "block_n": 128,
+        "block_k": 64,
+        "num_warps": 4,
+        "num_stages": 3,
+    },
+}
+"""Tiles per row regime on a GPU (the fastest of `benchmarks/tile_sweep.py`'s sweep writes
+itself here)."""
+TUNING_SPACE = {
+    "block_m": (32, 16, 64, 128),
+    "block_n": (32, 64, 128, 16),
+    "block_k": (128, 64),
+    "num_warps": (4, 8),
+    "num_stages": (3,),
+}
+"""What benchmarks/tile_sweep.py tries in every regime, in this order (the likeliest first: the
+sweep is bounded in time)."""
+INTERPRETER_TILE = {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 1, "num_stages": 1}
+
+
+def merge_heads(attended: torch.Tensor) -> torch.Tensor:
+    """(batch, heads, tokens, head_dim) -> (batch, tokens, heads * head_dim), a copy."""
+    batch, _, tokens, _ = attended.shape
+    return attended.transpose(1, 2).reshape(batch, tokens, -1)
+
+
+def attention_output_reference(attended: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """merge(attended) W^T: the heads side by side per token, one eager matrix product."""
+    return F.linear(merge_heads(attended), weight)
+
+
+@triton.jit(do_not_specialize=["tokens"])  # one compile serves every token count
+def _attention_output_kernel(
+    a_ptr,
+    w_ptr,
+    out_ptr,
+    tokens,
+    outputs,
+    features,
+    a_batch_stride,
+    a_head_stride,
+    a_token_stride,
+    HEAD_DIM: tl.constexpr,
+    ALIGNED: tl.constexpr,
+    UPCAST: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    # A program's rows are tokens of one batch, so each head's slice of them is one strided
+    # tile: the loads stay affine, as a plain matrix's rows are.
+    token_blocks = tl.cdiv(tokens, BLOCK_M)
+    batch = tl.program_id(0) // token_blocks
+    token = (tl.program_id(0) % token_blocks) * BLOCK_M + tl.arange(0, BLOCK_M)
+    column = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    depth = tl.arange(0, BLOCK_K)
+    token_ok = token < tokens
+    column_ok = column < outputs
+    a_rows = a_ptr + batch * a_batch_stride + token[:, None] * a_token_stride + depth[None, :]
+    w_rows = w_ptr + column[:, None] * features + depth[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for start in range(0, features, BLOCK_K):  # BLOCK_K divides HEAD_DIM: one head per step
+        offset = (start // HEAD_DIM) * a_head_stride + start % HEAD_DIM
+        if ALIGNED:  # every head's slice starts on a 16-byte boundary: vector loads
+            offset = tl.multiple_of(offset, 8)
+        a = tl.load(a_rows + offset, mask=token_ok[:, None], other=0.0)
+        w = tl.load(w_rows + start, mask=column_ok[:, None], other=0.0)
+        if UPCAST:  # the interpreter's dot has no BF16
+            a, w = a.to(tl.float32), w.to(tl.float32)
+        acc = tl.dot(a, tl.trans(w), acc)
+    out = acc.to(out_ptr.dtype.element_ty)
+    place = (batch * tokens + token)[:, None] * outputs + column[None, :]
+    tl.store(out_ptr + place, out, mask=token_ok[:, None] & column_ok[None, :])
+
+
+def attention_output_kernel(attended: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """One launch: the product of the merged heads and the weight, read in head layout."""
+    batch, _, tokens, head_dim = attended.shape
+    return project(attended, weight, tile_for(batch * tokens, head_dim))
+
+
+def project(attended: torch.Tensor, weight: torch.Tensor, tile: dict) -> torch.Tensor:
+    """The Triton kernel at one tile; what the entry point and the sweep launch."""
+    batch, heads, tokens, head_dim = attended.shape
+    outputs, features = weight.shape
+    if attended.stride(-1) != 1:
+        attended = attended.contiguous()
+    weight = weight if weight.is_contiguous() else weight.contiguous()
+    out = torch.empty((batch, tokens, outputs), dtype=attended.dtype, device=attended.device)
+    if out.numel() == 0:
+        return out
+    strides = attended.stride()[:3]
+    grid = (batch * triton.cdiv(tokens, tile["block_m"]), triton.cdiv(outputs, tile["block_n"]))
+    launch(
+        _attention_output_kernel,
+        grid,
+        attended,
+        weight,
+        out,
+        tokens,
+        outputs,
+        features,
+        *strides,
+        HEAD_DIM=head_dim,
+        ALIGNED=all(value % 8 == 0 for value in (*strides, head_dim)),
+        UPCAST=triton_runtime.interpreting(),
+        BLOCK_M=tile["block_m"],
+        BLOCK_N=tile["block_n"],
+        BLOCK_K=tile["block_k"],
+        num_warps=tile["num_warps"],
+        num_stages=tile["num_stages"],
+    )
+    return out
+
+
+def regime(rows: int) -> str:
+    """The row regime of a call with `rows` = batch x tokens."""
+    return next(name for name, most in REGIMES if most is None or rows <= most)
+
+
+def tile_for(rows: int, head_dim: int) -> dict:
+    """The regime's tile, its K step at most head_dim and dividing it (for head sizes with a
+    factor of 16, as the model's have); the interpreter's own tile under it."""
+    tile = dict(INTERPRETER_TILE if triton_runtime.interpreting() else TUNING[regime(rows)])
+    # & -head_dim: the largest power of two dividing it; tl.dot takes at least 16 along K
+    tile["block_k"] = max(16, min(tile["block_k"], head_dim & -head_dim))
+    return tile
+
+
+DECLARATION = OperatorDeclaration(
+    name="attention_output",
+    summary="Attention's output projection of its heads, from the head layout to tokens.",
+    axes=(
+        Axis(name="batch", kind="var"),
+        Axis(name="tokens", kind="var"),
+        Axis(name="query_heads", kind="const", value=PI05.query_heads),
+        Axis(name="head_dim", kind="const", value=PI05.head_dim),
+        Axis(name="merged", kind="const", value=PI05.query_heads * PI05.head_dim),
+        Axis(name="width", kind="const", value=PI05.width),
+    ),
+    inputs=(
+        TensorSpec(
+            name="attended", shape=("batch", "query_heads", "tokens", "head_dim"), large_scale=4.0
+        ),
+        # `large` scales the attention output alone, and modestly: an output sums 2048
+        # products that can cancel.
+        TensorSpec(name="weight", shape=("width", "merged"), large_scale=1.0),
+    ),
+    outputs=(TensorSpec(name="out", shape=("batch", "tokens", "width")),),
+    constraints=("every input is contiguous",),
+    reference=attention_output_reference,
+    preferred=attention_output_kernel,
+    contract=Contract(
+        mode="tolerance",
+        roundings=2,
+        reason="a kernel sums the products in FP32 in another order than the BLAS library, so "
+        "the one BF16 rounding of an output can land one step (up to 2^-7 relative) away",
+    ),
+    workloads=sequence_workloads(),
+)
