@@ -195,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("operator", choices=sorted(SWEPT))
     parser.add_argument("--write", action="store_true", help="write the chosen TUNING and session")
     arguments = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("tile_sweep: needs a CUDA device (it times CUDA graphs)", file=sys.stderr)
+        return 2
     fused = __import__(SWEPT[arguments.operator].module)
     device = torch.device("cuda")
     report = Path(os.environ.get("OUT", "/tmp")) / f"tile_sweep_{arguments.operator}.json"

@@ -72,3 +72,10 @@ def test_every_swept_kernel_is_called_as_its_operator_is():
     for operator, (module, declaration) in cases.items():
         kernel = tile_sweep.candidate(operator, module, dict(module.INTERPRETER_TILE))
         assert first_violation(declaration, kernel, workload, 1, "normal") is None, operator
+
+
+def test_without_a_gpu_the_sweep_says_so_in_one_line(capsys):
+    assert tile_sweep.main(["attention_output"]) == 2
+    assert (
+        capsys.readouterr().err.strip() == "tile_sweep: needs a CUDA device (it times CUDA graphs)"
+    )
