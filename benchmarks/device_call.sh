@@ -114,7 +114,6 @@ for part in "$@"; do
       # (then `h200` with the same H200_OPS ships them); the written kernels come back as .txt
       for op in ${TILE_OPS:-attention_output}; do
         run "tiles_$op" 260 python3 benchmarks/tile_sweep.py "$op" --write
-        cp "$(python3 -c 'import sys; sys.path.insert(0, "benchmarks"); import tile_sweep; print(tile_sweep.BENCHMARKS / (tile_sweep.SWEPT[sys.argv[1]].module + ".py"))' "$op")" "$OUT/$op.kernel.py.txt"
       done ;;
     zygote) run zygote 60 python3 benchmarks/zygote_threads.py ;;
     bias) run bias 240 python3 benchmarks/graph_bias_probe.py ;;

@@ -9,7 +9,8 @@ of the reference. A graph holds CALLS calls rotating over INPUT_SETS input sets 
 together exceed L2, as the model's layers read theirs from HBM. Tiles are tried in the order of
 the space, the sweep bounded in time per workload. Each regime gets the tile with the least
 model time over its workloads (per-call time x calls per forward). `--write` puts those tiles
-into the kernel module's TUNING and rewrites its scripted tune session.
+into the kernel module's TUNING, rewrites its scripted tune session and leaves a copy of the
+module as $OUT/OP.kernel.py.txt.
 """
 
 import argparse
@@ -217,7 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(tuning, indent=1))
     if arguments.write:
         write_tuning(arguments.operator, fused, tuning)
-        print(f"wrote TUNING into {fused.__file__} and its session", flush=True)
+        kept = report.with_name(f"{arguments.operator}.kernel.py.txt")  # what a device call returns
+        kept.write_text(Path(fused.__file__).read_text())
+        print(f"wrote TUNING into {fused.__file__} and its session (a copy: {kept})", flush=True)
     return 0
 
 
