@@ -24,34 +24,10 @@ REGIMES = (("few_rows", 64), ("some_rows", 512), ("many_rows", 1024), ("most_row
 """Row regimes by their largest row count (batch x tokens): the action expert at batch 1 and
 8, the prefix at batch 1 and 8."""
 TUNING = {
-    "few_rows": {
-        "block_m": 16,
-        "block_n": 32,
-        "block_k": 128,
-        "num_warps": 4,
-        "num_stages": 3,
-    },
-    "some_rows": {
-        "block_m": 64,
-        "block_n": 32,
-        "block_k": 128,
-        "num_warps": 4,
-        "num_stages": 3,
-    },
-    "many_rows": {
-        "block_m": 64,
-        "block_n": 32,
-        "block_k": 128,
-        "num_warps": 4,
-        "num_stages": 3,
-    },
-    "most_rows": {
-        "block_m": 64,
-        "block_n": 128,
-        "block_k": 64,
-        "num_warps": 4,
-        "num_stages": 3,
-    },
+    "few_rows": {"block_m": 16, "block_n": 32, "block_k": 128, "num_warps": 4, "num_stages": 3},
+    "some_rows": {"block_m": 64, "block_n": 32, "block_k": 128, "num_warps": 4, "num_stages": 3},
+    "many_rows": {"block_m": 64, "block_n": 32, "block_k": 128, "num_warps": 4, "num_stages": 3},
+    "most_rows": {"block_m": 64, "block_n": 128, "block_k": 64, "num_warps": 4, "num_stages": 3},
 }
 """Tiles per row regime on a GPU (the fastest of `benchmarks/tile_sweep.py`'s sweep writes
 itself here)."""
@@ -130,7 +106,7 @@ def attention_output_kernel(attended: torch.Tensor, weight: torch.Tensor) -> tor
 
 def project(attended: torch.Tensor, weight: torch.Tensor, tile: dict) -> torch.Tensor:
     """The Triton kernel at one tile; what the entry point and the sweep launch."""
-    batch, heads, tokens, head_dim = attended.shape
+    batch, _, tokens, head_dim = attended.shape
     outputs, features = weight.shape
     if attended.stride(-1) != 1:
         attended = attended.contiguous()
@@ -172,7 +148,7 @@ def regime(rows: int) -> str:
 
 def tile_for(rows: int) -> dict:
     """The regime's tile on a GPU, the interpreter's own tile under it."""
-    return dict(INTERPRETER_TILE if triton_runtime.interpreting() else TUNING[regime(rows)])
+    return INTERPRETER_TILE if triton_runtime.interpreting() else TUNING[regime(rows)]
 
 
 DECLARATION = OperatorDeclaration(

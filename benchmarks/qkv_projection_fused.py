@@ -22,27 +22,9 @@ from operators.declaration import Axis, OperatorDeclaration, TensorSpec
 from operators.kernel_launch import launch
 
 TUNING = {
-    "few_rows": {
-        "block_m": 64,
-        "block_n": 32,
-        "block_k": 128,
-        "num_warps": 4,
-        "num_stages": 4,
-    },
-    "some_rows": {
-        "block_m": 64,
-        "block_n": 64,
-        "block_k": 64,
-        "num_warps": 4,
-        "num_stages": 4,
-    },
-    "many_rows": {
-        "block_m": 128,
-        "block_n": 128,
-        "block_k": 64,
-        "num_warps": 8,
-        "num_stages": 3,
-    },
+    "few_rows": {"block_m": 64, "block_n": 32, "block_k": 128, "num_warps": 4, "num_stages": 4},
+    "some_rows": {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 4, "num_stages": 4},
+    "many_rows": {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3},
 }
 """Tiles per row regime on a GPU: up to 64 rows (the action expert at batch 1) the weights'
 bytes bound the time, so narrow column blocks spread them over more programs; from 512 rows

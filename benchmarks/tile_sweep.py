@@ -17,7 +17,6 @@ import argparse
 import itertools
 import json
 import os
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -33,6 +32,7 @@ import torch  # noqa: E402,I001
 
 import projection_gpu  # noqa: E402
 import solution_session  # noqa: E402
+from gates.tuning.launch_settings import with_point  # noqa: E402
 from operators import REGISTRY  # noqa: E402
 from operators.catalog.checking import first_violation  # noqa: E402
 
@@ -173,21 +173,10 @@ def chosen_tuning(fused: ModuleType, results: list[dict]) -> dict:
     return tuning
 
 
-def tuning_literal(tuning: dict) -> str:
-    """TUNING as ruff formats it, one setting a line."""
-    lines = ["TUNING = {"]
-    for regime, tile in tuning.items():
-        lines.append(f'    "{regime}": {{')
-        lines += [f'        "{key}": {value!r},' for key, value in tile.items()]
-        lines.append("    },")
-    return "\n".join([*lines, "}"]) + "\n"
-
-
 def write_tuning(operator: str, fused: ModuleType, tuning: dict) -> None:
     """The chosen tiles into the kernel module's TUNING, and its scripted session anew."""
     path = Path(fused.__file__)
-    pattern = re.compile(r"^TUNING = \{\n.*?\n\}\n", flags=re.S | re.M)
-    path.write_text(pattern.sub(lambda _: tuning_literal(tuning), path.read_text(), count=1))
+    path.write_text(with_point(path.read_text(), tuning))
     solution_session.main([operator, str(path)])
 
 

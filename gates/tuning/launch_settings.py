@@ -90,17 +90,31 @@ def with_point(source: str, point: Point) -> str:
 
 
 def render_point(point: Point) -> str:
-    """`TUNING = {...}` on one line when it fits, else one setting per line."""
+    """`TUNING = {...}` on one line when it fits, else one setting per line (a setting whose
+    value is a dict, a tile per regime say, split one level further where its line is long)."""
     items = [f"{_literal(name)}: {_literal(value)}" for name, value in point.items()]
     single = f"{POINT_NAME} = {{{', '.join(items)}}}"
     if len(single) <= LINE_LENGTH:
         return single
-    return f"{POINT_NAME} = {{\n" + "".join(f"    {item},\n" for item in items) + "}"
+    lines = [
+        _split_item(name, value, item)
+        for (name, value), item in zip(point.items(), items, strict=True)
+    ]
+    return f"{POINT_NAME} = {{\n" + "".join(lines) + "}"
+
+
+def _split_item(name: str, value: Any, item: str) -> str:
+    if len(item) + 5 <= LINE_LENGTH or not isinstance(value, dict):  # "    " + item + ","
+        return f"    {item},\n"
+    inner = "".join(f"        {_literal(k)}: {_literal(v)},\n" for k, v in value.items())
+    return f"    {_literal(name)}: {{\n{inner}    }},\n"
 
 
 def _literal(value: Any) -> str:
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, dict):  # as ruff writes it: double quotes, no trailing comma
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
     return repr(value)
 
 

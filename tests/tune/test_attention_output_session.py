@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from gates.tuning.launch_settings import with_point
 from operators.catalog.attention_output import DECLARATION
 from operators.catalog.checking import first_violation
 from operators.declaration import DISTRIBUTIONS, Axis, Workload
@@ -65,6 +66,5 @@ def test_every_regime_has_a_tile_inside_the_space():
 
 
 def test_the_sweep_writes_tuning_as_the_file_holds_it():
-    import tile_sweep
-
-    assert tile_sweep.tuning_literal(fused.TUNING) in Path(fused.__file__).read_text()
+    source = Path(fused.__file__).read_text()
+    assert with_point(source, fused.TUNING) == source

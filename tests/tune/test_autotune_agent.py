@@ -91,6 +91,21 @@ def test_a_screen_that_reached_no_point_falls_back_to_the_nearest_untried_point(
     assert chosen.point == {"rows": 2, "warps": 4} and "reached no point" in chosen.reason
 
 
+def test_a_point_of_tiles_per_regime_is_rewritten_as_ruff_writes_it(tmp_path):
+    # one regime's tile fits its line, the other's is split one level further
+    wide = {"block_m": 128, "block_n": 128, "block_k": 128, "num_warps": 8, "num_stages": 4}
+    point = {"few_rows": {"block_m": 16, "block_n": 32}, "most_rows": {**wide, "group": 8}}
+    source = 'TUNING = {"few_rows": {}}\n"""The tiles."""\n'
+    rewritten = with_point(source, point)
+    assert declared_settings(rewritten).point == point
+    assert with_point(rewritten, point) == rewritten
+    (tmp_path / "tiles.py").write_text(rewritten)
+    root = Path(__file__).resolve().parents[2]
+    check = [sys.executable, "-m", "ruff", "format", "--check", "--no-cache"]
+    check += ["--config", str(root / "pyproject.toml"), str(tmp_path)]
+    assert subprocess.run(check, capture_output=True).returncode == 0
+
+
 def test_a_rewritten_point_stays_ruff_clean_for_every_catalog_kernel(tmp_path):
     from operators.catalog import CATALOG
 

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import operators  # noqa: F401,I001  (selects the Triton interpreter before a kernel module loads)
+from gates.tuning.launch_settings import declared_settings, render_point
 from operators.catalog.checking import first_violation
 from operators.declaration import Workload
 
@@ -51,9 +52,9 @@ def test_the_written_tuning_replaces_the_literal_and_nothing_else(tmp_path, monk
     tuning = {name: dict(WIDE) for name in fused.TUNING}
     tile_sweep.write_tuning("qkv_projection", fused, tuning)
     written = copy.read_text()
-    assert tile_sweep.tuning_literal(tuning) in written
-    before, after = original.split(tile_sweep.tuning_literal(fused.TUNING))
-    assert written.startswith(before) and written.endswith(after)
+    assert declared_settings(written).point == tuning
+    before, after = original.split(render_point(fused.TUNING))
+    assert written == before + render_point(tuning) + after
 
 
 def test_every_swept_kernel_is_called_as_its_operator_is():
