@@ -115,6 +115,11 @@ for part in "$@"; do
       for op in ${TILE_OPS:-attention_output}; do
         run "tiles_$op" 260 python3 benchmarks/tile_sweep.py "$op" --write
       done ;;
+    space)  # issue 27: the exhaustive sweep of SPACE_OPS' declared spaces against autotune's
+      # screen; SPACE_SHARD=K/N sweeps one shard (merge them here with `--merge N`)
+      run "space${SPACE_SHARD:+_${SPACE_SHARD%%/*}}" "${SPACE_SECONDS:-580}" python3 \
+        benchmarks/sweep_space.py --operators "${SPACE_OPS:-split_kv_attention}" --jobs 14 \
+        ${SPACE_SHARD:+--shard "$SPACE_SHARD"} --sweep-budget-s "${SPACE_SWEEP_S:-280}" ;;
     zygote) run zygote 60 python3 benchmarks/zygote_threads.py ;;
     bias) run bias 240 python3 benchmarks/graph_bias_probe.py ;;
     queue) TAIL=${TAIL:-40} run queue 240 python3 benchmarks/replay_queue_probe.py ;;

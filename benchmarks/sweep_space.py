@@ -17,6 +17,12 @@ Per operator:
 Writes $OUT/sweep_<op>.json (best point, production, every point's figure, the screen's picks
 and how far they are from the best) and prints one line per operator. From the repository root:
 `OUT=/tmp/out python benchmarks/sweep_space.py [--operators rms_norm,rotate_qk]`.
+
+A space too large for one device call is swept in shards: `--shard K/N` sweeps the points whose
+index is K modulo N (shard 0 also runs the screen; the others compile their points ahead in
+parallel first, as the screen does) and writes sweep_<op>.shard-K-of-N.json; `--merge N` then
+joins the N shard files found in $OUT into sweep_<op>.json. The ratios are paired against the
+production kernel within each shard, so shards timed in different calls stay comparable.
 """
 
 import argparse
@@ -50,24 +56,59 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    import torch
-
-    if not torch.cuda.is_available():
-        print("sweep_space: needs a CUDA device (run it on the GPU machine)", file=sys.stderr)
+    try:
+        shard = _shard(arguments.shard) if arguments.shard else None
+    except ValueError:
+        print(
+            f"sweep_space: --shard {arguments.shard!r} is not K/N with 0 <= K < N",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    if arguments.merge is not None and arguments.merge < 1:
+        print("sweep_space: --merge takes the number of shards, at least 1", file=sys.stderr)
         return EXIT_BAD_INPUT
     out = Path(os.environ.get("OUT") or arguments.out)
+    if arguments.merge:
+        out.mkdir(parents=True, exist_ok=True)
+    import torch
+
+    if not arguments.merge and not torch.cuda.is_available():
+        print("sweep_space: needs a CUDA device (run it on the GPU machine)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     for name in chosen:
-        result = sweep_operator(REGISTRY.declaration(name), arguments)
-        (out / f"sweep_{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+        if arguments.merge:
+            shards = [out / _shard_file(name, k, arguments.merge) for k in range(arguments.merge)]
+            missing = [path.name for path in shards if not path.is_file()]
+            if missing:
+                print(f"sweep_space: cannot merge, {missing[0]} is not in {out}", file=sys.stderr)
+                return EXIT_BAD_INPUT
+            result = merge_shards([json.loads(path.read_text()) for path in shards])
+            (out / f"sweep_{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+        else:
+            result = sweep_operator(REGISTRY.declaration(name), arguments, shard)
+            written = _shard_file(name, *shard) if shard else f"sweep_{name}.json"
+            (out / written).write_text(json.dumps(result, indent=1) + "\n")
         print(_line(result), flush=True)
     print(f"sweep_space: {len(chosen)} operators in {time.monotonic() - started:.0f} s")
     return 0
 
 
-def sweep_operator(declaration, arguments) -> dict:
-    """The screen, then the sweep, of one operator's space; the result as a JSON document."""
+def _shard(text: str) -> tuple[int, int]:
+    index, count = (int(part) for part in text.split("/"))
+    if not 0 <= index < count:
+        raise ValueError(text)
+    return index, count
+
+
+def _shard_file(name: str, index: int, count: int) -> str:
+    return f"sweep_{name}.shard-{index}-of-{count}.json"
+
+
+def sweep_operator(declaration, arguments, shard: tuple[int, int] | None = None) -> dict:
+    """The screen, then the sweep, of one operator's space (or of one shard of it, with the
+    screen in shard 0 only); the result as a JSON document."""
     from controller.screening.report import ScreenedPoint, space_points
     from gates.tasks.generation import write_package
     from gates.tasks.solution import load_solution
@@ -82,6 +123,19 @@ def sweep_operator(declaration, arguments) -> dict:
     listed.write_text(json.dumps(list(enumerate(points))))
     os.environ["TRITON_CACHE_DIR"] = str(scratch / "triton-cache")  # cold for the screen
     screen_file = scratch / "screen.jsonl"
+    index, count = shard or (0, 1)
+    if index != 0:  # no screen here: compile this shard's points side by side, as it would
+        from controller.screening.worker import compile_ahead
+
+        mine = scratch / "shard-points.json"
+        mine.write_text(json.dumps([[i, p] for i, p in enumerate(points) if i % count == index]))
+        compile_started = time.monotonic()
+        compile_ahead(
+            [str(task), str(task / "solution"), str(mine), str(screen_file), "--device", "cuda"],
+            arguments.jobs,
+            compile_started + arguments.screen_budget_s,
+        )
+        print(f"  compiled ahead in {time.monotonic() - compile_started:.0f} s", flush=True)
     command = [
         sys.executable,
         "-m",
@@ -98,25 +152,48 @@ def sweep_operator(declaration, arguments) -> dict:
         str(arguments.screen_budget_s),
     ]
     screen_started = time.monotonic()
-    screen_run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    screen_seconds = time.monotonic() - screen_started
-    lines = screen_file.read_text().splitlines() if screen_file.is_file() else []
-    screened = [ScreenedPoint.model_validate_json(line) for line in lines]
+    screen = {"seconds": 0.0, "exit_code": None, "stderr_tail": "", "points": []}
+    if index == 0:
+        run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        lines = screen_file.read_text().splitlines() if screen_file.is_file() else []
+        screen = {
+            "seconds": round(time.monotonic() - screen_started, 1),
+            "exit_code": run.returncode,
+            "stderr_tail": run.stderr[-600:],
+            "points": [ScreenedPoint.model_validate_json(line).model_dump() for line in lines],
+        }
+        print(f"  screen: {len(screen['points'])} points in {screen['seconds']} s", flush=True)
     sweep_started = time.monotonic()
-    swept = _sweep(declaration, solution, points, scratch, arguments.replays)
+    chosen = [i for i in range(len(points)) if i % count == index]
+    deadline = sweep_started + (arguments.sweep_budget_s or float("inf"))
+    swept, production_us = _sweep(
+        declaration, solution, points, chosen, scratch, arguments.replays, deadline
+    )
+    seconds = time.monotonic() - sweep_started
+    return _result(declaration.name, len(points), swept, screen, seconds, shard, production_us)
+
+
+def merge_shards(parts: list[dict]) -> dict:
+    """The whole sweep from its shard files: their rows joined, the screen from shard 0."""
+    parts = sorted(parts, key=lambda part: part["shard"][0])
+    rows = sorted((row for part in parts for row in part["rows"]), key=lambda r: r["index"])
+    first = parts[0]
+    seconds = sum(part["sweep_seconds"] for part in parts)
     return _result(
-        declaration.name,
-        points,
-        swept,
-        screened,
-        screen_seconds,
-        screen_run,
-        time.monotonic() - sweep_started,
+        first["operator"],
+        first["points"],
+        rows,
+        first["screen_raw"],
+        seconds,
+        None,
+        first["production_us"],
     )
 
 
-def _sweep(declaration, solution, points, scratch: Path, replays: int) -> list[dict]:
-    """Every point checked, then timed paired with the production kernel (point 0)."""
+def _sweep(declaration, solution, points, chosen, scratch: Path, replays: int, deadline: float):
+    """The chosen points checked, then timed paired with the production kernel (point 0); the
+    rows and the production kernel's median us and calls per workload. Points left when the
+    deadline passes are rows with status `not_reached`, so a partial sweep says so."""
     import torch
 
     from controller.screening.screen import ContractCheck, forget_point, load_point
@@ -129,9 +206,17 @@ def _sweep(declaration, solution, points, scratch: Path, replays: int) -> list[d
         PairedTiming(declaration, w, production, l2_bytes, replays) for w in declaration.workloads
     ]
     rows = []
-    for index, point in enumerate(points):
+    started_all = time.monotonic()
+    for done, index in enumerate(chosen):
+        point = points[index]
+        if done and done % 25 == 0:
+            elapsed = time.monotonic() - started_all
+            print(f"  swept {done}/{len(chosen)} points in {elapsed:.0f} s", flush=True)
         tag = f"sweep_{index}"
         row: dict = {"index": index, "point": point}
+        if time.monotonic() >= deadline:
+            rows.append({**row, "status": "not_reached"})
+            continue
         started = time.monotonic()
         try:
             function = load_point(solution, point, scratch / "points", tag)
@@ -154,16 +239,27 @@ def _sweep(declaration, solution, points, scratch: Path, replays: int) -> list[d
             forget_point(tag)
         row["seconds"] = round(time.monotonic() - started, 3)
         rows.append(row)
-    baseline = {t.name: statistics.median(t.baseline_us) for t in timers}
-    weights = {t.name: t.weight * baseline[t.name] for t in timers}  # the model's time
+    production_us = {  # what weighs the rows: the model's time, calls x production's time
+        t.name: {
+            "us": statistics.median(t.baseline_us) if t.baseline_us else None,
+            "calls": t.weight,
+        }
+        for t in timers
+    }
+    return rows, production_us
+
+
+def _model_time(rows: list[dict], production_us: dict) -> None:
+    """Each timed row's model-time ratio: its workloads' ratios weighted by calls x the
+    production kernel's time (the model's time), and that time in us."""
+    weights = {name: w["calls"] * w["us"] for name, w in production_us.items()}
     for row in rows:
         if row["status"] == "timed":
             ratios = {name: w["ratio"] for name, w in row["workloads"].items()}
             row["model_time_ratio"] = sum(weights[n] * r for n, r in ratios.items()) / sum(
                 weights.values()
             )
-            row["weighted_us"] = sum(t.weight * baseline[t.name] * ratios[t.name] for t in timers)
-    return rows
+            row["weighted_us"] = sum(weights[n] * r for n, r in ratios.items())
 
 
 def _device_usable(torch) -> bool:
@@ -256,8 +352,14 @@ class PairedTiming:
         }
 
 
-def _result(name, points, swept, screened, screen_seconds, screen_run, sweep_seconds) -> dict:
-    from controller.screening.report import ScreenReport, point_key
+def _result(name, points: int, swept, screen, sweep_seconds, shard, production_us) -> dict:
+    """The JSON document: best point, production, the screen's picks and their gaps to the
+    best, and the raw rows a merge needs. Rows are weighed by `production_us`: the production
+    kernel's median time x calls per workload, from the shard that ran first when merged."""
+    from controller.screening.report import ScreenedPoint, ScreenReport, point_key
+
+    _model_time(swept, production_us)
+    screened = [ScreenedPoint.model_validate(point) for point in screen["points"]]
 
     timed = sorted(
         (r for r in swept if r["status"] == "timed"), key=lambda r: r["model_time_ratio"]
@@ -279,18 +381,24 @@ def _result(name, points, swept, screened, screen_seconds, screen_run, sweep_sec
             }
         )
     gaps = [p["gap_to_best"] for p in picks if p["gap_to_best"] is not None]
+    production = next((r for r in swept if r["index"] == 0), {})
     return {
         "operator": name,
-        "points": len(points),
-        "production": {"point": points[0], "weighted_us": swept[0].get("weighted_us")},
+        "points": points,
+        "shard": list(shard) if shard else None,
+        "production": {
+            "point": production.get("point"),
+            "weighted_us": production.get("weighted_us"),
+        },
         "best": best,
         "best_ratio_to_production": best and best["model_time_ratio"],
-        "failed": [r for r in swept if r["status"] != "timed"],
+        "failed": [r for r in swept if r["status"] not in ("timed", "not_reached")],
+        "not_reached": sum(r["status"] == "not_reached" for r in swept),
         "sweep_seconds": round(sweep_seconds, 1),
         "screen": {
-            "seconds": round(screen_seconds, 1),
-            "exit_code": screen_run.returncode,
-            "stderr_tail": screen_run.stderr[-600:],
+            "seconds": screen["seconds"],
+            "exit_code": screen["exit_code"],
+            "stderr_tail": screen["stderr_tail"],
             "counts": report.counts(),
             "reached": len(screened),
             "picks": picks,
@@ -299,6 +407,9 @@ def _result(name, points, swept, screened, screen_seconds, screen_run, sweep_sec
             "points": [p.model_dump() for p in screened],
         },
         "ranking": [{k: r[k] for k in ("point", "model_time_ratio", "workloads")} for r in timed],
+        "production_us": production_us,
+        "screen_raw": screen,
+        "rows": swept,
     }
 
 
@@ -313,6 +424,7 @@ def _line(result: dict) -> str:
         f"{json.dumps(best['point']) if best else '-'}; screen {screen['seconds']} s "
         f"({screen['reached']} reached), best of its top {SUBMITTED} {shown} from the best; "
         f"sweep {result['sweep_seconds']} s"
+        + (f" ({result['not_reached']} points not reached)" if result["not_reached"] else "")
     )
 
 
@@ -341,6 +453,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, default=8, help="compiling processes of the screen")
     parser.add_argument("--replays", type=int, default=20, help="paired replays per workload")
     parser.add_argument("--screen-budget-s", type=float, default=270.0)
+    parser.add_argument(
+        "--sweep-budget-s", type=float, help="stop timing points after this long (reported)"
+    )
+    parser.add_argument("--shard", help="K/N: sweep only the points whose index is K mod N")
+    parser.add_argument("--merge", type=int, help="join N shard files in $OUT into one result")
     return parser
 
 
