@@ -32,7 +32,7 @@ from pydantic import BaseModel  # noqa: E402
 
 import operators  # noqa: E402,F401  (selects the Triton interpreter before triton.language loads)
 import gated_gelu_projection_fused as fused  # noqa: E402
-import gated_projection_session  # noqa: E402
+import solution_session  # noqa: E402
 from operators.catalog.checking import scaled_down  # noqa: E402
 from operators.catalog.gated_gelu_projection import DECLARATION  # noqa: E402
 from operators.contract import ATOL, RTOL_PER_ROUNDING  # noqa: E402
@@ -348,11 +348,13 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device(args.device)
     started = time.time()
     declaration = scaled_down(DECLARATION) if args.quick else DECLARATION
-    session_current = gated_projection_session.SESSION_FILE.is_file() and (
-        gated_projection_session.SESSION_FILE.read_text() == gated_projection_session.session_text()
+    session = solution_session.session_file("gated_gelu_projection")
+    session_current = session.is_file() and (
+        session.read_text()
+        == solution_session.session_text("gated_gelu_projection", Path(fused.__file__))
     )
     if not session_current:
-        print("gated_projection_gpu: the session is stale (benchmarks/gated_projection_session.py)")
+        print("gated_projection_gpu: the session is stale (benchmarks/solution_session.py)")
     results = []
     for workload in declaration.workloads:
         result = measure(declaration, workload, device, args.quick, not args.no_sweep)

@@ -68,6 +68,11 @@ SWEPT = {
         launch=lambda fused, tile, args, params: fused.project(*args, tile, **params),
         regime=lambda fused, rows: fused.regime(rows),
     ),
+    "gated_gelu_projection": Swept(
+        module="gated_gelu_projection_fused",
+        launch=lambda fused, tile, args, params: fused.launch_fused(*args, tile),
+        regime=lambda fused, rows: fused.regime(rows),
+    ),
     "qkv_projection": Swept(
         module="qkv_projection_fused",
         launch=_launch_with_tuning,
@@ -85,7 +90,7 @@ def tile_name(tile: dict) -> str:
 
 
 def rows_of(workload) -> int:
-    return workload.axes["batch"] * workload.axes["tokens"]
+    return workload.axes.get("batch", 1) * workload.axes["tokens"]
 
 
 def candidate(operator: str, fused: ModuleType, tile: dict) -> Callable:
@@ -155,9 +160,10 @@ def sweep(operator: str, fused: ModuleType, workload, device) -> dict:
 
 def chosen_tuning(fused: ModuleType, results: list[dict]) -> dict:
     """Per regime the tile with the least model time over the regime's workloads, among tiles
-    timed at all of them (the shipped tile where none was)."""
+    timed at all of them (the shipped tile where none was); None, production's path, where the
+    module allows it (PRODUCTION_WHERE_FASTER) and production's model time is the least."""
     by_name = {tile_name(tile): tile for tile in tiles(fused.TUNING_SPACE)}
-    tuning = {name: dict(tile) for name, tile in fused.TUNING.items()}
+    tuning = {name: tile and dict(tile) for name, tile in fused.TUNING.items()}
     for regime in tuning:
         mine = [result for result in results if result["regime"] == regime]
         common = set(by_name)
@@ -169,7 +175,12 @@ def chosen_tuning(fused: ModuleType, results: list[dict]) -> dict:
         def model_time(name: str, mine=mine) -> float:
             return sum(r["tiles_us"][name] * (r["calls_per_forward"] or 1) for r in mine)
 
-        tuning[regime] = dict(by_name[min(sorted(common), key=model_time)])
+        best = min(sorted(common), key=model_time)
+        production = sum(r["production_us"] * (r["calls_per_forward"] or 1) for r in mine)
+        if getattr(fused, "PRODUCTION_WHERE_FASTER", False) and production <= model_time(best):
+            tuning[regime] = None
+        else:
+            tuning[regime] = dict(by_name[best])
     return tuning
 
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(BENCHMARKS))
 
 import gated_gelu_projection_fused as fused  # noqa: E402
 import gated_projection_gpu  # noqa: E402
-import gated_projection_session  # noqa: E402
+import solution_session  # noqa: E402
 
 DECLARATION = scaled_down(gated_gelu_projection.DECLARATION)
 SMALL_TILES = {"block_m": 16, "block_n": 32, "block_k": 32, "num_warps": 4, "num_stages": 1}
@@ -32,31 +32,27 @@ def small_tiles(x, gate_weight, up_weight):
     return fused.launch_fused(x, gate_weight, up_weight, SMALL_TILES)
 
 
-def test_the_session_writes_the_kernel_module_over_the_operator_file():
-    attempts = json.loads(gated_projection_session.SESSION_FILE.read_text())["attempts"]
-    assert len(attempts) == 1 + len(gated_projection_session.ALTERNATIVE_TILES)
-    (write,) = attempts[0]
-    assert write["tool"] == "write"
+def test_the_session_is_current_and_made_relative():
+    assert solution_session.main(["gated_gelu_projection", fused.__file__, "--check"]) == 0
+    attempts = json.loads(solution_session.session_file("gated_gelu_projection").read_text())
+    (read, write) = attempts["attempts"][0]
     assert write["path"] == "solution/operators/catalog/gated_gelu_projection.py"
-    assert write["content"] == gated_projection_session.solution_source(
-        fused.__loader__.get_data(fused.__file__).decode()
-    ), "stale session: run python benchmarks/gated_projection_session.py"
-    assert "from ...operators.catalog.rounding import round_to_bfloat16" in write["content"]
+    assert "from ...operators.catalog.gated_gelu import gated_gelu_triton" in write["content"]
     assert "def gated_gelu_projection_kernel(" in write["content"]  # the solution's entry
-    retiled = gated_projection_session.with_tiles(write["content"], {"gemm": (256, 64, 64, 8, 3)})
-    changed = [
-        (a, b)
-        for a, b in zip(write["content"].splitlines(), retiled.splitlines(), strict=True)
-        if a != b
-    ]
-    assert changed == [
-        (
-            '    "gemm": {"block_m": 128, "block_n": 64, "block_k": 64, "num_warps": 8, '
-            '"num_stages": 3},',
-            '    "gemm": {"block_m": 256, "block_n": 64, "block_k": 64, "num_warps": 8, '
-            '"num_stages": 3},',
-        )
-    ], "a later attempt changes its tiles only"
+
+
+def test_a_regime_without_a_tile_takes_productions_path(monkeypatch):
+    x, gate_weight, up_weight = DECLARATION.make_inputs(DECLARATION.workloads[0], seed=2)
+    monkeypatch.setattr(fused, "launch_settings", lambda tokens, hidden, columns: None)
+    got = fused.gated_gelu_projection_kernel(x, gate_weight, up_weight)
+    expected = gated_gelu_projection.gated_gelu_projection_kernel(x, gate_weight, up_weight)
+    assert torch.equal(got, expected)
+
+
+def test_the_regimes_follow_the_token_count():
+    assert [fused.regime(t) for t in (50, 64, 400, 576, 4608)] == [
+        "gemv", "gemv", "rows512", "rows1024", "gemm",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("tokens", [1, 150])

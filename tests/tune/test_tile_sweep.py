@@ -19,11 +19,12 @@ FAST = {"block_m": 32, "block_n": 32, "block_k": 64, "num_warps": 4, "num_stages
 WIDE = {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3}
 
 
-def result(workload, regime, calls, tiles_us):
+def result(workload, regime, calls, tiles_us, production_us=100.0):
     return {
         "workload": workload,
         "regime": regime,
         "calls_per_forward": calls,
+        "production_us": production_us,
         "tiles_us": tiles_us,
     }
 
@@ -41,6 +42,23 @@ def test_a_regime_takes_the_least_model_time_over_its_workloads():
     assert tuning["many_rows"] == WIDE
     assert tuning["some_rows"] == FAST
     assert tuning["few_rows"] == fused.TUNING["few_rows"]  # nothing timed: the shipped tile
+
+
+def test_production_keeps_a_regime_where_it_is_fastest_only_when_the_module_allows_it():
+    import gated_gelu_projection_fused as gated
+
+    tile = {"block_m": 64, "block_n": 32, "block_k": 64, "num_warps": 4, "num_stages": 3}
+    name = tile_sweep.tile_name(tile)
+    results = [
+        result("action_b1", "gemv", 180, {name: 8.0}, production_us=12.0),
+        result("action_b8", "rows512", 180, {name: 21.0}, production_us=20.0),
+    ]
+    tuning = tile_sweep.chosen_tuning(gated, results)
+    assert tuning["gemv"] == tile
+    assert tuning["rows512"] is None  # production's path: the BLAS beat every tile
+    fast = tile_sweep.tile_name(FAST)
+    qkv = [result("action_b8", "some_rows", 180, {fast: 21.0}, production_us=20.0)]
+    assert tile_sweep.chosen_tuning(fused, qkv)["some_rows"] == FAST  # no fallback declared
 
 
 def test_the_written_tuning_replaces_the_literal_and_nothing_else(tmp_path, monkeypatch):
@@ -61,17 +79,33 @@ def test_every_swept_kernel_is_called_as_its_operator_is():
     # the operator's params come as keywords (qkv_projection's head_dim): a candidate that
     # refused them was refused at every tile on the GPU
     import attention_output_fused
+    import gated_gelu_projection_fused
     import test_attention_output_session
+    import test_gated_gelu_projection_session
     import test_qkv_projection_session
 
+    batched = Workload(name="b2_t9", axes={"batch": 2, "tokens": 9})
+    rows = Workload(name="t18", axes={"tokens": 18})
     cases = {
-        "qkv_projection": (fused, test_qkv_projection_session.SMALL),
-        "attention_output": (attention_output_fused, test_attention_output_session.SMALL),
-    }
+        "qkv_projection": (
+            fused, test_qkv_projection_session.SMALL, fused.INTERPRETER_TILE, batched,
+        ),
+        "attention_output": (
+            attention_output_fused,
+            test_attention_output_session.SMALL,
+            attention_output_fused.INTERPRETER_TILE,
+            batched,
+        ),
+        "gated_gelu_projection": (
+            gated_gelu_projection_fused,
+            test_gated_gelu_projection_session.DECLARATION,
+            test_gated_gelu_projection_session.SMALL_TILES,
+            rows,
+        ),
+    }  # fmt: skip
     assert set(cases) == set(tile_sweep.SWEPT)
-    workload = Workload(name="b2_t9", axes={"batch": 2, "tokens": 9})
-    for operator, (module, declaration) in cases.items():
-        kernel = tile_sweep.candidate(operator, module, dict(module.INTERPRETER_TILE))
+    for operator, (module, declaration, tile, workload) in cases.items():
+        kernel = tile_sweep.candidate(operator, module, dict(tile))
         assert first_violation(declaration, kernel, workload, 1, "normal") is None, operator
 
 
