@@ -118,7 +118,7 @@ for part in "$@"; do
     space)  # issue 27: the exhaustive sweep of SPACE_OPS' declared spaces against autotune's
       # screen; SPACE_SHARD=K/N sweeps one shard (merge them here with `--merge N`)
       run "space${SPACE_SHARD:+_${SPACE_SHARD%%/*}}" "${SPACE_SECONDS:-580}" python3 \
-        benchmarks/sweep_space.py --operators "${SPACE_OPS:-split_kv_attention}" --jobs 14 \
+        benchmarks/sweep_space.py --operators "${SPACE_OPS:-split_kv_attention}" \
         ${SPACE_SHARD:+--shard "$SPACE_SHARD"} --sweep-budget-s "${SPACE_SWEEP_S:-280}" ;;
     zygote) run zygote 60 python3 benchmarks/zygote_threads.py ;;
     bias) run bias 240 python3 benchmarks/graph_bias_probe.py ;;

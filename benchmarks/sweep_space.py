@@ -84,7 +84,10 @@ def main(argv: list[str]) -> int:
             if missing:
                 print(f"sweep_space: cannot merge, {missing[0]} is not in {out}", file=sys.stderr)
                 return EXIT_BAD_INPUT
-            result = merge_shards([json.loads(path.read_text()) for path in shards])
+            screen = None
+            if arguments.screen_from:  # a later screen of the same space (a change to it)
+                screen = json.loads(Path(arguments.screen_from).read_text())["screen_raw"]
+            result = merge_shards([json.loads(path.read_text()) for path in shards], screen)
             (out / f"sweep_{name}.json").write_text(json.dumps(result, indent=1) + "\n")
         else:
             result = sweep_operator(REGISTRY.declaration(name), arguments, shard)
@@ -173,8 +176,9 @@ def sweep_operator(declaration, arguments, shard: tuple[int, int] | None = None)
     return _result(declaration.name, len(points), swept, screen, seconds, shard, production_us)
 
 
-def merge_shards(parts: list[dict]) -> dict:
-    """The whole sweep from its shard files: their rows joined, the screen from shard 0."""
+def merge_shards(parts: list[dict], screen: dict | None = None) -> dict:
+    """The whole sweep from its shard files: their rows joined, the screen from shard 0
+    unless another is given."""
     parts = sorted(parts, key=lambda part: part["shard"][0])
     rows = sorted((row for part in parts for row in part["rows"]), key=lambda r: r["index"])
     first = parts[0]
@@ -183,7 +187,7 @@ def merge_shards(parts: list[dict]) -> dict:
         first["operator"],
         first["points"],
         rows,
-        first["screen_raw"],
+        screen or first["screen_raw"],
         seconds,
         None,
         first["production_us"],
@@ -447,10 +451,17 @@ def _catalog():
 
 
 def _parser() -> argparse.ArgumentParser:
+    from controller.agents.autotune_screen import default_jobs
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--operators", help="comma-separated operators (default: the catalog)")
     parser.add_argument("--out", default="runs/sweep", help="folder when $OUT is not set")
-    parser.add_argument("--jobs", type=int, default=8, help="compiling processes of the screen")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=default_jobs(),
+        help="compiling processes of the screen (default: the autotune agent's)",
+    )
     parser.add_argument("--replays", type=int, default=20, help="paired replays per workload")
     parser.add_argument("--screen-budget-s", type=float, default=270.0)
     parser.add_argument(
@@ -458,6 +469,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--shard", help="K/N: sweep only the points whose index is K mod N")
     parser.add_argument("--merge", type=int, help="join N shard files in $OUT into one result")
+    parser.add_argument(
+        "--screen-from", help="with --merge: take the screen from this sweep file instead"
+    )
     return parser
 
 

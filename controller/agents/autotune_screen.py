@@ -21,7 +21,13 @@ SCREEN_FOLDER = ".autotune"
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 EXIT_DEVICE_LOST = 4
 MAX_RESTARTS = 3
-MAX_JOBS = 8
+MAX_JOBS = 14
+
+
+def default_jobs() -> int:
+    """Compiling children of a screen: every core but two (the timing process and the
+    controller), at most MAX_JOBS; compiling is most of a point's cost."""
+    return min(MAX_JOBS, max(1, (os.cpu_count() or 2) - 2))
 
 
 def screen_in_fence(
@@ -30,7 +36,7 @@ def screen_in_fence(
     """Screen `points` (the incumbent's first) with the task and solution in the workspace."""
     started = time.monotonic()
     device = "cuda" if getattr(session.policy, "gpu", False) else "cpu"
-    jobs = jobs or min(MAX_JOBS, max(1, (os.cpu_count() or 2) // 2))
+    jobs = jobs or default_jobs()
     scratch = session.workspace / SCREEN_FOLDER
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir()
