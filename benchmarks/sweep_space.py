@@ -256,6 +256,8 @@ def _sweep(declaration, solution, points, chosen, scratch: Path, replays: int, d
 def _model_time(rows: list[dict], production_us: dict) -> None:
     """Each timed row's model-time ratio: its workloads' ratios weighted by calls x the
     production kernel's time (the model's time), and that time in us."""
+    if any(w["us"] is None for w in production_us.values()):
+        return  # nothing was timed (a screen-only call): no row has a ratio to weigh
     weights = {name: w["calls"] * w["us"] for name, w in production_us.items()}
     for row in rows:
         if row["status"] == "timed":
