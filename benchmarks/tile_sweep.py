@@ -160,10 +160,9 @@ def sweep(operator: str, fused: ModuleType, workload, device) -> dict:
 
 def chosen_tuning(fused: ModuleType, results: list[dict]) -> dict:
     """Per regime the tile with the least model time over the regime's workloads, among tiles
-    timed at all of them (the shipped tile where none was); None, production's path, where the
-    module allows it (PRODUCTION_WHERE_FASTER) and production's model time is the least."""
+    timed at all of them (the shipped tile where none was)."""
     by_name = {tile_name(tile): tile for tile in tiles(fused.TUNING_SPACE)}
-    tuning = {name: tile and dict(tile) for name, tile in fused.TUNING.items()}
+    tuning = {name: dict(tile) for name, tile in fused.TUNING.items()}
     for regime in tuning:
         mine = [result for result in results if result["regime"] == regime]
         common = set(by_name)
@@ -175,12 +174,7 @@ def chosen_tuning(fused: ModuleType, results: list[dict]) -> dict:
         def model_time(name: str, mine=mine) -> float:
             return sum(r["tiles_us"][name] * (r["calls_per_forward"] or 1) for r in mine)
 
-        best = min(sorted(common), key=model_time)
-        production = sum(r["production_us"] * (r["calls_per_forward"] or 1) for r in mine)
-        if getattr(fused, "PRODUCTION_WHERE_FASTER", False) and production <= model_time(best):
-            tuning[regime] = None
-        else:
-            tuning[regime] = dict(by_name[best])
+        tuning[regime] = dict(by_name[min(sorted(common), key=model_time)])
     return tuning
 
 

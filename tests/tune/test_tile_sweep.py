@@ -19,12 +19,11 @@ FAST = {"block_m": 32, "block_n": 32, "block_k": 64, "num_warps": 4, "num_stages
 WIDE = {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3}
 
 
-def result(workload, regime, calls, tiles_us, production_us=100.0):
+def result(workload, regime, calls, tiles_us):
     return {
         "workload": workload,
         "regime": regime,
         "calls_per_forward": calls,
-        "production_us": production_us,
         "tiles_us": tiles_us,
     }
 
@@ -42,23 +41,6 @@ def test_a_regime_takes_the_least_model_time_over_its_workloads():
     assert tuning["many_rows"] == WIDE
     assert tuning["some_rows"] == FAST
     assert tuning["few_rows"] == fused.TUNING["few_rows"]  # nothing timed: the shipped tile
-
-
-def test_production_keeps_a_regime_where_it_is_fastest_only_when_the_module_allows_it():
-    import gated_gelu_projection_fused as gated
-
-    tile = {"block_m": 64, "block_n": 32, "block_k": 64, "num_warps": 4, "num_stages": 3}
-    name = tile_sweep.tile_name(tile)
-    results = [
-        result("action_b1", "gemv", 180, {name: 8.0}, production_us=12.0),
-        result("action_b8", "rows512", 180, {name: 21.0}, production_us=20.0),
-    ]
-    tuning = tile_sweep.chosen_tuning(gated, results)
-    assert tuning["gemv"] == tile
-    assert tuning["rows512"] is None  # production's path: the BLAS beat every tile
-    fast = tile_sweep.tile_name(FAST)
-    qkv = [result("action_b8", "some_rows", 180, {fast: 21.0}, production_us=20.0)]
-    assert tile_sweep.chosen_tuning(fused, qkv)["some_rows"] == FAST  # no fallback declared
 
 
 def test_the_written_tuning_replaces_the_literal_and_nothing_else(tmp_path, monkeypatch):
