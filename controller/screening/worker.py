@@ -31,7 +31,7 @@ def main(argv: list[str]) -> int:
     points = [(int(index), point) for index, point in json.loads(arguments.points.read_text())]
     if arguments.compile_shard:
         shard, shards = (int(part) for part in arguments.compile_shard.split("/"))
-        return _compile_shard(arguments, contiguous_shard(points, shard, shards), deadline)
+        return _compile_shard(arguments, points[shard::shards], deadline)
     if arguments.device == "cuda" and arguments.jobs > 1 and len(points) > arguments.jobs:
         compile_ahead(argv, arguments.jobs, time.monotonic() + COMPILE_SHARE * arguments.budget_s)
     from gates.errors import GateError
@@ -117,17 +117,6 @@ def compile_ahead(argv: list[str], jobs: int, deadline: float) -> None:
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
-
-
-def contiguous_shard(points: list, shard: int, shards: int) -> list:
-    """This child's run of consecutive points. Neighbours in a space's order differ in its
-    last settings only and share most of their kernels, so one child compiles each shared
-    kernel once and reads it from the cache after; dealt out in turn (point i to child
-    i mod N) the children compiled the same kernels side by side, and an attention space
-    reached 353 of its 486 points in a 270 s screen."""
-    size, extra = divmod(len(points), shards)
-    start = shard * size + min(shard, extra)
-    return points[start : start + size + (shard < extra)]
 
 
 def _compile_shard(arguments, points, deadline: float) -> int:
