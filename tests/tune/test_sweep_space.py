@@ -42,3 +42,19 @@ def test_a_screen_only_shard_writes_a_result_without_ratios():
     result = sweep_space._result("op", 4, rows, NO_SCREEN, 0.0, (0, 2), nothing_timed)
     assert result["best"] is None and result["not_reached"] == 1
     assert "1 points not reached" in sweep_space._line(result)
+
+
+def test_merge_joins_the_shard_files_with_a_later_screen(tmp_path, monkeypatch, capsys):
+    for index, rows in enumerate(([timed(0, 1.0, 1.0)], [timed(1, 0.9, 1.0)])):
+        written = shard(rows, index)
+        (tmp_path / f"sweep_rms_norm.shard-{index}-of-2.json").write_text(json.dumps(written))
+    later = shard([], 0)
+    later["screen_raw"] = {**NO_SCREEN, "seconds": 12.5}
+    (tmp_path / "later.json").write_text(json.dumps(later))
+    monkeypatch.setenv("OUT", str(tmp_path))
+    arguments = ["--operators", "rms_norm", "--merge", "2"]
+    assert sweep_space.main([*arguments, "--screen-from", str(tmp_path / "later.json")]) == 0
+    merged = json.loads((tmp_path / "sweep_rms_norm.json").read_text())
+    assert merged["best"]["index"] == 1 and merged["screen"]["seconds"] == 12.5
+    assert sweep_space.main(["--operators", "rms_norm", "--merge", "3"]) == 2
+    assert "sweep_rms_norm.shard-0-of-3.json is not in" in capsys.readouterr().err
