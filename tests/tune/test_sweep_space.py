@@ -49,7 +49,7 @@ def test_merge_joins_the_shard_files_with_a_later_screen(tmp_path, monkeypatch, 
         written = shard(rows, index)
         (tmp_path / f"sweep_rms_norm.shard-{index}-of-2.json").write_text(json.dumps(written))
     later = shard([], 0)
-    later["screen_raw"] = {**NO_SCREEN, "seconds": 12.5}
+    later["screen"]["seconds"] = 12.5
     (tmp_path / "later.json").write_text(json.dumps(later))
     monkeypatch.setenv("OUT", str(tmp_path))
     arguments = ["--operators", "rms_norm", "--merge", "2"]
