@@ -4,9 +4,15 @@ The operator file the scripted tune session ships (`python benchmarks/solution_s
 attention_output benchmarks/attention_output_fused.py` writes it into the session with its
 imports made relative; `benchmarks/tile_sweep.py attention_output` sweeps and times it). The model's
 code copies attention's output into token layout and then runs one BLAS product; here a
-program per (row block, column block) loads each head's slice of its rows where attention
-wrote it, so the copy and its launch are gone. FP32 sums over the heads' features, one BF16
-rounding at the end.
+program per (row block, column block, split) loads each head's slice of its rows where
+attention wrote it, so the copy and its launch are gone. FP32 sums over the heads' features, one
+BF16 rounding at the end.
+
+Split-K: the 2048 features of a row are few columns of work for many rows of weight (the output
+has 1024 columns), so a call with few rows has few tiles, each streaming 2048 features. `splits`
+programs share one tile, each over its own run of heads; each writes its FP32 partial sums,
+counts itself in with an atomic, and the last to arrive adds the partials in split order (the
+same order whichever arrives last) and stores the BF16 result.
 """
 
 import torch
@@ -24,23 +30,59 @@ REGIMES = (("few_rows", 64), ("some_rows", 512), ("many_rows", 1024), ("most_row
 """Row regimes by their largest row count (batch x tokens): the action expert at batch 1 and
 8, the prefix at batch 1 and 8."""
 TUNING = {
-    "few_rows": {"block_m": 16, "block_n": 32, "block_k": 128, "num_warps": 4, "num_stages": 3},
-    "some_rows": {"block_m": 64, "block_n": 32, "block_k": 128, "num_warps": 4, "num_stages": 3},
-    "many_rows": {"block_m": 64, "block_n": 32, "block_k": 128, "num_warps": 4, "num_stages": 3},
-    "most_rows": {"block_m": 64, "block_n": 128, "block_k": 64, "num_warps": 4, "num_stages": 3},
+    "few_rows": {
+        "block_m": 16,
+        "block_n": 32,
+        "block_k": 128,
+        "num_warps": 4,
+        "num_stages": 3,
+        "splits": 1,
+    },
+    "some_rows": {
+        "block_m": 64,
+        "block_n": 32,
+        "block_k": 128,
+        "num_warps": 4,
+        "num_stages": 3,
+        "splits": 1,
+    },
+    "many_rows": {
+        "block_m": 64,
+        "block_n": 32,
+        "block_k": 128,
+        "num_warps": 4,
+        "num_stages": 3,
+        "splits": 1,
+    },
+    "most_rows": {
+        "block_m": 64,
+        "block_n": 128,
+        "block_k": 64,
+        "num_warps": 4,
+        "num_stages": 3,
+        "splits": 1,
+    },
 }
 """Tiles per row regime on a GPU (the fastest of `benchmarks/tile_sweep.py`'s sweep writes
 itself here)."""
 TUNING_SPACE = {
-    "block_m": (32, 16, 64, 128),
-    "block_n": (32, 64, 128, 16),
+    "block_m": (64, 16, 32, 128),
+    "block_n": (64, 32, 128),
     "block_k": (128, 64),
     "num_warps": (4, 8),
     "num_stages": (3,),
+    "splits": (4, 2, 8, 1),
 }
 """What benchmarks/tile_sweep.py tries in every regime, in this order (the likeliest first: the
 sweep is bounded in time)."""
-INTERPRETER_TILE = {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 1, "num_stages": 1}
+INTERPRETER_TILE = {
+    "block_m": 64,
+    "block_n": 64,
+    "block_k": 64,
+    "num_warps": 1,
+    "num_stages": 1,
+    "splits": 2,
+}
 
 
 def merge_heads(attended: torch.Tensor) -> torch.Tensor:
@@ -54,12 +96,15 @@ def attention_output_reference(attended: torch.Tensor, weight: torch.Tensor) -> 
     return F.linear(merge_heads(attended), weight)
 
 
-@triton.jit(do_not_specialize=["tokens"])  # one compile serves every token count
+@triton.jit(do_not_specialize=["tokens", "rows"])  # one compile serves every token count
 def _attention_output_kernel(
     a_ptr,
     w_ptr,
     out_ptr,
+    partial_ptr,
+    arrivals_ptr,
     tokens,
+    rows,
     outputs,
     features,
     a_batch_stride,
@@ -71,6 +116,7 @@ def _attention_output_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    SPLITS: tl.constexpr,
 ):
     # A program's rows are tokens of one batch, so each head's slice of them is one strided
     # tile: the loads stay affine, as a plain matrix's rows are.
@@ -78,13 +124,15 @@ def _attention_output_kernel(
     batch = tl.program_id(0) // token_blocks
     token = (tl.program_id(0) % token_blocks) * BLOCK_M + tl.arange(0, BLOCK_M)
     column = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    split = tl.program_id(2)
+    span = features // SPLITS  # the launcher makes it a multiple of BLOCK_K
     depth = tl.arange(0, BLOCK_K)
     token_ok = token < tokens
     column_ok = column < outputs
     a_rows = a_ptr + batch * a_batch_stride + token[:, None] * a_token_stride + depth[None, :]
     w_rows = w_ptr + column[:, None] * features + depth[None, :]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for start in range(0, features, BLOCK_K):  # BLOCK_K divides HEAD_DIM: one head per step
+    for start in range(split * span, split * span + span, BLOCK_K):  # one head per step
         offset = (start // HEAD_DIM) * a_head_stride + start % HEAD_DIM
         if ALIGNED:  # every head's slice starts on a 16-byte boundary: vector loads
             offset = tl.multiple_of(offset, 8)
@@ -93,9 +141,24 @@ def _attention_output_kernel(
         if UPCAST:  # the interpreter's dot has no BF16
             a, w = a.to(tl.float32), w.to(tl.float32)
         acc = tl.dot(a, tl.trans(w), acc)
-    out = acc.to(out_ptr.dtype.element_ty)
+    keep = token_ok[:, None] & column_ok[None, :]
     place = (batch * tokens + token)[:, None] * outputs + column[None, :]
-    tl.store(out_ptr + place, out, mask=token_ok[:, None] & column_ok[None, :])
+    if SPLITS == 1:
+        tl.store(out_ptr + place, acc.to(out_ptr.dtype.element_ty), mask=keep)
+    else:
+        tl.store(partial_ptr + split * rows * outputs + place, acc, mask=keep)
+        tl.debug_barrier()  # every thread's partial is written before the count (release)
+        tile = tl.program_id(0) * tl.num_programs(1) + tl.program_id(1)
+        if tl.atomic_add(arrivals_ptr + tile, 1) == SPLITS - 1:  # the last of the tile's splits
+            total = tl.load(partial_ptr + place, mask=keep, other=0.0, cache_modifier=".cg")
+            for other in range(1, SPLITS):  # split order: the same sums whoever arrives last
+                total += tl.load(
+                    partial_ptr + other * rows * outputs + place,
+                    mask=keep,
+                    other=0.0,
+                    cache_modifier=".cg",
+                )
+            tl.store(out_ptr + place, total.to(out_ptr.dtype.element_ty), mask=keep)
 
 
 def attention_output_kernel(attended: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -118,14 +181,26 @@ def project(attended: torch.Tensor, weight: torch.Tensor, tile: dict) -> torch.T
     # A K step stays inside one head: at most head_dim and dividing it (& -head_dim: the
     # largest power of two that does); tl.dot takes at least 16 along K.
     step = max(16, min(tile["block_k"], head_dim & -head_dim))
-    grid = (batch * triton.cdiv(tokens, tile["block_m"]), triton.cdiv(outputs, tile["block_n"]))
+    splits = split_count(tile.get("splits", 1), features, step)
+    grid = (
+        batch * triton.cdiv(tokens, tile["block_m"]),
+        triton.cdiv(outputs, tile["block_n"]),
+        splits,
+    )
+    partial, arrivals = out, out  # not read with one split
+    if splits > 1:
+        partial = torch.empty((splits, *out.shape), dtype=torch.float32, device=out.device)
+        arrivals = torch.zeros(grid[0] * grid[1], dtype=torch.int32, device=out.device)
     launch(
         _attention_output_kernel,
         grid,
         attended,
         weight,
         out,
+        partial,
+        arrivals,
         tokens,
+        batch * tokens,
         outputs,
         features,
         *strides,
@@ -135,10 +210,19 @@ def project(attended: torch.Tensor, weight: torch.Tensor, tile: dict) -> torch.T
         BLOCK_M=tile["block_m"],
         BLOCK_N=tile["block_n"],
         BLOCK_K=step,
+        SPLITS=splits,
         num_warps=tile["num_warps"],
         num_stages=tile["num_stages"],
     )
     return out
+
+
+def split_count(wanted: int, features: int, step: int) -> int:
+    """The most splits up to `wanted` that give every split the same whole number of K steps."""
+    splits = max(1, wanted)
+    while splits > 1 and features % (splits * step):
+        splits -= 1
+    return splits
 
 
 def regime(rows: int) -> str:

@@ -38,7 +38,8 @@ from operators.catalog.checking import first_violation  # noqa: E402
 
 INPUT_SETS = 16
 """The weights are 4-5 MB each: 16 sets are past the H200's 50 MB L2."""
-SECONDS_PER_WORKLOAD = 45.0
+SECONDS_PER_WORKLOAD = float(os.environ.get("TILE_SECONDS", "45"))
+"""How long one workload's tiles may take to check and compile (`TILE_SECONDS`)."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,8 @@ def tiles(space: dict) -> list[dict]:
 
 
 def tile_name(tile: dict) -> str:
-    return "m{block_m}_n{block_n}_k{block_k}_w{num_warps}_s{num_stages}".format(**tile)
+    name = "m{block_m}_n{block_n}_k{block_k}_w{num_warps}_s{num_stages}".format(**tile)
+    return name + (f"_p{tile['splits']}" if "splits" in tile else "")
 
 
 def rows_of(workload) -> int:

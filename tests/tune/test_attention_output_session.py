@@ -43,6 +43,24 @@ def test_the_kernel_meets_the_contract_on_every_distribution(batch, tokens):
         assert violation is None, f"{distribution}: {violation}"
 
 
+@pytest.mark.parametrize("splits", [3, 2])
+def test_split_k_meets_the_contract_and_sums_in_split_order(splits):
+    """Three splits share each tile (one head each); two do not divide the three heads' steps,
+    so the launch takes one."""
+    assert fused.split_count(splits, 96, 32) == (3 if splits == 3 else 1)
+    tile = dict(fused.INTERPRETER_TILE, block_m=16, block_n=32, splits=splits)
+    workload = Workload(name="b2_t19", axes={"batch": 2, "tokens": 19})
+
+    def split(attended, weight):
+        return fused.project(attended, weight, tile)
+
+    for distribution in DISTRIBUTIONS:
+        violation = first_violation(SMALL, split, workload, 5, distribution)
+        assert violation is None, f"{distribution}: {violation}"
+    attended, weight = SMALL.make_inputs(workload, 2)
+    assert torch.equal(split(attended, weight), split(attended, weight))
+
+
 def test_the_kernel_reads_a_head_layout_view_in_place():
     attended, weight = SMALL.make_inputs(Workload(name="t", axes={"batch": 2, "tokens": 9}), 1)
     strided = attended.transpose(1, 2).contiguous().transpose(1, 2)  # token-major memory
