@@ -99,7 +99,10 @@ for part in "$@"; do
             --profile "${spec%%:*}" --mode "${spec##*:}" --batch "$b"
         done
       done ;;
-    projection) run projection 90 python3 benchmarks/projection_gpu.py ;;  # issue 26: modulation
+    projection)  # issue 26: the modulation kernel's settings, the fastest written into it and its
+      # session (then `h200` with H200_OPS=stacked_projection ships them)
+      run projection 120 python3 benchmarks/projection_gpu.py --write
+      cp benchmarks/stacked_projection_fused.py "$OUT/stacked_projection.kernel.py.txt" ;;
     margin) run margin "${MARGIN_SECONDS:-200}" python3 benchmarks/attention_margin.py ;;  # issue 26: contract margins
     attention_tuning)  # the sweep's fastest variant per regime into the kernel and its session,
       # among the numerics that passed every margin case when `margin` ran before

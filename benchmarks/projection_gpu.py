@@ -32,6 +32,7 @@ from pydantic import BaseModel  # noqa: E402
 
 import operators  # noqa: E402,F401  (selects the Triton interpreter before triton.language loads)
 import projection_session  # noqa: E402
+from gates.tuning.launch_settings import with_point  # noqa: E402
 import stacked_projection_fused as fused  # noqa: E402
 from operators.catalog.stacked_projection import DECLARATION  # noqa: E402
 from operators.declaration import DISTRIBUTIONS, Axis, OperatorDeclaration, Workload  # noqa: E402
@@ -42,13 +43,28 @@ INPUT_SETS = 20
 REPLAYS = 20
 WARMUP = 2
 SEEDS = 2
-SWEEP_SECONDS = 15.0
+SWEEP_SECONDS = 40.0
 """Compiling a variant takes about a second; variants past this much time are skipped."""
 H200_BYTES_PER_S = 4.8e12
 """The H200's HBM3e peak, for the byte floor (about 4.3 TB/s is reached by a copy)."""
 VARIANTS = [
-    {"block_n": n, "block_k": k, "num_warps": warps, "num_stages": stages, "dot": dot}
-    for n, k, warps, stages, dot in (
+    {"block_n": n, "block_k": k, "num_warps": w, "num_stages": stages, "dot": dot, "splits": p}
+    for n, k, w, stages, dot, p in (
+        (32, 256, 4, 3, True, 4),
+        (32, 128, 4, 3, True, 8),
+        (32, 256, 4, 3, True, 2),
+        (16, 256, 4, 3, True, 4),
+        (16, 128, 4, 3, True, 8),
+        (64, 128, 4, 3, True, 8),
+        (64, 256, 4, 3, True, 4),
+        (32, 512, 4, 2, True, 2),
+        (16, 128, 8, 3, True, 4),
+        (8, 256, 4, 3, False, 4),
+        (16, 128, 4, 3, False, 8),
+    )
+] + [
+    {"block_n": n, "block_k": k, "num_warps": w, "num_stages": stages, "dot": dot, "splits": 1}
+    for n, k, w, stages, dot in (
         (16, 512, 4, 3, True),
         (16, 256, 4, 4, True),
         (16, 1024, 4, 2, True),
@@ -66,7 +82,8 @@ VARIANTS = [
     )
 ]
 """Launch settings tried: columns per program, K per step, warps, stages, tl.dot or
-multiply-and-sum (which allows fewer columns per program, so more programs)."""
+multiply-and-sum (which allows fewer columns per program, so more programs), splits of K (more
+programs again); the split ones first, as the sweep is bounded in time."""
 
 
 class Accuracy(BaseModel):
@@ -309,6 +326,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--quick", action="store_true", help="small sizes (for the interpreter)")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp")))
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="write the fastest settings into the kernel's TUNING and its scripted session",
+    )
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -338,7 +360,37 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "projection_gpu.json").write_text(report.model_dump_json(indent=2) + "\n")
     print_table(report)
     print(f"\nwrote {args.out / 'projection_gpu.json'} in {report.seconds} s")
+    if args.write:
+        chosen = fastest_settings(report)
+        print(f"fastest settings over both workloads: {chosen}")
+        if chosen is not None and chosen != fused.TUNING:
+            kernel_file = Path(fused.__file__)
+            kernel_file.write_text(with_point(kernel_file.read_text(), chosen))
+            projection_session.SESSION_FILE.write_text(projection_session.session_text())
+            (args.out / "stacked_projection.kernel.py.txt").write_text(kernel_file.read_text())
+            print(f"wrote them into {kernel_file} and its session")
     return 0
+
+
+def fastest_settings(report: Report) -> dict | None:
+    """The settings (the shipped ones or a variant's) with the least time summed over the
+    workloads (the modulation runs as often at each), among those timed at every one."""
+    totals: dict[str, float] = {}
+    settings: dict[str, dict] = {}
+    for result in report.results:
+        for timing in result.timings:
+            if timing.settings is not None:
+                settings[timing.role] = timing.settings
+    for role in settings:
+        times = [
+            next((t.us for t in result.timings if t.role == role), None)
+            for result in report.results
+        ]
+        if all(value is not None for value in times):
+            totals[role] = sum(times)
+    if not totals:
+        return None
+    return dict(settings[min(totals, key=totals.get)])
 
 
 if __name__ == "__main__":

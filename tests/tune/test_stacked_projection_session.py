@@ -39,8 +39,22 @@ def test_the_session_writes_the_kernel_module_over_the_operator_file():
 
 @pytest.mark.parametrize(
     "settings",
-    [{}, {"block_k": 32}, {"dot": False, "block_n": 8, "block_k": 64}],
-    ids=["ragged_k", "even_k", "multiply_and_sum"],
+    [
+        {},
+        {"block_k": 32},
+        {"dot": False, "block_n": 8, "block_k": 64},
+        {"block_k": 32, "splits": 2},
+        {"block_k": 32, "splits": 8},
+        {"dot": False, "block_n": 8, "block_k": 64, "splits": 2},
+    ],
+    ids=[
+        "ragged_k",
+        "even_k",
+        "multiply_and_sum",
+        "split_k_uneven",
+        "split_k_capped",
+        "split_k_multiply_and_sum",
+    ],  # fmt: skip
 )
 def test_the_kernel_meets_the_contract_on_every_distribution(settings):
     kernel = projection_gpu.fused_with(settings)
@@ -64,3 +78,33 @@ def test_the_benchmark_runs_on_the_cpu_and_writes_its_report(tmp_path, capsys):
 def test_the_benchmark_refuses_full_sizes_under_the_interpreter(capsys):
     assert projection_gpu.main(["--device", "cpu"]) == 2
     assert "--quick" in capsys.readouterr().err
+
+
+def test_the_sweep_picks_the_settings_fastest_over_both_workloads():
+    def result(name: str, fused_us: float, variant_us: float | None):
+        timings = [
+            projection_gpu.Timing(role="three_linear", us=20.0),
+            projection_gpu.Timing(role="fused", settings={"splits": 1}, us=fused_us),
+            projection_gpu.Timing(role="variant0", settings={"splits": 4}, us=variant_us),
+        ]
+        return projection_gpu.WorkloadResult(
+            workload=name, batch=1, weight_bytes=1, floor_us=1.0, contract="c", accuracy=[],
+            timings=timings,
+        )  # fmt: skip
+
+    def report(*results):
+        return projection_gpu.Report(
+            device="d", torch="t", triton="t", session_current=True, tuning={}, seconds=1.0,
+            results=list(results),
+        )  # fmt: skip
+
+    assert projection_gpu.fastest_settings(
+        report(result("b1", 5.0, 3.0), result("b8", 5.0, 6.0))
+    ) == {"splits": 4}
+    assert projection_gpu.fastest_settings(
+        report(result("b1", 5.0, 3.0), result("b8", 5.0, 8.0))
+    ) == {"splits": 1}
+    # a variant not timed at every workload is not chosen, however fast
+    assert projection_gpu.fastest_settings(
+        report(result("b1", 5.0, 1.0), result("b8", 5.0, None))
+    ) == {"splits": 1}
