@@ -3,11 +3,6 @@
 The operator file the scripted tune session ships (benchmarks/projection_session.py writes it
 into the session with its imports made relative; benchmarks/projection_gpu.py times it). At
 the modulation's sizes a call is memory-bound: 6 MB of BF16 weights against a few rows of x.
-
-Split-K: one program per column block leaves most of the GPU idle on three 1024 x 1024
-weights, so `splits` programs share a column block, each over its own run of K. Each writes
-its FP32 partial sums, counts itself in with an atomic, and the last to arrive adds the
-partials in split order (the same sums whoever arrives last) and stores the BF16 result.
 """
 
 import torch
@@ -17,7 +12,7 @@ import triton.language as tl
 from operators import triton_runtime  # selects the interpreter before any kernel
 from operators.kernel_launch import compiler_visible, launch
 
-TUNING = {"block_n": 32, "block_k": 256, "num_warps": 4, "num_stages": 3, "dot": True, "splits": 1}
+TUNING = {"block_n": 32, "block_k": 256, "num_warps": 4, "num_stages": 3, "dot": True}
 """Launch settings on a GPU: output columns per program, K per step, warps, pipeline stages,
 and whether the products go through tl.dot (tensor cores) or FP32 multiply-and-sum. The fastest
 point of `benchmarks/projection_gpu.py`'s sweep on the H200 (2026-12-02: 4.94 / 5.06 us at
@@ -28,10 +23,8 @@ TUNING_SPACE = {
     "num_warps": (2, 4, 8),
     "num_stages": (2, 3, 4),
     "dot": (True, False),
-    "splits": (1, 2, 4, 8),
 }
-"""What `autotune` may try; block_k and splits change the FP32 sum order, within the
-contract."""
+"""What `autotune` may try; block_k changes the FP32 sum order, within the contract."""
 DOT_ROWS = (16, 64)
 """tl.dot takes at least 16 rows and columns: fewer rows of x are masked up to 16; one program
 keeps at most 64 rows, more take more programs along the grid's axis 1."""
@@ -51,30 +44,23 @@ def _project_columns(
     w_row_stride,
     row_block,
     column_block,
-    partial_ptr,
-    arrival_ptr,
-    split,
     BLOCK_B: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     EVEN_K: tl.constexpr,
     DOT: tl.constexpr,
     INTERPRETED: tl.constexpr,
-    SPLITS: tl.constexpr,
 ):
-    """y[row block, column block] = x W^T: FP32 sums over K (split `split` of SPLITS runs of
-    it), one BF16 rounding at the end."""
+    """y[row block, column block] = x W^T: FP32 sums over K, one BF16 rounding at the end."""
     row = row_block * BLOCK_B + tl.arange(0, BLOCK_B)
     column = column_block * BLOCK_N + tl.arange(0, BLOCK_N)
     k = tl.arange(0, BLOCK_K)
     row_ok = row < rows
     column_ok = column < outputs
-    span = tl.cdiv(tl.cdiv(features, BLOCK_K), SPLITS) * BLOCK_K  # whole K steps per split
-    first = split * span
-    x_block = x_ptr + row[:, None] * x_row_stride + first + k[None, :]
-    w_block = w_ptr + column[:, None] * w_row_stride + first + k[None, :]
+    x_block = x_ptr + row[:, None] * x_row_stride + k[None, :]
+    w_block = w_ptr + column[:, None] * w_row_stride + k[None, :]
     total = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
-    for start in range(first, tl.minimum(first + span, features), BLOCK_K):
+    for start in range(0, features, BLOCK_K):
         if EVEN_K:
             x = tl.load(x_block, mask=row_ok[:, None], other=0.0)
             w = tl.load(w_block, mask=column_ok[:, None], other=0.0)
@@ -92,33 +78,12 @@ def _project_columns(
             total = tl.dot(x, tl.trans(w), total)
         x_block += BLOCK_K
         w_block += BLOCK_K
-    keep = row_ok[:, None] & column_ok[None, :]
-    place = row[:, None] * outputs + column[None, :]
-    if SPLITS == 1:
-        _store_rounded(y_ptr + place, total, keep, INTERPRETED)
-    else:
-        tl.store(partial_ptr + split * rows * outputs + place, total, mask=keep)
-        tl.debug_barrier()  # every thread's partial is written before the count (release)
-        if tl.atomic_add(arrival_ptr, 1) == SPLITS - 1:  # the last of the block's splits
-            total = tl.load(partial_ptr + place, mask=keep, other=0.0, cache_modifier=".cg")
-            for other in range(1, SPLITS):  # split order: the same sums whoever arrives last
-                total += tl.load(
-                    partial_ptr + other * rows * outputs + place,
-                    mask=keep,
-                    other=0.0,
-                    cache_modifier=".cg",
-                )
-            _store_rounded(y_ptr + place, total, keep, INTERPRETED)
-
-
-@triton.jit
-def _store_rounded(y, total, keep, INTERPRETED: tl.constexpr):
-    """One BF16 rounding of the FP32 sums, to nearest with ties to even."""
     if INTERPRETED:  # the interpreter truncates on a cast to BF16: round to nearest, ties even
         bits = total.to(tl.uint32, bitcast=True)
         bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
         total = bits.to(tl.float32, bitcast=True)
-    tl.store(y, total.to(y.dtype.element_ty), mask=keep)
+    y = y_ptr + row[:, None] * outputs + column[None, :]
+    tl.store(y, total.to(y_ptr.dtype.element_ty), mask=row_ok[:, None] & column_ok[None, :])
 
 
 @triton.jit
@@ -130,8 +95,6 @@ def _stacked_projection_kernel(
     y0_ptr,
     y1_ptr,
     y2_ptr,
-    partial_ptr,
-    arrivals_ptr,
     rows,
     features,
     outputs,
@@ -145,35 +108,28 @@ def _stacked_projection_kernel(
     EVEN_K: tl.constexpr,
     DOT: tl.constexpr,
     INTERPRETED: tl.constexpr,
-    SPLITS: tl.constexpr,
 ):
     """Axis 0 runs over the column blocks of all three weights in turn, axis 1 over row blocks
-    of x, axis 2 over the splits of K: one launch streams every weight once."""
+    of x: one launch streams every weight once."""
     blocks_per_weight = tl.cdiv(outputs, BLOCK_N)
     program = tl.program_id(0)
     which = program // blocks_per_weight
     column_block = program % blocks_per_weight
     row_block = tl.program_id(1)
-    split = tl.program_id(2)
-    arrival = arrivals_ptr + program * tl.num_programs(1) + row_block
-    partial = partial_ptr + which * SPLITS * rows * outputs
     if which == 0:
         _project_columns(
             x_ptr, w0_ptr, y0_ptr, rows, features, outputs, x_row_stride, w0_row_stride,
-            row_block, column_block, partial, arrival, split, BLOCK_B, BLOCK_N, BLOCK_K, EVEN_K,
-            DOT, INTERPRETED, SPLITS,
+            row_block, column_block, BLOCK_B, BLOCK_N, BLOCK_K, EVEN_K, DOT, INTERPRETED,
         )  # fmt: skip
     elif which == 1:
         _project_columns(
             x_ptr, w1_ptr, y1_ptr, rows, features, outputs, x_row_stride, w1_row_stride,
-            row_block, column_block, partial, arrival, split, BLOCK_B, BLOCK_N, BLOCK_K, EVEN_K,
-            DOT, INTERPRETED, SPLITS,
+            row_block, column_block, BLOCK_B, BLOCK_N, BLOCK_K, EVEN_K, DOT, INTERPRETED,
         )  # fmt: skip
     else:
         _project_columns(
             x_ptr, w2_ptr, y2_ptr, rows, features, outputs, x_row_stride, w2_row_stride,
-            row_block, column_block, partial, arrival, split, BLOCK_B, BLOCK_N, BLOCK_K, EVEN_K,
-            DOT, INTERPRETED, SPLITS,
+            row_block, column_block, BLOCK_B, BLOCK_N, BLOCK_K, EVEN_K, DOT, INTERPRETED,
         )  # fmt: skip
 
 
@@ -204,18 +160,13 @@ def stacked_projection_kernel(
     block_k = min(TUNING["block_k"], max(16, triton.next_power_of_2(features)))
     if triton_runtime.interpreting():  # one program per weight keeps the interpreter quick
         block_n = max(block_n, triton.next_power_of_2(outputs))
-    splits = max(1, min(TUNING.get("splits", 1), triton.cdiv(features, block_k)))
-    grid = (3 * triton.cdiv(outputs, block_n), triton.cdiv(rows, block_b), splits)
-    partial, arrivals = ys[0], ys[0]  # not read with one split
-    if splits > 1:
-        partial = torch.empty((3, splits, rows, outputs), dtype=torch.float32, device=x.device)
-        arrivals = torch.zeros(grid[0] * grid[1], dtype=torch.int32, device=x.device)
+    grid = (3 * triton.cdiv(outputs, block_n), triton.cdiv(rows, block_b))
     launch(
         _stacked_projection_kernel, grid,
-        x, w0, w1, w2, *ys, partial, arrivals, rows, features, outputs,
+        x, w0, w1, w2, *ys, rows, features, outputs,
         x.stride(0), w0.stride(0), w1.stride(0), w2.stride(0),
         BLOCK_B=block_b, BLOCK_N=block_n, BLOCK_K=block_k, EVEN_K=features % block_k == 0,
-        DOT=dot, INTERPRETED=triton_runtime.interpreting(), SPLITS=splits,
+        DOT=dot, INTERPRETED=triton_runtime.interpreting(),
         num_warps=TUNING["num_warps"], num_stages=TUNING["num_stages"],
     )  # fmt: skip
     return ys
