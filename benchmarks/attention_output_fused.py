@@ -43,11 +43,11 @@ TUNING = {
         "block_k": 128,
         "num_warps": 4,
         "num_stages": 3,
-        "splits": 1,
+        "splits": 2,
     },
     "many_rows": {
         "block_m": 64,
-        "block_n": 64,
+        "block_n": 32,
         "block_k": 128,
         "num_warps": 4,
         "num_stages": 3,

@@ -1,7 +1,8 @@
 """stacked_projection on the H200: the fused kernel against three F.linear and torch.compile.
 
 Run from the repository root on a GPU machine: `OUT=$OUT python benchmarks/projection_gpu.py`
-(under a minute; writes $OUT/projection_gpu.json and prints a table). Per workload (the
+(under a minute; writes $OUT/projection_gpu.json and prints a table; `--write` puts the fastest
+settings into the kernel and its scripted session). Per workload (the
 modulation's condition at batch 1 and 8, three 1024 x 1024 BF16 weights) it first holds the
 fused kernel (benchmarks/stacked_projection_fused.py, the file the scripted tune session ships)
 to the operator's contract on every input distribution and counts how far it and the BLAS each

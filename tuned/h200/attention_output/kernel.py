@@ -1,6 +1,6 @@
 """Tuned attention_output, written by `controller install`.
 
-From run tune-20261203T140048Z-9c184e, attempt 1.
+From run tune-20261203T171900Z-bbe1a6, attempt 1.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """
