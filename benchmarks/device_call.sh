@@ -99,6 +99,7 @@ for part in "$@"; do
             --profile "${spec%%:*}" --mode "${spec##*:}" --batch "$b"
         done
       done ;;
+    gemm) run gemm "${GEMM_SECONDS:-150}" python3 benchmarks/gemm_probe.py ;;  # issue 26: Triton products at 400 rows against cuBLAS
     projection)  # issue 26: the modulation kernel's settings, the fastest written into it and its
       # session (then `h200` with H200_OPS=stacked_projection ships them)
       run projection 120 python3 benchmarks/projection_gpu.py --write
