@@ -143,8 +143,9 @@ def _refuse_environment_reads(export: Path, solution, baseline) -> None:
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise ControllerError(
-            f"export {export}: solution/{found[0]}{more}: a kernel may not ask where it runs "
-            "(loaded modules, hooks, environment, frames); tune it again without that read"
+            f"export {export}: solution/{found[0]}{more}: a kernel may not ask where or when it "
+            "runs (loaded modules, hooks, environment, frames, clocks, randomness); tune it again "
+            "without that read"
         )
 
 

@@ -120,12 +120,12 @@ def _violations(base, commit, config: TargetConfig, change: CommitChange, operat
 
 
 def _environment_reads(base, path: str, text: str):
-    """An operator that asks where it runs (loaded modules, hooks, environment, frames) can
-    behave one way under the gates and another in a deployment."""
+    """An operator that asks where or when it runs (loaded modules, hooks, environment, frames,
+    clocks, randomness) can behave one way under the gates and another in a deployment."""
     at_base = Path(base) / path
     known = {path: at_base.read_text()} if at_base.is_file() else {}
     for found in source_probes({path: text}, known):
-        yield f"{found}: operator code may not ask where it runs"
+        yield f"{found}: operator code may not ask where or when it runs"
 
 
 def _operator_module(config: TargetConfig, operator: str) -> str | None:

@@ -89,7 +89,7 @@ def _environment_read(candidate: Path, path: str, text: str) -> str | None:
     found = source_probes({relative: text}, known)
     if not found:
         return None
-    return f"{SOLUTION_FOLDER}/{found[0]}: solution code may not ask where it runs"
+    return f"{SOLUTION_FOLDER}/{found[0]}: solution code may not ask where or when it runs"
 
 
 def _task_digest(folder: Path) -> str:

@@ -1,6 +1,7 @@
-"""A solution may not ask where it runs: new reads of the loaded modules, profiler hooks,
-environment, argv or process are refused from its sources, and the query functions record
-calls made from its files (the end-to-end fixtures are in test_evaluator_cheats.py)."""
+"""A solution may not ask where or when it runs: new reads of the loaded modules, profiler
+hooks, environment, argv, process, clocks or randomness are refused from its sources, and the
+query functions record calls made from its files (the end-to-end fixtures are in
+test_evaluator_cheats.py)."""
 
 import os
 import sys
@@ -29,6 +30,22 @@ def test_every_spelling_of_the_loaded_module_table_is_a_probe():
     found = source_probes(spellings, {})
     assert {line.split(":")[0] for line in found} == set(spellings), found
     assert source_probes({"kernel.py": HONEST}, {}) == []
+
+
+def test_every_way_to_tell_one_moment_or_call_from_another_is_a_probe():
+    spellings = {
+        "clock.py": "import time\nUNTIL = time.time() + 86400\n",
+        "from_clock.py": "from time import perf_counter\n",
+        "date.py": "from datetime import datetime\nTODAY = datetime.now()\n",
+        "coin.py": "import random\nCOIN = random.random()\n",
+        "numpy_coin.py": "import numpy\nCOIN = numpy.random.rand()\n",
+        "bytes.py": "import os\nSEED = os.urandom(4)\n",
+        "secret.py": "import secrets\nSEED = secrets.randbits(8)\n",
+        "gpu_timer.py": "import triton.language as tl\nTIMER = tl.extra.cuda.globaltimer\n",
+        "assembly.py": "import triton.language as tl\nASM = tl.inline_asm_elementwise\n",
+    }
+    found = source_probes(spellings, {})
+    assert {line.split(":")[0] for line in found} == set(spellings), found
 
 
 def test_a_read_the_baseline_makes_at_the_same_path_is_not_new():

@@ -142,7 +142,7 @@ def test_a_solution_that_asks_where_it_runs_is_refused_by_the_tune_flows_scope(
     verdicts = judge(tmp_path, base, start, candidate)
     assert not verdicts["scope"].passed
     assert verdicts["scope"].summary.startswith(
-        "solution/kernel.py:7: reads .modules: solution code may not ask where it runs"
+        "solution/kernel.py:7: reads .modules: solution code may not ask where or when it runs"
     ), verdicts["scope"].summary
 
 

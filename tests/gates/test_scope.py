@@ -171,5 +171,5 @@ def test_rejects_operator_code_that_asks_where_it_runs(judge, make_candidate, pa
     verdict = judge(candidate)
     assert not verdict.passed
     line = len(text.splitlines())
-    expected = f"{path}:{line}: {read}: operator code may not ask where it runs"
+    expected = f"{path}:{line}: {read}: operator code may not ask where or when it runs"
     assert expected in verdict.details["violations"], verdict.details["violations"]

@@ -1,9 +1,11 @@
 """A solution that asks where it runs: the loaded-module table, an attached profiler or
-tracer, the caller's frames, environment variables, argv, the process or working directory.
+tracer, the caller's frames, environment variables, argv, the process or working directory;
+or when it runs: the host's clock and randomness, the GPU's timer.
 
 Such a kernel can compute honestly while something looks like an evaluator or a test runner
-(a judge module loaded, a profile hook on) and return something else in a user's process after
-`install`; no output check can see that. So the question itself is refused, two ways:
+(a judge module loaded, a profile hook on), or until a date or for all but a rare call, and
+return something else in a user's process after `install`; no output check can see that. So
+the question itself is refused, two ways:
 
 - statically, before the import: the solution's sources may not name these reads (an attribute
   or `from` import of `sys.modules`, `sys.getprofile`, `os.environ`, ..., a string holding such
@@ -78,13 +80,40 @@ PROBED_NAMES = frozenset(
         "__getattribute__",
         "attrgetter",
         "methodcaller",
+        # when it runs: host clocks and randomness, the GPU's own timer and inline assembly
+        "perf_counter",
+        "perf_counter_ns",
+        "monotonic",
+        "monotonic_ns",
+        "time_ns",
+        "process_time",
+        "thread_time",
+        "random",
+        "urandom",
+        "getrandom",
+        "globaltimer",
+        "clock64",
+        "inline_asm_elementwise",
     }
 )
-"""Names whose only use in a kernel is to ask where it runs."""
+"""Names whose only use in a kernel is to ask where or when it runs."""
 NAMESPACE_READERS = frozenset({"getattr", "vars", "globals", "locals", "dir"})
 """Builtins that reach a name computed at run time (`getattr(sys, "mod" + "ules")`)."""
-PROBING_MODULES = frozenset({"inspect", "traceback", "importlib"})
-"""Modules a kernel has no use for but to look at its callers or the import system."""
+PROBING_MODULES = frozenset(
+    {
+        "inspect",
+        "traceback",
+        "importlib",
+        "time",
+        "datetime",
+        "calendar",
+        "random",
+        "secrets",
+        "uuid",
+    }
+)
+"""Modules a kernel has no use for but to look at its callers or the import system, or to tell
+one moment or one call from another."""
 WRAPPED = (
     (sys, "getprofile"),
     (sys, "gettrace"),
@@ -120,7 +149,7 @@ def refuse_source_probes(found: list[str]) -> None:
     """Raise EnvironmentInspection naming the first read `source_probes` found, if any."""
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        raise EnvironmentInspection(f"asks where it runs: {found[0]}{more}")
+        raise EnvironmentInspection(f"asks where or when it runs: {found[0]}{more}")
 
 
 def _probes(text: str) -> list[tuple[int, str]]:
