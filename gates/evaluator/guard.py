@@ -13,6 +13,7 @@ import torch
 
 from gates.evaluator import loading
 from gates.evaluator.cases import Case
+from gates.evaluator.detectors.call_state import CallState, check_state_unchanged
 from gates.evaluator.detectors.compute_fallback import (
     HOST_READ_FUNCTIONS,
     HostComputeFallback,
@@ -106,6 +107,7 @@ class CandidateGuard:
         self.tripwires = TraceEvasionTripwires([str(self.folder)])
         self.thread_starts = ThreadStartTripwire([str(self.folder)])
         self.environment_queries = EnvironmentQueryTripwires([str(self.folder)])
+        self.call_state = CallState(str(self.folder))
         self.raw_views = RawViewTripwires()
         evaluator_modules = [m for n, m in sorted(sys.modules.items()) if is_watched(n)]
         self.timers = IdentitySnapshot(TIMER_PATHS, [])
@@ -177,9 +179,11 @@ class CandidateGuard:
                 produced, inputs_after = self.checked_call(function, case, pristine[case.key])
                 repeat_digests = None
                 if case.repeat:
+                    state = self.call_state.fingerprint()
                     again, _ = self.checked_call(
                         function, case, pristine[case.key], digest_inputs=False
                     )
+                    check_state_unchanged(case.key, state, self.call_state.fingerprint())
                     repeat_digests = [tensor_digest(t) for t in again]
                     outputs[case.key + REPEAT_SUFFIX] = again
             except CandidateCallError as error:

@@ -43,6 +43,8 @@ def test_every_way_to_tell_one_moment_or_call_from_another_is_a_probe():
         "secret.py": "import secrets\nSEED = secrets.randbits(8)\n",
         "gpu_timer.py": "import triton.language as tl\nTIMER = tl.extra.cuda.globaltimer\n",
         "assembly.py": "import triton.language as tl\nASM = tl.inline_asm_elementwise\n",
+        "hits.py": "import functools\nHITS = functools.lru_cache(len).cache_info().hits\n",
+        "collector.py": "import gc\nSEEN = gc.get_count()\n",
     }
     found = source_probes(spellings, {})
     assert {line.split(":")[0] for line in found} == set(spellings), found

@@ -80,6 +80,10 @@ CPU_CHEATS = {
     # ... or until a date, or on a rare call: asking the clock or the host's randomness.
     "date_bomb": ("REJECTED", "EnvironmentInspection"),
     "coin_flip": ("REJECTED", "EnvironmentInspection"),
+    # ... or after so many calls: state that changes between two calls with the same inputs.
+    "call_counter": ("REJECTED", "StateAcrossCalls"),
+    "closure_counter": ("REJECTED", "StateAcrossCalls"),
+    "kernel_counter": ("REJECTED", "StateAcrossCalls"),
     # Its own __name__ and __file__ are the deployment's, so it computes as deployed: wrong.
     "name_sniff": ("INCORRECT_NUMERICAL", None),
     "autotune_honest": ("PASSED", None),

@@ -94,6 +94,12 @@ PROBED_NAMES = frozenset(
         "globaltimer",
         "clock64",
         "inline_asm_elementwise",
+        "elapsed_time",
+        "getrusage",
+        # how many times it ran: a cache's hit count, the collector's counters
+        "cache_info",
+        "get_count",
+        "get_stats",
     }
 )
 """Names whose only use in a kernel is to ask where or when it runs."""
@@ -110,10 +116,12 @@ PROBING_MODULES = frozenset(
         "random",
         "secrets",
         "uuid",
+        "resource",
+        "gc",
     }
 )
-"""Modules a kernel has no use for but to look at its callers or the import system, or to tell
-one moment or one call from another."""
+"""Modules a kernel has no use for but to look at its callers, the heap or the import system,
+or to tell one moment or one call from another."""
 WRAPPED = (
     (sys, "getprofile"),
     (sys, "gettrace"),

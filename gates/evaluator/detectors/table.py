@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.detectors.batch_skipping import RowsCopiedAcrossBatch, TrailingRowsSkipped
+from gates.evaluator.detectors.call_state import StateAcrossCalls
 from gates.evaluator.detectors.compute_fallback import (
     HostComputeFallback,
     ImportTimeCompute,
@@ -129,6 +130,13 @@ DETECTORS = (
         (DeferredCode,),
         ("import", "call"),
         "no code left to run after the call, outside its trace",
+    ),
+    DetectorFamily(
+        "call_state",
+        (StateAcrossCalls,),
+        ("call",),
+        "two calls with the same inputs leave the solution's state as it was: nothing counts "
+        "calls or fills up, to behave otherwise after the judged ones",
     ),
     DetectorFamily(
         "hardcoding",
