@@ -25,6 +25,12 @@ _in_list = [0]
 _counter = itertools.count()
 _held = functools.partial(print, [0])
 _device = torch.zeros(4, dtype=torch.int32)
+_view = torch.zeros(8, dtype=torch.int32)[:4]
+
+
+def _beside_the_view():
+    # a raw write (as a kernel makes: no version bump) past the view's end, in its storage
+    torch.as_strided(_view, (1,), (1,), 7).numpy()[0] += 1
 
 
 @functools.lru_cache
@@ -78,6 +84,7 @@ COUNTERS = {
     "default": with_default,
     "function_attribute": lambda: setattr(honest, "calls", getattr(honest, "calls", 0) + 1),
     "lru_cache_entries": lambda: _tile(object()),  # a new entry per call
+    "beside_a_view": _beside_the_view,
 }
 """
 
@@ -109,7 +116,7 @@ def test_an_honest_cache_that_fills_once_per_layout_is_not_a_change(solution):
     "where",
     [
         "list", "count", "partial", "device", "class", "instance", "closure", "default",
-        "function_attribute", "lru_cache_entries",
+        "function_attribute", "lru_cache_entries", "beside_a_view",
     ],
 )  # fmt: skip
 def test_every_place_a_count_can_hide_is_seen(solution, where):

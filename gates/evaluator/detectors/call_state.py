@@ -36,8 +36,8 @@ MAX_DEPTH = 8
 MAX_ENTRIES = 20_000
 CHUNK_BYTES = 1 << 24
 CONTENT_BYTES = 1 << 28
-"""Tensors up to 256 MB are fingerprinted by their contents too (a device-side counter is one
-element anywhere in them); larger ones by storage, layout and version."""
+"""Tensors whose storage is up to 256 MB are fingerprinted by its contents too (a device-side
+counter is one element anywhere in it); larger ones by storage, layout and version."""
 HOLDERS = (functools.partial, collections.deque, types.SimpleNamespace)
 """Standard-library objects that only hold other objects: opened like containers."""
 
@@ -127,13 +127,16 @@ class _Walker:
             self.entries[where] = ("object", type(value).__qualname__, id(value))
             return
         self.seen[id(value)] = where
+        # The standard types' own methods, called on the type: an attribute the solution set on
+        # the object never runs.
         if isinstance(value, itertools.count):
-            self.entries[where] = ("count", object.__repr__(value), repr(value))
+            self.entries[where] = ("count", itertools.count.__repr__(value))
             return
         if isinstance(value, functools._lru_cache_wrapper):  # entries, not hits: a cache of
-            info = value.cache_info()  # tiles by layout is hit on every call, honestly
-            self.entries[where] = ("lru_cache", info.misses, info.currsize)
-            self.walk(value.__wrapped__, f"{where}.__wrapped__", depth + 1)
+            info = functools._lru_cache_wrapper.cache_info(value)  # tiles by layout is hit on
+            self.entries[where] = ("lru_cache", info.misses, info.currsize)  # every call
+            for index, item in enumerate(_referents(value)):  # the wrapped function among them
+                self.walk(item, f"{where}<{index}>", depth + 1)
             return
         parts = self._parts(value)
         self.entries[where] = (type(value).__qualname__, None if parts is None else len(parts))
@@ -175,6 +178,8 @@ class _Walker:
 
 def _tensor_state(tensor: torch.Tensor) -> tuple:
     with torch._C.DisableTorchFunction(), torch.no_grad():  # a subclass's overrides stay out
+        if type(tensor) is not torch.Tensor:
+            tensor = torch._C.TensorBase.as_subclass(tensor, torch.Tensor)
         layout = (str(tensor.device), str(tensor.dtype), tuple(tensor.shape))
         try:
             storage = tensor.untyped_storage().data_ptr(), tensor.storage_offset()
@@ -185,11 +190,14 @@ def _tensor_state(tensor: torch.Tensor) -> tuple:
 
 
 def _contents(tensor: torch.Tensor) -> tuple | None:
-    """Two sums over the bytes (plain and position-weighted), chunk by chunk."""
-    nbytes = tensor.numel() * tensor.element_size()
-    if not (0 < nbytes <= CONTENT_BYTES and tensor.is_contiguous()) or tensor.is_meta:
+    """Two sums (plain and position-weighted) over the bytes of the tensor's whole storage,
+    chunk by chunk: a count kept beside a view, in the same storage, is seen too."""
+    if tensor.layout != torch.strided or tensor.is_meta:
         return None
-    raw = tensor.detach().reshape(-1).view(torch.uint8)
+    storage = tensor.untyped_storage()
+    if not 0 < storage.nbytes() <= CONTENT_BYTES:
+        return None
+    raw = torch.empty(0, dtype=torch.uint8, device=tensor.device).set_(storage)
     plain = weighted = 0
     for start in range(0, raw.numel(), CHUNK_BYTES):
         chunk = raw[start : start + CHUNK_BYTES].to(torch.int64)
