@@ -102,8 +102,7 @@ for part in "$@"; do
     gemm) run gemm "${GEMM_SECONDS:-150}" python3 benchmarks/gemm_probe.py ;;  # issue 26: Triton products at 400 rows against cuBLAS
     projection)  # issue 26: the modulation kernel's settings, the fastest written into it and its
       # session (then `h200` with H200_OPS=stacked_projection ships them)
-      run projection 120 python3 benchmarks/projection_gpu.py --write
-      cp benchmarks/stacked_projection_fused.py "$OUT/stacked_projection.kernel.py.txt" ;;
+      run projection 120 python3 benchmarks/projection_gpu.py --write ;;
     margin) run margin "${MARGIN_SECONDS:-200}" python3 benchmarks/attention_margin.py ;;  # issue 26: contract margins
     attention_tuning)  # the sweep's fastest variant per regime into the kernel and its session,
       # among the numerics that passed every margin case when `margin` ran before

@@ -7,26 +7,29 @@ pointer-loading Triton kernels run at 40-60% of cuBLAS's throughput. This times 
 shapes of those products three ways: `F.linear` (cuBLAS), a Triton kernel that loads its tiles
 through pointers (as the shipped kernels do), and one that loads them through tensor
 descriptors (TMA on Hopper), each at a few tiles. CUDA-graph per-call time over WEIGHT_SETS
-weights, so the weights stream from HBM as the model's layers do. Every Triton result is held
-to the BLAS result first (FP32 sums in another order: within two BF16 steps). `--quick` runs
+weights (`projection_gpu.graph_times`, roles' replays interleaved), so the weights stream from
+HBM as the model's layers do. Every Triton result is held to the BLAS result first, under a
+two-rounding tolerance contract (FP32 sums in another order). `--quick` runs
 one small shape under the Triton interpreter, to check the script itself.
 """
 
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS.parent))
+sys.path.insert(0, str(BENCHMARKS))
 
 import torch  # noqa: E402,I001
 import torch.nn.functional as F  # noqa: E402
 
 from operators import triton_runtime  # noqa: E402  (selects the interpreter before any kernel)
+from operators.contract import Contract  # noqa: E402
+import projection_gpu  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
@@ -46,8 +49,9 @@ TILES = (
 )
 QUICK_TILE = {"block_m": 32, "block_n": 32, "block_k": 32, "num_warps": 1, "num_stages": 1}
 WEIGHT_SETS = 8
-CALLS = 24
-REPLAYS = 15
+AGREEMENT = Contract(
+    mode="tolerance", roundings=2, reason="FP32 sums in another order than the BLAS library's"
+)
 
 
 @triton.jit
@@ -123,31 +127,8 @@ def tile_name(tile: dict) -> str:
 
 
 def agrees(got: torch.Tensor, blas: torch.Tensor) -> bool:
-    """Within two BF16 steps of the BLAS result (plus a small absolute floor)."""
-    return bool(((got.float() - blas.float()).abs() <= blas.float().abs() * 2**-7 + 2**-10).all())
-
-
-def graph_us(function, inputs: list[tuple]) -> float:
-    """Median CUDA-graph replay time per call, CALLS calls rotating over the inputs."""
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        for a, w in inputs:
-            function(a, w)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        for call in range(CALLS):
-            function(*inputs[call % len(inputs)])
-    graph.replay()
-    samples = []
-    for _ in range(REPLAYS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1000.0 / CALLS)
-    return statistics.median(samples)
+    """Within two BF16 roundings of the BLAS result (the operators' tolerance contract)."""
+    return AGREEMENT.check("C", got, blas) is None
 
 
 def probe(name: str, shape: tuple[int, int, int], tiles, device, timed: bool) -> dict:
@@ -160,22 +141,22 @@ def probe(name: str, shape: tuple[int, int, int], tiles, device, timed: bool) ->
     sets = [(draw(rows, features), draw(columns, features) * 0.03) for _ in range(WEIGHT_SETS)]
     blas = F.linear(*sets[0])
     result = {"shape": list(shape), "gflop": 2 * rows * columns * features / 1e9, "us": {}}
-    if timed:
-        result["us"]["cublas"] = graph_us(F.linear, sets)
+    roles = {"cublas": F.linear}
     for kernel_name, kernel in KERNELS.items():
         for tile in tiles:
             label = f"{kernel_name}_{tile_name(tile)}"
             try:
-                if not agrees(kernel(*sets[0], tile), blas):
-                    result["us"][label] = "disagrees with the BLAS result"
-                    continue
-                if timed:
-                    result["us"][label] = graph_us(lambda a, w, t=tile, k=kernel: k(a, w, t), sets)
-                else:
+                if agrees(kernel(*sets[0], tile), blas):
+                    roles[label] = lambda a, w, t=tile, k=kernel: k(a, w, t)
                     result["us"][label] = "agrees (not timed)"
+                else:
+                    result["us"][label] = "disagrees with the BLAS result"
             except Exception as error:  # a tile that does not compile or fit is reported
                 result["us"][label] = f"{type(error).__name__}: {str(error).splitlines()[0][:100]}"
-            print(f"{name} {label}: {result['us'][label]}", flush=True)
+    if timed:
+        result["us"].update(projection_gpu.graph_times(roles, sets))
+    for label, value in result["us"].items():
+        print(f"{name} {label}: {value}", flush=True)
     return result
 
 

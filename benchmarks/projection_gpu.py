@@ -33,7 +33,7 @@ from pydantic import BaseModel  # noqa: E402
 
 import operators  # noqa: E402,F401  (selects the Triton interpreter before triton.language loads)
 import projection_session  # noqa: E402
-from gates.tuning.launch_settings import with_point  # noqa: E402
+import solution_session  # noqa: E402
 import stacked_projection_fused as fused  # noqa: E402
 from operators.catalog.stacked_projection import DECLARATION  # noqa: E402
 from operators.declaration import DISTRIBUTIONS, Axis, OperatorDeclaration, Workload  # noqa: E402
@@ -347,37 +347,34 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "projection_gpu.json").write_text(report.model_dump_json(indent=2) + "\n")
     print_table(report)
     print(f"\nwrote {args.out / 'projection_gpu.json'} in {report.seconds} s")
-    if args.write:
-        chosen = fastest_settings(report)
-        print(f"fastest settings over both workloads: {chosen}")
-        if chosen is not None and chosen != fused.TUNING:
-            kernel_file = Path(fused.__file__)
-            kernel_file.write_text(with_point(kernel_file.read_text(), chosen))
-            projection_session.SESSION_FILE.write_text(projection_session.session_text())
-            (args.out / "stacked_projection.kernel.py.txt").write_text(kernel_file.read_text())
-            print(f"wrote them into {kernel_file} and its session")
+    chosen = fastest_settings(report) if args.write else None
+    if chosen is not None:
+        kernel_file = Path(fused.__file__)
+        solution_session.write_tuning(projection_session.OPERATOR, kernel_file, chosen)
+        kept = (
+            args.out / f"{projection_session.OPERATOR}.kernel.py.txt"
+        )  # what a device call returns
+        kept.write_text(kernel_file.read_text())
+        print(f"fastest settings over both workloads {chosen}: written into {kernel_file}")
     return 0
 
 
 def fastest_settings(report: Report) -> dict | None:
     """The settings (the shipped ones or a variant's) with the least time summed over the
     workloads (the modulation runs as often at each), among those timed at every one."""
-    totals: dict[str, float] = {}
     settings: dict[str, dict] = {}
+    times: dict[str, list[float | None]] = {}
     for result in report.results:
         for timing in result.timings:
             if timing.settings is not None:
                 settings[timing.role] = timing.settings
-    for role in settings:
-        times = [
-            next((t.us for t in result.timings if t.role == role), None)
-            for result in report.results
-        ]
-        if all(value is not None for value in times):
-            totals[role] = sum(times)
-    if not totals:
-        return None
-    return dict(settings[min(totals, key=totals.get)])
+                times.setdefault(timing.role, []).append(timing.us)
+    totals = {
+        role: sum(us)
+        for role, us in times.items()
+        if len(us) == len(report.results) and None not in us
+    }
+    return dict(settings[min(totals, key=totals.get)]) if totals else None
 
 
 if __name__ == "__main__":

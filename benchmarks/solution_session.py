@@ -45,6 +45,17 @@ def session_text(operator: str, kernel_file: Path) -> str:
     return json.dumps({"attempts": [actions]}, indent=1) + "\n"
 
 
+def write_tuning(operator: str, kernel_file: Path, tuning: dict) -> None:
+    """`tuning` into the kernel module's TUNING literal, then its scripted session anew (what a
+    GPU sweep does with the settings it found fastest)."""
+    from gates.tuning.launch_settings import (
+        with_point,
+    )  # the caller puts the repository on the path
+
+    kernel_file.write_text(with_point(kernel_file.read_text(), tuning))
+    main([operator, str(kernel_file)])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("operator")

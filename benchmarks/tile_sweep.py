@@ -32,7 +32,6 @@ import torch  # noqa: E402,I001
 
 import projection_gpu  # noqa: E402
 import solution_session  # noqa: E402
-from gates.tuning.launch_settings import with_point  # noqa: E402
 from operators import REGISTRY  # noqa: E402
 from operators.catalog.checking import first_violation  # noqa: E402
 
@@ -182,9 +181,7 @@ def chosen_tuning(fused: ModuleType, results: list[dict]) -> dict:
 
 def write_tuning(operator: str, fused: ModuleType, tuning: dict) -> None:
     """The chosen tiles into the kernel module's TUNING, and its scripted session anew."""
-    path = Path(fused.__file__)
-    path.write_text(with_point(path.read_text(), tuning))
-    solution_session.main([operator, str(path)])
+    solution_session.write_tuning(operator, Path(fused.__file__), tuning)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,7 +49,9 @@ class StateAcrossCalls(CheatDetected):
 
 
 class CallState:
-    """Fingerprints of the state of the solution's modules (those loaded from its folder)."""
+    """Fingerprints of the state of the solution's modules: every module loaded from its
+    folder, by file rather than by package name (`loading.solution_modules`), so one imported
+    under another name is walked too."""
 
     def __init__(self, solution_dir: str) -> None:
         self.prefix = os.path.realpath(solution_dir) + os.sep
