@@ -51,36 +51,38 @@ SWEEP_SECONDS = float(os.environ.get("SWEEP_SECONDS", "75"))
 
 def _variants(points: list[tuple[int, ...]]) -> list[dict]:
     """Settings by name from (heads, queries, keys, dim_parts, score_chunks, num_warps,
-    num_stages[, weight_parts]); weight_parts is 2 unless given."""
+    num_stages[, weight_parts[, key_splits]]); weight_parts is 2 and key_splits 1 unless
+    given."""
     names = ("heads", "queries", "keys", "dim_parts", "score_chunks", "num_warps", "num_stages")
+    optional = ("weight_parts", "key_splits")
     return [
-        {"weight_parts": 2, **dict(zip(names + ("weight_parts",), point, strict=False))}
+        {"weight_parts": 2, "key_splits": 1, **dict(zip(names + optional, point, strict=False))}
         for point in points
     ]
 
 
 SHORT_VARIANTS = _variants([
-    (1, 16, 64, 4, 2, 4, 3), (1, 16, 64, 4, 4, 4, 3), (1, 16, 64, 4, 2, 4, 2),
-    (1, 16, 64, 2, 2, 4, 3), (1, 64, 64, 2, 2, 4, 3), (1, 64, 64, 2, 4, 4, 3),
-    (1, 64, 64, 2, 2, 4, 2), (1, 32, 64, 2, 2, 4, 3), (2, 32, 64, 2, 2, 4, 2),
-    (4, 16, 64, 4, 2, 4, 3), (1, 64, 32, 2, 2, 4, 3), (1, 32, 64, 4, 2, 4, 3),
-    (1, 16, 64, 4, 2, 4, 3, 3), (1, 64, 64, 2, 2, 4, 3, 3),
+    (1, 16, 64, 4, 2, 4, 3), (1, 64, 64, 2, 2, 4, 3), (1, 16, 64, 4, 2, 4, 3, 3),
+    (1, 16, 64, 4, 2, 4, 3, 2, 2), (1, 16, 64, 4, 2, 4, 3, 2, 5), (1, 16, 64, 4, 2, 4, 2, 2, 10),
+    (1, 16, 64, 2, 2, 4, 3, 2, 5), (1, 32, 64, 2, 2, 4, 3, 2, 5), (1, 64, 64, 2, 2, 4, 3, 2, 5),
+    (1, 64, 64, 2, 2, 4, 2, 2, 10), (2, 16, 64, 2, 2, 4, 3, 2, 5), (2, 32, 64, 2, 2, 4, 3, 2, 5),
+    (4, 16, 64, 2, 2, 4, 3, 2, 5), (4, 16, 64, 4, 2, 4, 3, 2, 5), (8, 16, 64, 2, 2, 8, 3, 2, 5),
+    (8, 16, 64, 4, 2, 8, 2, 2, 10), (1, 16, 32, 4, 2, 4, 3, 2, 10), (1, 16, 128, 4, 2, 4, 3, 2, 5),
+    (2, 16, 64, 4, 2, 4, 3, 2, 10), (1, 64, 64, 2, 2, 4, 3, 2, 2), (1, 64, 64, 2, 2, 4, 3, 2, 3),
+    (1, 64, 64, 2, 2, 4, 3, 2, 4), (1, 64, 64, 4, 2, 4, 3, 2, 2), (2, 32, 64, 2, 2, 4, 3, 2, 2),
+    (4, 16, 64, 2, 2, 4, 3, 2, 2), (8, 16, 64, 2, 2, 8, 3, 2, 2), (1, 32, 64, 2, 2, 4, 3, 2, 3),
 ])  # fmt: skip
-"""Settings (in `_variants`' order) tried for the action calls (50 tokens): the fastest of the
-earlier H200 sweeps, scores in two or four chunks (one chunk misses the contract, see
-TUNING_SPACE), weights in two parts and in three."""
+"""Settings (in `_variants`' order) tried for the action calls (50 tokens): the shipped ones
+(no runs of keys), then the keys in 2 to 10 runs joined by a second launch, over query heads
+per program, output parts and query blocks; scores in two chunks (one misses the contract, see
+TUNING_SPACE)."""
 LONG_VARIANTS = _variants([
-    (1, 64, 32, 2, 2, 4, 3), (1, 64, 32, 2, 4, 4, 3), (1, 128, 64, 2, 2, 8, 3),
-    (1, 128, 64, 2, 4, 8, 3), (1, 128, 64, 2, 2, 8, 2), (1, 64, 32, 2, 2, 4, 2),
-    (1, 64, 64, 2, 2, 4, 3), (1, 128, 32, 2, 2, 8, 3), (1, 64, 32, 4, 2, 4, 3),
-    (2, 64, 32, 2, 2, 8, 3), (1, 64, 16, 2, 2, 4, 3), (1, 128, 64, 4, 2, 8, 3),
-    (1, 64, 32, 2, 2, 4, 3, 3), (1, 128, 64, 2, 2, 8, 3, 3),
-    (1, 64, 32, 1, 2, 8, 3), (1, 64, 64, 1, 2, 8, 3), (1, 128, 32, 1, 2, 8, 2),
-    (1, 64, 32, 1, 4, 8, 3),
+    (1, 128, 64, 2, 2, 8, 3), (1, 64, 32, 2, 2, 4, 3), (1, 128, 64, 2, 2, 8, 3, 2, 2),
+    (1, 128, 64, 2, 2, 8, 3, 2, 3), (1, 64, 32, 2, 2, 4, 3, 2, 2), (1, 64, 64, 2, 2, 4, 3, 2, 2),
+    (1, 128, 32, 2, 2, 8, 3, 2, 2), (1, 64, 32, 2, 2, 4, 3, 2, 3),
 ])  # fmt: skip
-"""The same for the prefix calls (576 tokens), and the whole head dimension per program over 8
-warps (dim_parts 1: the score products once, the accumulator spread over twice the threads;
-offline they spill 128-788 bytes, `attention_registers.py`)."""
+"""The same for the prefix calls (576 tokens): the shipped settings of both batches, then runs
+of keys, which give the 80 programs of a batch-1 call more of the GPU."""
 
 
 class Timing(BaseModel):

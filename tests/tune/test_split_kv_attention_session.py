@@ -32,9 +32,11 @@ SPLIT = {
     "dim_parts": 4,
     "score_chunks": 4,
     "weight_parts": 3,
+    "key_splits": 3,
 }
 """Every knob away from its interpreted default: four output parts, four score chunks, three
-weight parts, two query heads per program, several key and query blocks per call."""
+weight parts, two query heads per program, several key and query blocks per call, the keys in
+three runs joined by a second launch."""
 
 
 def test_the_session_writes_the_kernel_module_over_the_operator_file():
