@@ -1,6 +1,6 @@
 """Tuned split_kv_attention, written by `controller install`.
 
-From run tune-20261203T104427Z-2ef8f7, attempt 1.
+From run tune-20261203T192619Z-ec4a46, attempt 1.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """

@@ -14,6 +14,11 @@ the production kernel's online softmax with four changes, all launch settings pe
   over all 256 dimensions loses too much to meet the contract at the prefix's sizes.
 - `weight_parts`: the softmax weights reach the tensor cores as two BF16 parts, or three
   (nearly their FP32 value) at one more product per key block.
+- `key_splits`: the keys (the cache's, then the call's own, as one sequence) are split into
+  runs, one program per run; each writes its unnormalised FP32 sums with its running maximum
+  and total, and a second launch joins the runs as the online softmax would have. A call of
+  50 queries otherwise walks all 626 keys in one program after another block of keys, with
+  most of the GPU idle.
 A regime is the call's kind (up to 64 tokens: the action expert over the cache; more: the
 prefix attending to itself) and whether its batch is at least WIDE_BATCH; each has its own
 settings, because the programs one call needs to fill the GPU differ by eight times.
@@ -31,27 +36,31 @@ from ...operators.kernel_launch import compiler_visible, launch
 LOG2_E = 1.4426950408889634
 WIDE_BATCH = 4
 """Batches of at least this many rows take the `*_wide` settings."""
+JOIN_ROWS = 4
+"""Output rows per program of the launch that joins runs of keys (4 x 256 values: 8 a thread)."""
 SETTINGS = (
-    "queries", "keys", "heads", "dim_parts", "score_chunks", "weight_parts", "num_warps",
-    "num_stages",
+    "queries", "keys", "heads", "dim_parts", "score_chunks", "weight_parts", "key_splits",
+    "num_warps", "num_stages",
 )  # fmt: skip
 REGIMES = ("short", "short_wide", "long", "long_wide")
 TUNING = {
-    "short_queries": 16,
+    "short_queries": 64,
     "short_keys": 64,
     "short_heads": 1,
-    "short_dim_parts": 4,
+    "short_dim_parts": 2,
     "short_score_chunks": 2,
     "short_weight_parts": 2,
+    "short_key_splits": 5,
     "short_num_warps": 4,
     "short_num_stages": 3,
-    "short_wide_queries": 64,
+    "short_wide_queries": 16,
     "short_wide_keys": 64,
-    "short_wide_heads": 1,
+    "short_wide_heads": 8,
     "short_wide_dim_parts": 2,
     "short_wide_score_chunks": 2,
     "short_wide_weight_parts": 2,
-    "short_wide_num_warps": 4,
+    "short_wide_key_splits": 2,
+    "short_wide_num_warps": 8,
     "short_wide_num_stages": 3,
     "long_queries": 128,
     "long_keys": 64,
@@ -59,6 +68,7 @@ TUNING = {
     "long_dim_parts": 2,
     "long_score_chunks": 2,
     "long_weight_parts": 2,
+    "long_key_splits": 1,
     "long_num_warps": 8,
     "long_num_stages": 3,
     "long_wide_queries": 64,
@@ -67,12 +77,13 @@ TUNING = {
     "long_wide_dim_parts": 2,
     "long_wide_score_chunks": 2,
     "long_wide_weight_parts": 2,
+    "long_wide_key_splits": 1,
     "long_wide_num_warps": 4,
     "long_wide_num_stages": 3,
 }
 """Launch settings on a GPU per regime: query block, key block, query heads per program, parts
 of the head dimension for the output, chunks of it for the scores, BF16 parts of the softmax
-weights, warps, pipeline stages."""
+weights, runs of keys, warps, pipeline stages."""
 TUNING_SPACE = {
     "short_queries": [16, 32, 64, 128],
     "short_keys": [16, 32, 64, 128],
@@ -80,6 +91,7 @@ TUNING_SPACE = {
     "short_dim_parts": [1, 2, 4],
     "short_score_chunks": [2, 4],
     "short_weight_parts": [2, 3],
+    "short_key_splits": [1, 2, 3, 4, 5, 8, 10],
     "short_num_warps": [4, 8],
     "short_num_stages": [1, 2, 3],
     "short_wide_queries": [16, 32, 64, 128],
@@ -88,6 +100,7 @@ TUNING_SPACE = {
     "short_wide_dim_parts": [1, 2, 4],
     "short_wide_score_chunks": [2, 4],
     "short_wide_weight_parts": [2, 3],
+    "short_wide_key_splits": [1, 2, 3, 4, 5, 8, 10],
     "short_wide_num_warps": [4, 8],
     "short_wide_num_stages": [1, 2, 3],
     "long_queries": [16, 32, 64, 128],
@@ -96,6 +109,7 @@ TUNING_SPACE = {
     "long_dim_parts": [1, 2, 4],
     "long_score_chunks": [2, 4],
     "long_weight_parts": [2, 3],
+    "long_key_splits": [1, 2, 3, 4, 5, 8, 10],
     "long_num_warps": [4, 8],
     "long_num_stages": [1, 2, 3],
     "long_wide_queries": [16, 32, 64, 128],
@@ -104,6 +118,7 @@ TUNING_SPACE = {
     "long_wide_dim_parts": [1, 2, 4],
     "long_wide_score_chunks": [2, 4],
     "long_wide_weight_parts": [2, 3],
+    "long_wide_key_splits": [1, 2, 3, 4, 5, 8, 10],
     "long_wide_num_warps": [4, 8],
     "long_wide_num_stages": [1, 2, 3],
 }
@@ -118,10 +133,12 @@ INTERPRETED = {
     "dim_parts": 1,
     "score_chunks": 1,
     "weight_parts": 2,
+    "key_splits": 2,
     "num_warps": 4,
     "num_stages": 1,
 }
-"""Under the interpreter every program costs the same fixed overhead: few, large ones."""
+"""Under the interpreter every program costs the same fixed overhead: few, large ones (the keys
+in two runs, so that the CPU's checks and gates see the launch that joins them)."""
 
 
 @triton.jit
@@ -152,7 +169,8 @@ def _attend_to_keys(
     row_sum,
     k_ptr,
     v_ptr,
-    length,
+    first,
+    last,
     token_stride,
     head_dim,
     value_dims,
@@ -162,12 +180,13 @@ def _attend_to_keys(
     BLOCK_KEYS: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
-    """Online-softmax accumulation of one row block over `length` keys (base-2 scores), into
-    the accumulator's columns `value_dims` of the head dimension. The query block comes in
-    SCORE_CHUNKS chunks of the head dimension (q0 .. q3; those past the count are unused)."""
-    for start in range(0, length, BLOCK_KEYS):
+    """Online-softmax accumulation of one row block over keys `first` to `last` (base-2
+    scores), into the accumulator's columns `value_dims` of the head dimension. The query block
+    comes in SCORE_CHUNKS chunks of the head dimension (q0 .. q3; those past the count are
+    unused)."""
+    for start in range(first, last, BLOCK_KEYS):
         keys = start + tl.arange(0, BLOCK_KEYS)
-        valid = keys < length
+        valid = keys < last
         scores = _chunk_scores(
             q0, k_ptr, keys, valid, token_stride, head_dim, 0, score_scale, UPCAST
         )
@@ -229,11 +248,15 @@ def _split_dim_attention_kernel(
     k_ptr,
     v_ptr,
     out_ptr,
+    partial_ptr,
+    totals_ptr,
     query_heads,
     kv_heads,
     tokens,
     prefix,
     head_dim,
+    split_keys,
+    rows_total,
     q_batch_stride,
     q_head_stride,
     q_token_stride,
@@ -251,6 +274,7 @@ def _split_dim_attention_kernel(
     BLOCK_QUERIES: tl.constexpr,
     BLOCK_KEYS: tl.constexpr,
     BLOCK_DIM: tl.constexpr,
+    KEY_SPLITS: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
     # Axis 1 counts (batch, group of HEADS query heads, part of the head dimension), the parts
@@ -280,6 +304,9 @@ def _split_dim_attention_kernel(
     acc = tl.zeros((block_rows, part_dim), dtype=tl.float32)
     row_max = tl.full((block_rows,), float("-inf"), dtype=tl.float32)
     row_sum = tl.zeros((block_rows,), dtype=tl.float32)
+    # Axis 2 is the run of keys: `split_keys` of the cache's and the call's keys in sequence.
+    first = tl.program_id(2) * split_keys
+    last = tl.minimum(first + split_keys, prefix + tokens)
     cache = batch * cache_batch_stride + kv_head * cache_head_stride
     acc, row_max, row_sum = _attend_to_keys(
         q0,
@@ -291,7 +318,8 @@ def _split_dim_attention_kernel(
         row_sum,
         k_cache_ptr + cache,
         v_cache_ptr + cache,
-        prefix,
+        tl.minimum(first, prefix),
+        tl.minimum(last, prefix),
         cache_token_stride,
         head_dim,
         value_dims,
@@ -312,7 +340,8 @@ def _split_dim_attention_kernel(
         row_sum,
         k_ptr + current,
         v_ptr + current,
-        tokens,
+        tl.maximum(first - prefix, 0),
+        tl.maximum(last - prefix, 0),
         kv_token_stride,
         head_dim,
         value_dims,
@@ -322,13 +351,53 @@ def _split_dim_attention_kernel(
         BLOCK_KEYS,
         UPCAST,
     )
-    out = round_to_bfloat16(acc / row_sum[:, None])
-    out_rows = ((batch * query_heads + head) * tokens + queries) * head_dim
-    tl.store(
-        out_ptr + out_rows[:, None] + value_dims[None, :],
-        out,
-        mask=present[:, None] & (value_dims[None, :] < head_dim),
-    )
+    out_rows = (batch * query_heads + head) * tokens + queries
+    stored = present[:, None] & (value_dims[None, :] < head_dim)
+    if KEY_SPLITS == 1:
+        out = round_to_bfloat16(acc / row_sum[:, None])
+        tl.store(out_ptr + out_rows[:, None] * head_dim + value_dims[None, :], out, mask=stored)
+    else:  # this run's sums, maximum and total, for `_join_runs_kernel`
+        run_rows = tl.program_id(2) * rows_total + out_rows
+        tl.store(partial_ptr + run_rows[:, None] * head_dim + value_dims[None, :], acc, mask=stored)
+        # Every part of the head dimension has the same maximum and total; the first stores them.
+        first_part = present & (queries * 0 + part == 0)
+        tl.store(totals_ptr + run_rows * 2, row_max, mask=first_part)
+        tl.store(totals_ptr + run_rows * 2 + 1, row_sum, mask=first_part)
+
+
+@triton.jit
+def _join_runs_kernel(
+    partial_ptr,
+    totals_ptr,
+    out_ptr,
+    rows_total,
+    head_dim,
+    KEY_SPLITS: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_DIM: tl.constexpr,
+):
+    """Each output row from its runs of keys: their sums rescaled to the largest maximum and
+    added in run order, over their totals rescaled alike (what the online softmax does from
+    one key block to the next), rounded once to BF16."""
+    rows = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    dims = tl.arange(0, BLOCK_DIM)
+    present = rows < rows_total
+    top = tl.full((BLOCK_ROWS,), float("-inf"), dtype=tl.float32)
+    for run in tl.static_range(KEY_SPLITS):
+        run_max = tl.load(totals_ptr + (run * rows_total + rows) * 2, mask=present, other=0.0)
+        top = tl.maximum(top, run_max)
+    total = tl.zeros((BLOCK_ROWS,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_ROWS, BLOCK_DIM), dtype=tl.float32)
+    inside = present[:, None] & (dims[None, :] < head_dim)
+    for run in tl.static_range(KEY_SPLITS):
+        run_rows = run * rows_total + rows
+        run_max = tl.load(totals_ptr + run_rows * 2, mask=present, other=0.0)
+        rescale = tl.exp2(run_max - top)  # 0 for a run with no keys (its maximum is -inf)
+        total += rescale * tl.load(totals_ptr + run_rows * 2 + 1, mask=present, other=0.0)
+        sums = tl.load(partial_ptr + run_rows[:, None] * head_dim + dims[None, :], mask=inside)
+        acc += rescale[:, None] * sums
+    out = round_to_bfloat16(acc / total[:, None])
+    tl.store(out_ptr + rows[:, None] * head_dim + dims[None, :], out, mask=inside)
 
 
 def regime(batch: int, tokens: int) -> str:
@@ -364,9 +433,20 @@ def attend(q, k_cache, v_cache, k, v, scale, settings: dict) -> torch.Tensor:
     block_dim = max(16, triton.next_power_of_2(head_dim))
     dim_parts = min(settings["dim_parts"], block_dim // 16)
     score_chunks = min(settings["score_chunks"], block_dim // 16)
+    block_keys = settings["keys"]
+    key_splits = max(1, min(settings["key_splits"], triton.cdiv(prefix + tokens, block_keys)))
+    split_keys = triton.cdiv(triton.cdiv(prefix + tokens, key_splits), block_keys) * block_keys
+    rows_total = batch * query_heads * tokens
+    partial = totals = out  # unread with one run
+    if key_splits > 1:
+        partial = torch.empty(
+            (key_splits, rows_total, head_dim), dtype=torch.float32, device=q.device
+        )
+        totals = torch.empty((key_splits, rows_total, 2), dtype=torch.float32, device=q.device)
     grid = (
         triton.cdiv(tokens, settings["queries"]),
         batch * (query_heads // heads) * dim_parts,
+        key_splits,
     )
     launch(
         _split_dim_attention_kernel,
@@ -377,11 +457,15 @@ def attend(q, k_cache, v_cache, k, v, scale, settings: dict) -> torch.Tensor:
         k,
         v,
         out,
+        partial,
+        totals,
         query_heads,
         kv_heads,
         tokens,
         prefix,
         head_dim,
+        split_keys,
+        rows_total,
         *q.stride()[:3],
         *k_cache.stride()[:3],
         *k.stride()[:3],
@@ -391,12 +475,27 @@ def attend(q, k_cache, v_cache, k, v, scale, settings: dict) -> torch.Tensor:
         SCORE_CHUNKS=score_chunks,
         WEIGHT_PARTS=settings["weight_parts"],
         BLOCK_QUERIES=settings["queries"],
-        BLOCK_KEYS=settings["keys"],
+        BLOCK_KEYS=block_keys,
         BLOCK_DIM=block_dim,
+        KEY_SPLITS=key_splits,
         UPCAST=triton_runtime.interpreting(),
         num_warps=settings["num_warps"],
         num_stages=settings["num_stages"],
     )
+    if key_splits > 1:
+        launch(
+            _join_runs_kernel,
+            (triton.cdiv(rows_total, JOIN_ROWS),),
+            partial,
+            totals,
+            out,
+            rows_total,
+            head_dim,
+            KEY_SPLITS=key_splits,
+            BLOCK_ROWS=JOIN_ROWS,
+            BLOCK_DIM=block_dim,
+            num_warps=4,
+        )
     return out
 
 
