@@ -9,8 +9,9 @@ are held to the references' outputs in that same mode, which run first. A mode t
 row with its error, so one failure never hides the others.
 
 Every row is also a ratio against `stock`, what a PyTorch user deploys without this project
-(its fastest timed row), and on a GPU the report states the byte floor: the time to read every
-weight once per use at the device's measured copy bandwidth.
+(its fastest timed row), and on a GPU the report states two floors: the time to read every
+weight once per use at the device's measured copy bandwidth, and the time the references'
+products and attention take at the device's measured rate for one large BF16 product.
 """
 
 import datetime
@@ -22,6 +23,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from examples.byte_floor import ByteFloor, byte_floor
+from examples.compute_floor import ComputeFloor, compute_floor
 from examples.config import ExampleSize
 from examples.deployment import Mode, deploy
 from examples.expectation import compare_outputs, registry_calls_per_output
@@ -72,6 +74,9 @@ class TimingReport(BaseModel):
         default=None, description="the row every speedup is against: stock's fastest mode"
     )
     floor: ByteFloor | None = Field(default=None, description="the byte floor (CUDA only)")
+    compute_floor: ComputeFloor | None = Field(
+        default=None, description="the products' floor (CUDA only)"
+    )
 
     def with_stock_ratios(self) -> "TimingReport":
         """The report with `stock` set to stock's fastest timed row and each row's ratio to it."""
@@ -118,6 +123,7 @@ def time_example(
         clock=f"{clock}, median of {iterations} after {warmup} warm-up calls",
         rows=[],
         floor=byte_floor(model, device),
+        compute_floor=compute_floor(size, batch, device),
     )
     for mode in modes:
         mode_reference, against = reference, "torch, eager"

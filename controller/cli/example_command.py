@@ -195,4 +195,11 @@ def _print_timing(report, output: Path) -> None:
             f"  byte floor {floor.milliseconds:.2f} ms: {floor.weight_bytes / 1e9:.2f} GB of "
             f"weights read once per use at {floor.bandwidth_gb_per_s:.0f} GB/s (measured copy)"
         )
+    if report.compute_floor:
+        products = report.compute_floor
+        print(
+            f"  compute floor {products.milliseconds:.2f} ms: {products.flops / 1e12:.2f} TFLOP "
+            f"of the references' products and attention at {products.rate_tflop_per_s:.0f} "
+            "TFLOP/s (measured BF16 product)"
+        )
     print(f"JSON written to {output}")
