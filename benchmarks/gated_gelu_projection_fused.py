@@ -22,22 +22,52 @@ from operators.catalog.rounding import round_to_bfloat16
 from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {
-    "gemv": {"block_m": 64, "block_n": 32, "block_k": 128, "num_warps": 4, "num_stages": 5},
-    "rows512": {"block_m": 128, "block_n": 64, "block_k": 64, "num_warps": 8, "num_stages": 3},
-    "rows1024": {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 4, "num_stages": 3},
-    "gemm": {"block_m": 128, "block_n": 64, "block_k": 64, "num_warps": 8, "num_stages": 3},
+    "gemv": {
+        "block_m": 64,
+        "block_n": 32,
+        "block_k": 128,
+        "num_warps": 4,
+        "num_stages": 5,
+        "joined": 0,
+    },
+    "rows512": {
+        "block_m": 128,
+        "block_n": 64,
+        "block_k": 64,
+        "num_warps": 8,
+        "num_stages": 3,
+        "joined": 0,
+    },
+    "rows1024": {
+        "block_m": 64,
+        "block_n": 64,
+        "block_k": 64,
+        "num_warps": 4,
+        "num_stages": 3,
+        "joined": 0,
+    },
+    "gemm": {
+        "block_m": 128,
+        "block_n": 64,
+        "block_k": 64,
+        "num_warps": 8,
+        "num_stages": 3,
+        "joined": 0,
+    },
 }
 """Tiles on a GPU by token count, the fastest of `tile_sweep.py` (H200, 2026-12-03: 7.42 /
 26.84 / 19.20 / 156.24 us at 50 / 576 / 400 / 4608 rows against production's 12.30 / 23.83 /
 19.02 / 145.14). `block_n` counts columns of each weight (two accumulators)."""
 TUNING_SPACE = {
+    "joined": (1, 0),
     "block_m": (64, 128),
     "block_n": (32, 64, 128),
     "block_k": (64, 128),
     "num_warps": (4, 8),
     "num_stages": (3, 4, 5),
 }
-"""What `benchmarks/tile_sweep.py` tries in every regime."""
+"""What `benchmarks/tile_sweep.py` tries in every regime, the joined weights first (`joined`:
+both weights' blocks side by side in one product per K step, see `_joined_products`)."""
 REGIME_MAX_TOKENS = {"gemv": 64, "rows512": 512, "rows1024": 1024}
 """The most tokens each regime takes, in order; more go to `gemm`."""
 GROUP_M = 8
@@ -46,46 +76,24 @@ SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
 
 
 @triton.jit
-def _gated_gelu_projection_kernel(
-    x_ptr,
-    gate_ptr,
-    up_ptr,
-    out_ptr,
-    rows,
-    columns,
+def _paired_products(
+    x_block,
+    gate_block,
+    up_block,
+    row_in,
+    column_in,
     hidden,
-    x_row_stride,
     x_column_stride,
-    gate_row_stride,
     gate_column_stride,
-    up_row_stride,
     up_column_stride,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
-    GROUP: tl.constexpr,
     EVEN_K: tl.constexpr,
     INTERPRETED: tl.constexpr,
 ):
-    # Program order: GROUP row blocks sweep one band of weight columns before the next band.
-    program = tl.program_id(0)
-    row_blocks = tl.cdiv(rows, BLOCK_M)
-    column_blocks = tl.cdiv(columns, BLOCK_N)
-    per_group = GROUP * column_blocks
-    first_row_block = (program // per_group) * GROUP
-    group_rows = tl.minimum(row_blocks - first_row_block, GROUP)
-    row_block = first_row_block + (program % per_group) % group_rows
-    column_block = (program % per_group) // group_rows
-
-    row = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
-    column = column_block * BLOCK_N + tl.arange(0, BLOCK_N)
+    """x times each weight block: one product per weight and K step, sharing x's block."""
     inner = tl.arange(0, BLOCK_K)
-    row_in = row < rows
-    column_in = column < columns
-    x_block = x_ptr + row[:, None] * x_row_stride + inner[None, :] * x_column_stride
-    # Weights are (columns, hidden); each is read as a (BLOCK_K, BLOCK_N) block of its transpose.
-    gate_block = gate_ptr + column[None, :] * gate_row_stride + inner[:, None] * gate_column_stride
-    up_block = up_ptr + column[None, :] * up_row_stride + inner[:, None] * up_column_stride
     gate = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     up = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for start in range(0, hidden, BLOCK_K):
@@ -109,6 +117,139 @@ def _gated_gelu_projection_kernel(
         x_block += BLOCK_K * x_column_stride
         gate_block += BLOCK_K * gate_column_stride
         up_block += BLOCK_K * up_column_stride
+    return gate, up
+
+
+@triton.jit
+def _joined_products(
+    x_block,
+    gate_ptr,
+    up_ptr,
+    row_in,
+    first_column,
+    columns,
+    hidden,
+    x_column_stride,
+    gate_row_stride,
+    gate_column_stride,
+    up_row_stride,
+    up_column_stride,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    INTERPRETED: tl.constexpr,
+):
+    """x times both weight blocks as one product per K step: the block's first BLOCK_N
+    columns are the gate's rows, the next BLOCK_N the up projection's, so the tensor cores see
+    one product twice as wide (more reuse of x's block per instruction); the accumulator is
+    split into the two after the last step."""
+    inner = tl.arange(0, BLOCK_K)
+    pair = tl.arange(0, 2 * BLOCK_N)
+    from_up = pair >= BLOCK_N
+    column = first_column + pair % BLOCK_N
+    column_in = column < columns
+    gate_rows = gate_ptr + column[None, :] * gate_row_stride + inner[:, None] * gate_column_stride
+    up_rows = up_ptr + column[None, :] * up_row_stride + inner[:, None] * up_column_stride
+    weight_block = tl.where(from_up[None, :], up_rows, gate_rows)
+    weight_step = BLOCK_K * tl.where(from_up, up_column_stride, gate_column_stride)
+    both = tl.zeros((BLOCK_M, 2 * BLOCK_N), dtype=tl.float32)
+    for start in range(0, hidden, BLOCK_K):
+        if EVEN_K:
+            x = tl.load(x_block, mask=row_in[:, None], other=0.0)
+            weight = tl.load(weight_block, mask=column_in[None, :], other=0.0)
+        else:
+            inner_in = inner < hidden - start
+            x = tl.load(x_block, mask=row_in[:, None] & inner_in[None, :], other=0.0)
+            weight = tl.load(weight_block, mask=inner_in[:, None] & column_in[None, :], other=0.0)
+        if INTERPRETED:  # the interpreter's BF16 dot is wrong; BF16 products are exact in FP32
+            both = tl.dot(x.to(tl.float32), weight.to(tl.float32), both, input_precision="ieee")
+        else:
+            both = tl.dot(x, weight, both)
+        x_block += BLOCK_K * x_column_stride
+        weight_block += weight_step[None, :]
+    # (rows, [gate | up] columns) -> (rows, columns, [gate, up]) -> the two accumulators
+    gate, up = tl.split(tl.permute(tl.reshape(both, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
+    return gate, up
+
+
+@triton.jit
+def _gated_gelu_projection_kernel(
+    x_ptr,
+    gate_ptr,
+    up_ptr,
+    out_ptr,
+    rows,
+    columns,
+    hidden,
+    x_row_stride,
+    x_column_stride,
+    gate_row_stride,
+    gate_column_stride,
+    up_row_stride,
+    up_column_stride,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    JOINED: tl.constexpr,
+    INTERPRETED: tl.constexpr,
+):
+    # Program order: GROUP row blocks sweep one band of weight columns before the next band.
+    program = tl.program_id(0)
+    row_blocks = tl.cdiv(rows, BLOCK_M)
+    column_blocks = tl.cdiv(columns, BLOCK_N)
+    per_group = GROUP * column_blocks
+    first_row_block = (program // per_group) * GROUP
+    group_rows = tl.minimum(row_blocks - first_row_block, GROUP)
+    row_block = first_row_block + (program % per_group) % group_rows
+    column_block = (program % per_group) // group_rows
+
+    row = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
+    column = column_block * BLOCK_N + tl.arange(0, BLOCK_N)
+    inner = tl.arange(0, BLOCK_K)
+    row_in = row < rows
+    column_in = column < columns
+    x_block = x_ptr + row[:, None] * x_row_stride + inner[None, :] * x_column_stride
+    # Weights are (columns, hidden); each is read as a (BLOCK_K, BLOCK_N) block of its transpose.
+    if JOINED:
+        gate, up = _joined_products(
+            x_block,
+            gate_ptr,
+            up_ptr,
+            row_in,
+            column_block * BLOCK_N,
+            columns,
+            hidden,
+            x_column_stride,
+            gate_row_stride,
+            gate_column_stride,
+            up_row_stride,
+            up_column_stride,
+            BLOCK_M,
+            BLOCK_N,
+            BLOCK_K,
+            EVEN_K,
+            INTERPRETED,
+        )
+    else:
+        gate, up = _paired_products(
+            x_block,
+            gate_ptr + column[None, :] * gate_row_stride + inner[:, None] * gate_column_stride,
+            up_ptr + column[None, :] * up_row_stride + inner[:, None] * up_column_stride,
+            row_in,
+            column_in,
+            hidden,
+            x_column_stride,
+            gate_column_stride,
+            up_column_stride,
+            BLOCK_M,
+            BLOCK_N,
+            BLOCK_K,
+            EVEN_K,
+            INTERPRETED,
+        )
 
     # The up projection is rounded to BF16 as the reference rounds it (linear in the output,
     # so both agree but for rare ties); the gate stays FP32 into the GELU, whose left tail
@@ -172,6 +313,7 @@ def launch_fused(
             BLOCK_K=block_k,
             GROUP=GROUP_M,
             EVEN_K=hidden % block_k == 0,
+            JOINED=bool(settings.get("joined", 0)),
             INTERPRETED=triton_runtime.interpreting(),
             num_warps=settings["num_warps"],
             num_stages=settings["num_stages"],

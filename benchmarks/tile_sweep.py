@@ -87,7 +87,8 @@ def tiles(space: dict) -> list[dict]:
 
 def tile_name(tile: dict) -> str:
     name = "m{block_m}_n{block_n}_k{block_k}_w{num_warps}_s{num_stages}".format(**tile)
-    return name + (f"_p{tile['splits']}" if "splits" in tile else "")
+    name += f"_p{tile['splits']}" if "splits" in tile else ""
+    return name + ("_joined" if tile.get("joined") else "")
 
 
 def rows_of(workload) -> int:

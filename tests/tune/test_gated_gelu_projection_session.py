@@ -32,6 +32,10 @@ def small_tiles(x, gate_weight, up_weight):
     return fused.launch_fused(x, gate_weight, up_weight, SMALL_TILES)
 
 
+def joined_small_tiles(x, gate_weight, up_weight):
+    return fused.launch_fused(x, gate_weight, up_weight, {**SMALL_TILES, "joined": 1})
+
+
 def test_the_session_is_current_and_made_relative():
     assert solution_session.main(["gated_gelu_projection", fused.__file__, "--check"]) == 0
     attempts = json.loads(solution_session.session_file("gated_gelu_projection").read_text())
@@ -47,26 +51,31 @@ def test_the_regimes_follow_the_token_count():
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize("kernel", [small_tiles, joined_small_tiles], ids=["paired", "joined"])
 @pytest.mark.parametrize("tokens", [1, 150])
-def test_the_kernel_meets_the_contract_with_small_tiles(tokens):
+def test_the_kernel_meets_the_contract_with_small_tiles(tokens, kernel):
     workload = Workload(name=f"tokens{tokens}", axes={"tokens": tokens})
     for distribution in DISTRIBUTIONS:
-        violation = first_violation(DECLARATION, small_tiles, workload, 3, distribution)
+        violation = first_violation(DECLARATION, kernel, workload, 3, distribution)
         assert violation is None, f"{distribution}: {violation.describe()}"
 
 
-def test_the_entry_meets_the_contract_on_strided_inputs():
+@pytest.mark.parametrize("joined", [0, 1])
+def test_the_kernel_meets_the_contract_on_strided_inputs(joined):
     x, gate_weight, up_weight = DECLARATION.make_inputs(DECLARATION.workloads[0], seed=4)
     strided_x = torch.cat((x, x), dim=1)[:, ::2]  # column stride 2
-    column_major = gate_weight.t().contiguous().t()
-    got = fused.gated_gelu_projection_kernel(strided_x, column_major, up_weight)
+    column_major = gate_weight.t().contiguous().t()  # the gate's strides differ from up's
+    got = fused.launch_fused(strided_x, column_major, up_weight, {**SMALL_TILES, "joined": joined})
     expected = DECLARATION.reference(strided_x, column_major, up_weight)
     assert DECLARATION.contract.check("out", got, expected) is None
+    entry = fused.gated_gelu_projection_kernel(strided_x, column_major, up_weight)
+    assert DECLARATION.contract.check("out", entry, expected) is None
 
 
-def test_a_kernel_that_activates_the_up_projection_is_caught():
+@pytest.mark.parametrize("tiles", [small_tiles, joined_small_tiles], ids=["paired", "joined"])
+def test_a_kernel_that_activates_the_up_projection_is_caught(tiles):
     def swapped(x, gate_weight, up_weight):
-        return small_tiles(x, up_weight, gate_weight)
+        return tiles(x, up_weight, gate_weight)
 
     workload = Workload(name="tokens9", axes={"tokens": 9})
     assert first_violation(DECLARATION, swapped, workload, 0) is not None
