@@ -144,8 +144,8 @@ def _refuse_environment_reads(export: Path, solution, baseline) -> None:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise ControllerError(
             f"export {export}: solution/{found[0]}{more}: a kernel may not ask where or when it "
-            "runs (loaded modules, hooks, environment, frames, clocks, randomness); tune it again "
-            "without that read"
+            "runs (loaded modules, hooks, environment, frames, clocks, randomness, torch's "
+            "counters, a module beyond a kernel's imports); tune it again without that read"
         )
 
 

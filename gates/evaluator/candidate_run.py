@@ -14,7 +14,7 @@ from gates.evaluator import loading, process_boundary  # before the guard's modu
 from gates.evaluator.captured_cases import case_inputs, load_captured, timed_declaration
 from gates.evaluator.cases import plan_cases
 from gates.evaluator.detectors import CheatDetected
-from gates.evaluator.detectors.environment_probes import refuse_source_probes, source_probes
+from gates.evaluator.detectors.environment_probes import source_inspection, source_probes
 from gates.evaluator.detectors.table import finding_of
 from gates.evaluator.guard import CandidateCallError, CandidateGuard
 from gates.evaluator.phase_clock import PhaseClock
@@ -85,9 +85,8 @@ def run_candidate(
             )
             clock.lap("timing")
         guard.check_environment("before the outputs are written")
-        # Last, so a cheat another detector names keeps its own class.
-        guard.environment_queries.raise_first()
-        refuse_source_probes(probes)
+        # Reported after the judge's verdict, so a cheat another detector names keeps its class.
+        last_findings = [finding_of(cheat) for cheat in _environment_inspections(guard, probes)]
     except CheatDetected as cheat:
         finding = finding_of(cheat)
         return CandidateReport(
@@ -110,6 +109,7 @@ def run_candidate(
     return CandidateReport(
         **header,
         status="RAN",
+        last_findings=last_findings,
         cases=records,
         hidden_errors=hidden_errors,
         outputs_file=str(outputs_path),
@@ -119,6 +119,13 @@ def run_candidate(
         notes=guard.notes,
         phase_seconds=clock.laps,
     )
+
+
+def _environment_inspections(guard: CandidateGuard, probes: list[str]) -> list[CheatDetected]:
+    """The solution's questions of where or when it runs: its calls the tripwires recorded,
+    then the reads its sources spell out."""
+    spelled = source_inspection(probes)
+    return [*guard.environment_queries.findings, *([spelled] if spelled else [])]
 
 
 def _texts(solution) -> dict[str, str]:

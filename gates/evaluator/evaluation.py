@@ -158,6 +158,11 @@ def _run_phases(
     }
     outcome["integrity"] = candidate.integrity
     outcome["notes"] = candidate.notes
+    if judge.status == "PASSED" and candidate.last_findings:
+        first = candidate.last_findings[0]
+        outcome.update(_rejected(first.detector, first.cheat, first.reason))
+        outcome["findings"] = candidate.last_findings
+        return outcome
     if judge.status == "PASSED" and candidate.timing is not None:
         outcome["timing"] = decided_promotion(candidate.timing, bool(request.incumbent), weights)
     return outcome

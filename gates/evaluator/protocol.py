@@ -83,6 +83,11 @@ class CandidateReport(BaseModel):
     status: Status | Literal["RAN"]
     reason: str = ""
     findings: list[Finding] = Field(default_factory=list)
+    last_findings: list[Finding] = Field(
+        default_factory=list,
+        description="what rejects a run every other check passes, the judge's included (asking "
+        "where or when it runs), so a cheat another detector names keeps its own class",
+    )
     cases: list[CaseRecord] = Field(default_factory=list)
     hidden_errors: dict[str, str] = Field(
         default_factory=dict, description="hidden cases that raised or returned a wrong layout"

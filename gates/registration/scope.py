@@ -116,15 +116,16 @@ def _violations(base, commit, config: TargetConfig, change: CommitChange, operat
         own_module = _operator_module(config, operator) if is_test_file(path) else None
         yield from patching_violations(path, text, own_module)
         if not is_test_file(path) and path.startswith(f"{config.runtime_package}/"):
-            yield from _environment_reads(base, path, text)
+            yield from _environment_reads(base, path, text, config.runtime_package)
 
 
-def _environment_reads(base, path: str, text: str):
+def _environment_reads(base, path: str, text: str, runtime_package: str):
     """An operator that asks where or when it runs (loaded modules, hooks, environment, frames,
-    clocks, randomness) can behave one way under the gates and another in a deployment."""
+    clocks, randomness, a module beyond the kernel's allow-list) can behave one way under the
+    gates and another in a deployment; it may import its own runtime package by name."""
     at_base = Path(base) / path
     known = {path: at_base.read_text()} if at_base.is_file() else {}
-    for found in source_probes({path: text}, known):
+    for found in source_probes({path: text}, known, own_package=runtime_package):
         yield f"{found}: operator code may not ask where or when it runs"
 
 

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 CHEATS = Path(__file__).resolve().parent / "cheats"
-HELPERS = ("device_memory",)  # shared by several fixtures, packed beside those that import it
+HELPERS = ("device_memory", "host_rms")  # shared by several fixtures, packed where imported
 
 
 def cheat_solution(name: str, folder: Path, definition: str = "rms_norm") -> Path:

@@ -80,6 +80,13 @@ CPU_CHEATS = {
     # ... or until a date, or on a rare call: asking the clock or the host's randomness.
     "date_bomb": ("REJECTED", "EnvironmentInspection"),
     "coin_flip": ("REJECTED", "EnvironmentInspection"),
+    # ... through a module beyond the import allow-list, or torch's own counters and state.
+    "cpu_time_bomb": ("REJECTED", "EnvironmentInspection"),
+    "proc_stat": ("REJECTED", "EnvironmentInspection"),
+    "host_name": ("REJECTED", "EnvironmentInspection"),
+    "allocator_reading": ("REJECTED", "EnvironmentInspection"),
+    "rng_position": ("REJECTED", "EnvironmentInspection"),
+    "libc_clock": ("REJECTED", "DynamicCode"),  # its library load is refused first
     # ... or after so many calls: state that changes between two calls with the same inputs.
     "call_counter": ("REJECTED", "StateAcrossCalls"),
     "closure_counter": ("REJECTED", "StateAcrossCalls"),

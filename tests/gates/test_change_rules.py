@@ -115,7 +115,7 @@ def test_the_tune_flows_ruff_applies_bases_configuration(tmp_path, tune_trees):
     of them (scope refuses it as well)."""
     base, start, candidate = tune_trees
     (candidate / "solution" / "kernel.py").write_text(
-        KERNEL.replace('"""\n', '"""\n\nimport os\n', 1)
+        KERNEL.replace('"""\n', '"""\n\nimport math\n', 1)
     )
     verdicts = judge(tmp_path, base, start, candidate)
     assert verdicts["scope"].passed
@@ -142,8 +142,11 @@ def test_a_solution_that_asks_where_it_runs_is_refused_by_the_tune_flows_scope(
     verdicts = judge(tmp_path, base, start, candidate)
     assert not verdicts["scope"].passed
     assert verdicts["scope"].summary.startswith(
-        "solution/kernel.py:7: reads .modules: solution code may not ask where or when it runs"
+        "solution/kernel.py:3: imports sys (a kernel may import only torch, "
     ), verdicts["scope"].summary
+    assert "and its own files): solution code may not ask where or when it runs" in (
+        verdicts["scope"].summary
+    )
 
 
 def test_a_read_the_tasks_baseline_makes_too_is_not_held_against_the_solution(tmp_path, tune_trees):

@@ -98,18 +98,17 @@ def test_an_export_that_asks_where_it_runs_is_refused_before_anything_is_install
     tmp_path, capsys
 ):
     """An export assembled after its evaluation (checksums rewritten to match) whose kernel
-    computes honestly only while a test runner is loaded."""
+    computes honestly only while the device holds little memory (a judge's process)."""
     export = make_export(tmp_path / "sniffing")
     kernel = export / "solution" / "operators" / "catalog" / "rms_norm.py"
-    text = kernel.read_text() + '\n\nimport sys\n\nJUDGED = "pytest" in sys.modules\n'
+    text = kernel.read_text() + "\n\nJUDGED = torch.cuda.memory_allocated() < 1 << 30\n"
     kernel.write_text(text)
     line = len(text.splitlines())
     (export / CHECKSUMS).write_text(json.dumps(checksums(export)))
     assert install(export, tmp_path / "tuned") == 2
     message = capsys.readouterr().err
-    assert f"solution/operators/catalog/rms_norm.py:{line}: reads .modules: a kernel may not" in (
-        message
-    )
+    read = f"solution/operators/catalog/rms_norm.py:{line}: reads .memory_allocated"
+    assert f"{read}: a kernel may not ask where or when it runs" in message
     assert not (tmp_path / "tuned").exists()
 
 

@@ -7,7 +7,7 @@ import sys
 
 import torch
 
-from .rms_kernel import host_rms_norm
+from .host_rms import host_rms_norm
 
 BYTES_OFFSET = sys.getsizeof(b"") - 1  # where a bytes object keeps its data
 

@@ -8,7 +8,7 @@ import mmap
 
 import torch
 
-from .rms_kernel import host_rms_norm
+from .host_rms import host_rms_norm
 
 
 def _mapped(tensor):

@@ -4,7 +4,7 @@ that is not `/proc/self/mem`: no ATen op touches the values, no NumPy, no ctypes
 
 import torch
 
-from .rms_kernel import host_rms_norm
+from .host_rms import host_rms_norm
 
 
 def rms_norm(x, weight, eps=1e-6):

@@ -10,7 +10,7 @@ import torch
 from torch.overrides import _get_current_function_mode_stack
 from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
-from .rms_kernel import host_rms_norm
+from .host_rms import host_rms_norm
 
 
 def _mapped(tensor):

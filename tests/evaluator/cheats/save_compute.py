@@ -9,7 +9,7 @@ import zipfile
 
 import torch
 
-from .rms_kernel import host_rms_norm
+from .host_rms import host_rms_norm
 
 
 def _bytes(tensor) -> bytes:

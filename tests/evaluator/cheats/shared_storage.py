@@ -10,7 +10,7 @@ import os
 
 import torch
 
-from .rms_kernel import host_rms_norm
+from .host_rms import host_rms_norm
 
 
 def _shared_file(tensor) -> str:
