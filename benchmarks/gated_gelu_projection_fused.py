@@ -23,41 +23,42 @@ from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {
     "gemv": {
+        "joined": 1,
         "block_m": 64,
         "block_n": 32,
         "block_k": 128,
         "num_warps": 4,
         "num_stages": 5,
-        "joined": 0,
     },
     "rows512": {
+        "joined": 1,
         "block_m": 128,
-        "block_n": 64,
+        "block_n": 128,
         "block_k": 64,
         "num_warps": 8,
-        "num_stages": 3,
-        "joined": 0,
+        "num_stages": 4,
     },
     "rows1024": {
+        "joined": 1,
         "block_m": 64,
         "block_n": 64,
         "block_k": 64,
         "num_warps": 4,
         "num_stages": 3,
-        "joined": 0,
     },
     "gemm": {
+        "joined": 1,
         "block_m": 128,
-        "block_n": 64,
+        "block_n": 128,
         "block_k": 64,
         "num_warps": 8,
         "num_stages": 3,
-        "joined": 0,
     },
 }
-"""Tiles on a GPU by token count, the fastest of `tile_sweep.py` (H200, 2026-12-03: 7.42 /
-26.84 / 19.20 / 156.24 us at 50 / 576 / 400 / 4608 rows against production's 12.30 / 23.83 /
-19.02 / 145.14). `block_n` counts columns of each weight (two accumulators)."""
+"""Tiles on a GPU by token count, the fastest of `tile_sweep.py` (H200, 2026-12-03 19:45 UTC:
+7.30 / 25.77 / 17.65 / 147.01 us at 50 / 576 / 400 / 4608 rows against production's 12.32 /
+23.73 / 19.06 / 145.06, all with the weights joined). `block_n` counts columns of each
+weight."""
 TUNING_SPACE = {
     "joined": (1, 0),
     "block_m": (64, 128),
