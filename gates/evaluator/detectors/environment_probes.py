@@ -19,8 +19,9 @@ the question itself is refused, two ways:
   whose nearest caller outside the standard library is one of the solution's files is recorded
   (the call still answers, so the solution behaves as it would have).
 
-Both are reported when the run would otherwise end clean: a solution another detector names
-is rejected with that detector's finding, so every cheat fixture keeps its own class.
+Both are reported only when the run would otherwise pass, the judge's verdict included: a
+solution another detector names is rejected with that detector's finding, so every cheat
+fixture keeps its own class.
 """
 
 import ast
