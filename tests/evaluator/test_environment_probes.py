@@ -159,6 +159,11 @@ def test_builtins_that_read_the_host_or_hide_a_name_are_refused(source):
     assert source_probes({"kernel.py": source}, {}), source
 
 
+def test_a_tensor_parameter_named_input_is_not_the_builtin():
+    source = "import torch\n\n\ndef gelu(input):\n    return torch.tanh(input)\n"
+    assert source_probes({"kernel.py": source}, {}) == []
+
+
 @pytest.mark.parametrize(
     "read",
     [
@@ -187,10 +192,12 @@ def test_builtins_that_read_the_host_or_hide_a_name_are_refused(source):
         "torch.from_file('/proc/self/stat', size=64)",
         "torch._C._cuda_getCurrentRawStream(0)",
         "getattr(torch.cuda, 'memory_allocated')()",
+        "triton.knobs.runtime.interpret",
+        "triton.runtime.driver.active.get_current_stream()",
     ],
 )
 def test_torch_reads_that_reveal_the_judge_or_count_calls_are_refused(read):
-    assert source_probes({"kernel.py": f"import torch\n\nX = {read}\n"}, {}), read
+    assert source_probes({"kernel.py": f"import torch\nimport triton\n\nX = {read}\n"}, {}), read
     imported = "from torch import initial_seed\n"
     assert source_probes({"kernel.py": imported}, {}) == [
         "kernel.py:1: imports initial_seed from torch"

@@ -115,6 +115,9 @@ NAMESPACE_READERS = frozenset({"getattr", "vars", "globals", "locals", "dir"})
 """Builtins that reach a name computed at run time (`getattr(sys, "mod" + "ules")`)."""
 HOST_BUILTINS = frozenset({"open", "exec", "eval", "compile", "breakpoint", "input"})
 """Builtins that read the host's files or the terminal, or run code no literal shows."""
+TENSOR_PARAMETER_NAMES = frozenset({"input"})
+"""Builtins torch's convention also gives a tensor parameter (`def gelu(input)`): in a file
+with such a parameter the name is that tensor, not the builtin."""
 READ_ATTRIBUTES = PROBED_NAMES | NAMESPACE_READERS | TORCH_PROBED_NAMES
 """Attribute names refused wherever they are read."""
 PROBING_MODULES = frozenset(
@@ -185,6 +188,8 @@ def _probes(text: str, path: str, own_package: str | None) -> list[tuple[int, st
     except SyntaxError:
         return []  # the import reports it
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    parameters = {node.arg for node in ast.walk(tree) if isinstance(node, ast.arg)}
+    builtins = HOST_BUILTINS - (parameters & TENSOR_PARAMETER_NAMES)
     found = []
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
@@ -193,7 +198,7 @@ def _probes(text: str, path: str, own_package: str | None) -> list[tuple[int, st
         elif isinstance(node, ast.Attribute) and node.attr in READ_ATTRIBUTES:
             found.append((line, f"reads .{node.attr}"))
         elif isinstance(node, ast.Name):
-            found += [(line, what) for what in _name_use(node, id(node) in called)]
+            found += [(line, what) for what in _name_use(node, id(node) in called, builtins)]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if _names_a_probe(node.value):
                 found.append((line, f"names {node.value!r}"))
@@ -203,12 +208,13 @@ def _probes(text: str, path: str, own_package: str | None) -> list[tuple[int, st
     return sorted(found)
 
 
-def _name_use(node: ast.Name, called: bool) -> list[str]:
-    """A probe used by its bare name, a builtin that reads the host, or a namespace reader
-    passed on as a value (`functools.reduce(getattr, ...)`), where no call shows its name."""
+def _name_use(node: ast.Name, called: bool, builtins: frozenset[str]) -> list[str]:
+    """A probe used by its bare name, a builtin that reads the host (of `builtins`), or a
+    namespace reader passed on as a value (`functools.reduce(getattr, ...)`), where no call
+    shows its name."""
     if node.id in PROBED_NAMES:
         return [f"uses {node.id}"]
-    if node.id in HOST_BUILTINS:
+    if node.id in builtins:
         return [f"uses the builtin {node.id}"]
     if node.id in NAMESPACE_READERS and not called:
         return [f"passes {node.id} as a value"]

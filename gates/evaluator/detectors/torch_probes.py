@@ -1,12 +1,13 @@
-"""Torch's own answers to "am I judged?" and "how many calls so far?": reads a kernel has no
-use for, refused by name because `torch` itself is on the import allow-list
-(`source_imports.py`).
+"""Torch's (and Triton's) own answers to "am I judged?" and "how many calls so far?": reads a
+kernel has no use for, refused by name because `torch` and `triton` themselves are on the
+import allow-list (`source_imports.py`).
 
 The allocator's counters rise with every allocation of the process, so they count calls; the
 generators' state and offsets advance with every random draw; capture, compile, trace, profile
 and dispatch-mode state and the current stream's identity tell a judge's harness from a user's
 model; NVML's readings, the thread settings and the device's identity tell one host or GPU from
-another. `torch._C` is the second name of every one of them.
+another. `torch._C` is the second name of every one of them. Triton's `knobs` read the
+environment, its `runtime` holds the driver (device, stream) and its `testing` the timers.
 """
 
 ALLOCATOR_COUNTERS = (
@@ -87,10 +88,17 @@ PROCESS_AND_DEVICE = (
     "from_file",  # a file's bytes as a tensor: `/proc/self/stat` without `open`
     "_C",
 )
+TRITON_STATE = ("knobs", "runtime", "testing")
 TORCH_PROBED_NAMES = frozenset(
-    ALLOCATOR_COUNTERS + DEVICE_MONITORS + RNG_POSITION + HARNESS_STATE + PROCESS_AND_DEVICE
+    ALLOCATOR_COUNTERS
+    + DEVICE_MONITORS
+    + RNG_POSITION
+    + HARNESS_STATE
+    + PROCESS_AND_DEVICE
+    + TRITON_STATE
 )
-"""Attribute names (and names imported from torch) a solution's sources may not read."""
+"""Attribute names (and names imported from torch or triton) a solution's sources may not
+read."""
 
 TORCH_WRAPPED = {
     "torch": ("get_rng_state", "initial_seed", "seed"),
