@@ -28,8 +28,8 @@ SHIFTS = (0.95, 0.90)
 CHEATS = {
     "side_stream": {"concurrency", "plausibility"},
     "timer_patch": {"tampering"},
-    "implausible_speed": {"plausibility", "concurrency", "output_replay"},
-    "late_fallback": {"compute_fallback", "cuda_graph"},
+    "implausible_speed": {"plausibility", "concurrency", "output_replay", "call_state"},
+    "late_fallback": {"compute_fallback", "cuda_graph", "call_state"},
     "late_foreign_kernel": {"cuda_graph"},
     "contract_widen": {"tampering", "output_replay"},
     "baseline_binding": {"tampering"},

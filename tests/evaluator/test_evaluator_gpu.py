@@ -11,8 +11,8 @@ from cheat_packing import cheat_solution
 GPU_CHEATS = {
     "side_stream": {"concurrency", "plausibility"},
     "timer_patch": {"tampering"},
-    "implausible_speed": {"plausibility", "concurrency", "output_replay"},
-    "late_fallback": {"compute_fallback", "cuda_graph"},
+    "implausible_speed": {"plausibility", "concurrency", "output_replay", "call_state"},
+    "late_fallback": {"compute_fallback", "cuda_graph", "call_state"},
     "late_foreign_kernel": {"cuda_graph"},
     "contract_widen": {"tampering", "output_replay"},
     "baseline_binding": {"tampering"},
@@ -65,12 +65,13 @@ def test_remembered_outputs_buy_no_speed_on_cuda(task_root, tmp_path):
     """`value_memo` replays a remembered output whenever two input values match a call it has
     seen, and takes a slow path (tens of microseconds) otherwise. Timed on the input sets of
     the correctness cases it would replay at copy speed; with a fresh pool of inputs for every
-    round it must take the slow path (or be caught replaying a wrong output)."""
+    round it must take the slow path (or be caught replaying a wrong output, or keeping its
+    table as state that changes from call to call)."""
     from gates.evaluator.evaluation import evaluate
 
     result = evaluate(task_root / "rms_norm", cheat_solution("value_memo", tmp_path), "cuda")
-    if result.status == "REJECTED":
-        assert result.detector == "output_replay", result.reason
+    if result.status == "REJECTED":  # its table of remembered outputs is state across calls
+        assert result.detector in {"output_replay", "call_state"}, result.reason
         return
     assert result.status == "PASSED", result.reason
     for name, row in result.timing.workloads.items():
