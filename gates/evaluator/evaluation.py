@@ -12,6 +12,11 @@ import time
 from pathlib import Path
 
 from gates.errors import GateError
+from gates.evaluator.detectors.environment_probes import (
+    EnvironmentInspection,
+    source_inspection,
+    source_probes,
+)
 from gates.evaluator.detectors.file_tampering import (
     SourceSnapshot,
     SourcesRewritten,
@@ -99,6 +104,9 @@ def evaluate(
             protected_roots(REPOSITORY_ROOT, Path(task_folder), Path(solution_path))
         )
         outcome = _run_phases(request, request_path, timeout, weights)
+        spelled = spelled_probes(task, solution) if outcome["status"] == "PASSED" else None
+        if spelled is not None:
+            outcome |= _rejected(family_of(type(spelled)), type(spelled).__name__, spelled.reason)
         try:
             snapshot.check()
         except SourcesRewritten as cheat:
@@ -114,6 +122,16 @@ def evaluate(
         seconds=round(time.monotonic() - started, 2),
         **outcome,
     )
+
+
+def spelled_probes(task, solution) -> EnvironmentInspection | None:
+    """The reads of where or when it runs that the solution's sources spell, found in this
+    process, which never runs the solution: whatever the solution does in the processes it
+    runs in (erasing what they noted, say) cannot change this finding. The candidate process
+    checks the same sources too, so its tripwires' run-time records join the static ones."""
+    texts = {source.path: source.content for source in solution.sources}
+    known = {source.path: source.content for source in task.baseline.sources}
+    return source_inspection(source_probes(texts, known))
 
 
 def _run_phases(

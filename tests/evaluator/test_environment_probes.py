@@ -295,3 +295,20 @@ def test_torchs_counters_reached_by_a_hidden_name_are_recorded_and_still_answere
         "asks where it runs: torch.cuda.memory_allocated() from probe.py:6",
         "asks where it runs: torch.random.initial_seed() from probe.py:6",
     ]
+
+
+def test_the_sources_are_checked_again_where_the_solution_never_runs(task_root, tmp_path):
+    """The evaluating process reads the solution's sources itself, so erasing the candidate
+    process's notes (`findings_wipe`, caught there walking frames) cannot clear a spelled read."""
+    from cheat_packing import cheat_solution
+
+    from gates.evaluator.detectors.environment_probes import EnvironmentInspection
+    from gates.evaluator.evaluation import spelled_probes
+    from gates.tasks.package import load_task
+    from gates.tasks.solution import load_solution
+
+    task = load_task(task_root / "rms_norm")
+    wipe = load_solution(cheat_solution("findings_wipe", tmp_path))
+    found = spelled_probes(task, wipe)
+    assert isinstance(found, EnvironmentInspection) and "imports os" in found.reason
+    assert spelled_probes(task, task.baseline) is None
