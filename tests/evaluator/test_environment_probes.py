@@ -211,6 +211,7 @@ NEW_CHANNELS = (
     "host_name",
     "allocator_reading",
     "rng_position",
+    "process_coin",
 )
 """The fixtures for channels the deny-list of names left open."""
 
@@ -312,3 +313,12 @@ def test_the_sources_are_checked_again_where_the_solution_never_runs(task_root, 
     found = spelled_probes(task, wipe)
     assert isinstance(found, EnvironmentInspection) and "imports os" in found.reason
     assert spelled_probes(task, task.baseline) is None
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["flip = hash('x') % 1000\n", "key = id(object())\n", "def f(t):\n    return t.data_ptr()\n",
+     "from builtins import hash\n", "h = 'x'.__hash__()\n"],
+)  # fmt: skip
+def test_values_that_differ_from_process_to_process_are_refused(source):
+    assert source_probes({"kernel.py": source}, {}), source

@@ -87,6 +87,8 @@ CPU_CHEATS = {
     "allocator_reading": ("REJECTED", "EnvironmentInspection"),
     "rng_position": ("REJECTED", "EnvironmentInspection"),
     "libc_clock": ("REJECTED", "DynamicCode"),  # its library load is refused first
+    # ... or in one process of a thousand: a value each process answers differently.
+    "process_coin": ("REJECTED", "EnvironmentInspection"),
     # ... and erasing, from inside the candidate process, what that process noted.
     "findings_wipe": ("REJECTED", "EvaluatorIntrospection"),
     # ... or after so many calls: state that changes between two calls with the same inputs.

@@ -10,7 +10,8 @@ the question itself is refused, two ways:
 
 - statically, before the import: the solution's sources may import only what a kernel needs
   (`source_imports.py`, an allow-list: every other module is a way to ask the host), may not
-  use the builtins that read files or run code (`open`, `eval`, ...), and may not name these
+  use the builtins that read files or run code (`open`, `eval`, ...) or that answer
+  differently in every process (`id`, `hash`, a tensor's `data_ptr`), and may not name these
   reads (an attribute or `from` import of `sys.modules`, `sys.getprofile`, `os.environ`, ...,
   torch's own answers in `torch_probes.py`, a string holding such a name, `__import__`); a
   read the baseline's file at the same path already makes (the vendored runtime asks whether
@@ -108,6 +109,9 @@ PROBED_NAMES = frozenset(
         "cache_info",
         "get_count",
         "get_stats",
+        # which process it is: an address, a salted hash (a coin flipped once per process)
+        "data_ptr",
+        "__hash__",
     }
 )
 """Names whose only use in a kernel is to ask where or when it runs."""
@@ -115,6 +119,9 @@ NAMESPACE_READERS = frozenset({"getattr", "vars", "globals", "locals", "dir"})
 """Builtins that reach a name computed at run time (`getattr(sys, "mod" + "ules")`)."""
 HOST_BUILTINS = frozenset({"open", "exec", "eval", "compile", "breakpoint", "input"})
 """Builtins that read the host's files or the terminal, or run code no literal shows."""
+PROCESS_BUILTINS = frozenset({"id", "hash"})
+"""Builtins whose answers differ from one process to the next (an address, a string hash
+salted per process): a kernel wrong in one process of a thousand passes every judged one."""
 TENSOR_PARAMETER_NAMES = frozenset({"input"})
 """Builtins torch's convention also gives a tensor parameter (`def gelu(input)`): in a file
 with such a parameter the name is that tensor, not the builtin."""
@@ -189,7 +196,7 @@ def _probes(text: str, path: str, own_package: str | None) -> list[tuple[int, st
         return []  # the import reports it
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     parameters = {node.arg for node in ast.walk(tree) if isinstance(node, ast.arg)}
-    builtins = HOST_BUILTINS - (parameters & TENSOR_PARAMETER_NAMES)
+    builtins = (HOST_BUILTINS | PROCESS_BUILTINS) - (parameters & TENSOR_PARAMETER_NAMES)
     found = []
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
@@ -236,7 +243,7 @@ def _imported_probes(node: ast.Import | ast.ImportFrom) -> list[str]:
     return [
         f"imports {alias.name} from {node.module}"
         for alias in node.names
-        if alias.name in PROBED_NAMES | TORCH_PROBED_NAMES | HOST_BUILTINS
+        if alias.name in PROBED_NAMES | TORCH_PROBED_NAMES | HOST_BUILTINS | PROCESS_BUILTINS
     ]
 
 
