@@ -1,5 +1,6 @@
 """The candidate worker inside the Landlock fence: an honest solution still passes, and a
-write outside the evaluation's folders, which the in-process hooks allow, is refused."""
+write outside the evaluation's folders, which the in-process hooks allow, is refused by the
+fence (the run still makes it; the `open` its source spells is refused after the verdict)."""
 
 import os
 
@@ -22,5 +23,8 @@ def test_the_fence_refuses_a_write_the_hooks_allow(task_root, tmp_path):
     os.remove(MARKER)
     solution = cheat_solution("outside_write", tmp_path)
     result = evaluate(task_root / "rms_norm", solution, timeout=240, fence="landlock")
-    assert result.status == "PASSED", result.reason  # the write was attempted, then refused
+    # The solution ran and attempted the write; its spelled `open` is refused after the verdict.
+    assert result.status == "REJECTED", result.reason
+    assert result.findings[0].cheat == "EnvironmentInspection", result.reason
+    assert "uses the builtin open" in result.reason
     assert not os.path.exists(MARKER), "the fenced candidate wrote outside its folders"
