@@ -2,8 +2,9 @@
 get SIGTERM when the process that started it dies (Linux `PR_SET_PDEATHSIG`).
 
 So a run never outlives its batch worker (a killed batch, a lost Ray worker): it records
-itself `interrupted` and `--resume` continues it, instead of running on unwatched.
-"""
+itself `interrupted` and `--resume` continues it, instead of running on unwatched. Ray's raylet
+may SIGKILL a dead worker's children before that: the run is then left mid-attempt, a crash
+that `--resume` continues the same way."""
 
 import ctypes
 import os
