@@ -1,6 +1,8 @@
 """The least time a forward can take on a device: every weight read once per use, at the
 device's measured copy bandwidth. A speedup is only as good as the gap it leaves to this."""
 
+from collections.abc import Callable
+
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,16 +39,22 @@ def copy_bandwidth(device: torch.device) -> float:
     source = torch.empty(COPY_BYTES, dtype=torch.uint8, device=device)
     target = torch.empty_like(source)
     target.copy_(source)
+    return 2 * COPY_BYTES / median_device_seconds(lambda: target.copy_(source), COPY_REPEATS)
+
+
+def median_device_seconds(work: Callable[[], object], repeats: int) -> float:
+    """The median of `repeats` runs of `work`, each timed alone by CUDA events (a device rate's
+    denominator: the byte floor's copy, the compute floor's product)."""
     spans = []
-    for _ in range(COPY_REPEATS):
+    for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        target.copy_(source)
+        work()
         end.record()
         end.synchronize()
         spans.append(start.elapsed_time(end) / 1e3)
     spans.sort()
-    return 2 * COPY_BYTES / spans[len(spans) // 2]
+    return spans[len(spans) // 2]
 
 
 def byte_floor(model: ExampleModel, device: torch.device) -> ByteFloor | None:

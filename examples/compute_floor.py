@@ -7,6 +7,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch.utils.flop_counter import FlopCounterMode
 
+from examples.byte_floor import median_device_seconds
 from examples.config import ExampleSize
 from examples.model import build_model, make_inputs
 from operators import use_kernel_profile
@@ -43,16 +44,8 @@ def product_rate(device: torch.device) -> float:
     left = torch.randn(RATE_SIDE, RATE_SIDE, dtype=torch.bfloat16, device=device)
     right = torch.randn(RATE_SIDE, RATE_SIDE, dtype=torch.bfloat16, device=device)
     out = torch.matmul(left, right)
-    spans = []
-    for _ in range(RATE_REPEATS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.matmul(left, right, out=out)
-        end.record()
-        end.synchronize()
-        spans.append(start.elapsed_time(end) / 1e3)
-    spans.sort()
-    return 2 * RATE_SIDE**3 / spans[len(spans) // 2]
+    seconds = median_device_seconds(lambda: torch.matmul(left, right, out=out), RATE_REPEATS)
+    return 2 * RATE_SIDE**3 / seconds
 
 
 def compute_floor(size: ExampleSize, batch: int, device: torch.device) -> ComputeFloor | None:

@@ -14,7 +14,6 @@ from gates.evaluator import loading, process_boundary  # before the guard's modu
 from gates.evaluator.captured_cases import case_inputs, load_captured, timed_declaration
 from gates.evaluator.cases import plan_cases
 from gates.evaluator.detectors import CheatDetected
-from gates.evaluator.detectors.environment_probes import source_inspection, source_probes
 from gates.evaluator.detectors.table import finding_of
 from gates.evaluator.guard import CandidateCallError, CandidateGuard
 from gates.evaluator.phase_clock import PhaseClock
@@ -68,8 +67,6 @@ def run_candidate(
         "solution_digest": request.solution_digest,
     }
     _close_process_creation(guard, device)
-    # Read before the solution runs, so nothing it does can change them.
-    probes = source_probes(_texts(solution), _texts(task.baseline))
     try:
         function = guard.import_solution()
         clock.lap("import")
@@ -85,8 +82,10 @@ def run_candidate(
             )
             clock.lap("timing")
         guard.check_environment("before the outputs are written")
-        # Reported after the judge's verdict, so a cheat another detector names keeps its class.
-        last_findings = [finding_of(cheat) for cheat in _environment_inspections(guard, probes)]
+        # The solution's calls of where or when it runs, reported after the judge's verdict so
+        # a cheat another detector names keeps its class; the reads its sources spell are
+        # found by the evaluating process, which never runs it (evaluation.spelled_probes).
+        last_findings = [finding_of(cheat) for cheat in guard.environment_queries.findings]
     except CheatDetected as cheat:
         finding = finding_of(cheat)
         return CandidateReport(
@@ -119,17 +118,6 @@ def run_candidate(
         notes=guard.notes,
         phase_seconds=clock.laps,
     )
-
-
-def _environment_inspections(guard: CandidateGuard, probes: list[str]) -> list[CheatDetected]:
-    """The solution's questions of where or when it runs: its calls the tripwires recorded,
-    then the reads its sources spell out."""
-    spelled = source_inspection(probes)
-    return [*guard.environment_queries.findings, *([spelled] if spelled else [])]
-
-
-def _texts(solution) -> dict[str, str]:
-    return {source.path: source.content for source in solution.sources}
 
 
 def _close_process_creation(guard: CandidateGuard, device: torch.device) -> None:

@@ -22,7 +22,7 @@ from gates.evaluator.detectors.file_tampering import (
     SourcesRewritten,
     protected_roots,
 )
-from gates.evaluator.detectors.table import family_of
+from gates.evaluator.detectors.table import family_of, finding_of
 from gates.evaluator.launcher import (
     REPOSITORY_ROOT,
     ReportNotAuthentic,
@@ -103,10 +103,8 @@ def evaluate(
         snapshot = SourceSnapshot(
             protected_roots(REPOSITORY_ROOT, Path(task_folder), Path(solution_path))
         )
-        outcome = _run_phases(request, request_path, timeout, weights)
-        spelled = spelled_probes(task, solution) if outcome["status"] == "PASSED" else None
-        if spelled is not None:
-            outcome |= _rejected(family_of(type(spelled)), type(spelled).__name__, spelled.reason)
+        spelled = spelled_probes(task, solution)
+        outcome = _run_phases(request, request_path, timeout, weights, spelled)
         try:
             snapshot.check()
         except SourcesRewritten as cheat:
@@ -128,17 +126,23 @@ def spelled_probes(task, solution) -> EnvironmentInspection | None:
     """The reads of where or when it runs that the solution's sources spell, found in this
     process, which never runs the solution: whatever the solution does in the processes it
     runs in (erasing what they noted, say) cannot change this finding. The candidate process
-    checks the same sources too, so its tripwires' run-time records join the static ones."""
+    adds the calls its tripwires recorded."""
     texts = {source.path: source.content for source in solution.sources}
     known = {source.path: source.content for source in task.baseline.sources}
     return source_inspection(source_probes(texts, known))
 
 
 def _run_phases(
-    request: EvaluationRequest, request_path: Path, timeout: float, weights: dict
+    request: EvaluationRequest,
+    request_path: Path,
+    timeout: float,
+    weights: dict,
+    spelled: EnvironmentInspection | None,
 ) -> dict:
     """Candidate first; the judge starts beside it, held, so its imports cost no wall time.
-    `weights` (calls per forward by workload) weigh the promotion's model time."""
+    `weights` (calls per forward by workload) weigh the promotion's model time; `spelled` (the
+    sources' reads of where or when they run) rejects, after the candidate's recorded calls,
+    a run every other check passed."""
     started = time.monotonic()
     report_file = Path(request.work_dir) / "candidate-report.json"
     judge_worker = start_worker("judge", request, request_path, (str(report_file),), held=True)
@@ -176,10 +180,11 @@ def _run_phases(
     }
     outcome["integrity"] = candidate.integrity
     outcome["notes"] = candidate.notes
-    if judge.status == "PASSED" and candidate.last_findings:
-        first = candidate.last_findings[0]
+    last_findings = [*candidate.last_findings, *([finding_of(spelled)] if spelled else [])]
+    if judge.status == "PASSED" and last_findings:
+        first = last_findings[0]
         outcome.update(_rejected(first.detector, first.cheat, first.reason))
-        outcome["findings"] = candidate.last_findings
+        outcome["findings"] = last_findings
         return outcome
     if judge.status == "PASSED" and candidate.timing is not None:
         outcome["timing"] = decided_promotion(candidate.timing, bool(request.incumbent), weights)

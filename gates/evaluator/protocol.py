@@ -85,8 +85,9 @@ class CandidateReport(BaseModel):
     findings: list[Finding] = Field(default_factory=list)
     last_findings: list[Finding] = Field(
         default_factory=list,
-        description="what rejects a run every other check passes, the judge's included (asking "
-        "where or when it runs), so a cheat another detector names keeps its own class",
+        description="the solution's recorded calls asking where or when it runs: they reject a "
+        "run every other check passes, the judge's included, so a cheat another detector names "
+        "keeps its own class",
     )
     cases: list[CaseRecord] = Field(default_factory=list)
     hidden_errors: dict[str, str] = Field(

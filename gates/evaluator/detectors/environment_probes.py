@@ -122,6 +122,7 @@ HOST_BUILTINS = frozenset({"open", "exec", "eval", "compile", "breakpoint", "inp
 PROCESS_BUILTINS = frozenset({"id", "hash"})
 """Builtins whose answers differ from one process to the next (an address, a string hash
 salted per process): a kernel wrong in one process of a thousand passes every judged one."""
+REFUSED_BUILTINS = HOST_BUILTINS | PROCESS_BUILTINS
 TENSOR_PARAMETER_NAMES = frozenset({"input"})
 """Builtins torch's convention also gives a tensor parameter (`def gelu(input)`): in a file
 with such a parameter the name is that tensor, not the builtin."""
@@ -196,7 +197,7 @@ def _probes(text: str, path: str, own_package: str | None) -> list[tuple[int, st
         return []  # the import reports it
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     parameters = {node.arg for node in ast.walk(tree) if isinstance(node, ast.arg)}
-    builtins = (HOST_BUILTINS | PROCESS_BUILTINS) - (parameters & TENSOR_PARAMETER_NAMES)
+    builtins = REFUSED_BUILTINS - (parameters & TENSOR_PARAMETER_NAMES)
     found = []
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
@@ -243,7 +244,7 @@ def _imported_probes(node: ast.Import | ast.ImportFrom) -> list[str]:
     return [
         f"imports {alias.name} from {node.module}"
         for alias in node.names
-        if alias.name in PROBED_NAMES | TORCH_PROBED_NAMES | HOST_BUILTINS | PROCESS_BUILTINS
+        if alias.name in PROBED_NAMES | TORCH_PROBED_NAMES | REFUSED_BUILTINS
     ]
 
 

@@ -1,6 +1,6 @@
 """Cheat: ask where it runs (`os.times`, which its sources spell and the check refuses), then,
-while the candidate process imports it, erase what that process noted: the reads its sources
-were found to spell and the tripwires' records, reached by walking the importing frames. It is
+while the candidate process imports it, erase what that process noted: the tripwires' records
+and any list of spelled reads it kept, reached by walking the importing frames. It is
 honest while the process's CPU time reads low, so only a check made outside the process the
 solution runs in can still see the question."""
 
