@@ -36,7 +36,8 @@ from operators import REGISTRY  # noqa: E402
 from operators.catalog.checking import first_violation  # noqa: E402
 
 INPUT_SETS = 16
-"""The weights are 4-5 MB each: 16 sets are past the H200's 50 MB L2."""
+"""The weights are 4-5 MB each (rotate_qk's largest workload moves 42 MB a call): 16 sets are
+past the H200's 50 MB L2."""
 SECONDS_PER_WORKLOAD = float(os.environ.get("TILE_SECONDS", "45"))
 """How long one workload's tiles may take to check and compile (`TILE_SECONDS`)."""
 
@@ -51,15 +52,19 @@ class Swept:
     regime: Callable[[ModuleType, int], str]
 
 
-def _launch_with_tuning(fused: ModuleType, tile: dict, args: tuple, params: dict):
-    """The entry point with every regime's tile replaced for the call (a graph keeps the
-    launch it captured)."""
-    saved = {name: dict(settings) for name, settings in fused.TUNING.items()}
-    fused.TUNING.update({name: dict(tile) for name in saved})
-    try:
-        return fused.DECLARATION.preferred(*args, **params)
-    finally:
-        fused.TUNING.update(saved)
+def _entry_with_tuning(entry: str) -> Callable[[ModuleType, dict, tuple, dict], object]:
+    """The module's entry point `entry` with every regime's tile replaced for the call (a graph
+    keeps the launch it captured)."""
+
+    def launch(fused: ModuleType, tile: dict, args: tuple, params: dict):
+        saved = {name: dict(settings) for name, settings in fused.TUNING.items()}
+        fused.TUNING.update({name: dict(tile) for name in saved})
+        try:
+            return getattr(fused, entry)(*args, **params)
+        finally:
+            fused.TUNING.update(saved)
+
+    return launch
 
 
 SWEPT = {
@@ -75,7 +80,12 @@ SWEPT = {
     ),
     "qkv_projection": Swept(
         module="qkv_projection_fused",
-        launch=_launch_with_tuning,
+        launch=_entry_with_tuning("qkv_projection_kernel"),
+        regime=lambda fused, rows: fused.regime(rows),
+    ),
+    "rotate_qk": Swept(
+        module="rotate_qk_halves",
+        launch=_entry_with_tuning("rotate_qk_triton"),
         regime=lambda fused, rows: fused.regime(rows),
     ),
 }
@@ -86,6 +96,8 @@ def tiles(space: dict) -> list[dict]:
 
 
 def tile_name(tile: dict) -> str:
+    if "block_m" not in tile:  # launch settings without tiles (a row-wise kernel)
+        return "_".join(f"{key}{value}" for key, value in tile.items())
     name = "m{block_m}_n{block_n}_k{block_k}_w{num_warps}_s{num_stages}".format(**tile)
     name += f"_p{tile['splits']}" if "splits" in tile else ""
     return name + ("_joined" if tile.get("joined") else "")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import operators  # noqa: F401,I001  (selects the Triton interpreter before a kernel module loads)
 from gates.tuning.launch_settings import declared_settings, render_point
-from operators.catalog.checking import first_violation
+from operators import REGISTRY
+from operators.catalog.checking import first_violation, scaled_down
 from operators.declaration import Workload
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -62,6 +63,7 @@ def test_every_swept_kernel_is_called_as_its_operator_is():
     # refused them was refused at every tile on the GPU
     import attention_output_fused
     import gated_gelu_projection_fused
+    import rotate_qk_halves
     import test_attention_output_session
     import test_gated_gelu_projection_session
     import test_qkv_projection_session
@@ -83,6 +85,12 @@ def test_every_swept_kernel_is_called_as_its_operator_is():
             test_gated_gelu_projection_session.DECLARATION,
             test_gated_gelu_projection_session.SMALL_TILES,
             rows,
+        ),
+        "rotate_qk": (
+            rotate_qk_halves,
+            scaled_down(REGISTRY.declaration("rotate_qk")),
+            {"rows_per_program": 4, "num_warps": 1, "num_stages": 1},
+            batched,
         ),
     }  # fmt: skip
     assert set(cases) == set(tile_sweep.SWEPT)
