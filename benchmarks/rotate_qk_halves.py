@@ -24,9 +24,9 @@ from operators.catalog.rounding import round_to_bfloat16
 from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {
-    "few_rows": {"rows_per_program": 8, "num_warps": 4, "num_stages": 1},
-    "some_rows": {"rows_per_program": 16, "num_warps": 4, "num_stages": 1},
-    "many_rows": {"rows_per_program": 16, "num_warps": 4, "num_stages": 1},
+    "few_rows": {"rows_per_program": 4, "num_warps": 4, "num_stages": 1},
+    "some_rows": {"rows_per_program": 4, "num_warps": 4, "num_stages": 1},
+    "many_rows": {"rows_per_program": 16, "num_warps": 2, "num_stages": 1},
 }
 """Launch settings per row regime on a GPU: (batch, head, token) rows per program, warps,
 pipeline stages (`benchmarks/tile_sweep.py rotate_qk --write` puts each regime's fastest here)."""
