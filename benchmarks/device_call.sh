@@ -114,9 +114,11 @@ for part in "$@"; do
     gated) run gated 200 python3 benchmarks/gated_projection_gpu.py ;;  # issue 26: MLP gate/up
     tiles)  # issue 26: for each operator in TILE_OPS (default attention_output), its fused
       # kernel's tiles per regime, the fastest written into the kernel and its scripted session
-      # (then `h200` with the same H200_OPS ships them); the written kernels come back as .txt
+      # (then `h200` with the same H200_OPS ships them); the written kernels come back as .txt;
+      # TILE_WORKLOADS (comma-separated) sweeps only those workloads' regimes
       for op in ${TILE_OPS:-attention_output}; do
-        run "tiles_$op" 260 python3 benchmarks/tile_sweep.py "$op" --write
+        run "tiles_$op" 260 python3 benchmarks/tile_sweep.py "$op" --write \
+          ${TILE_WORKLOADS:+--workloads "$TILE_WORKLOADS"}
       done ;;
     space)  # issue 27: the exhaustive sweep of SPACE_OPS' declared spaces against autotune's
       # screen; SPACE_SHARD=K/N sweeps one shard (merge them here with `--merge N`)

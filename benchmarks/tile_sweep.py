@@ -201,7 +201,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("operator", choices=sorted(SWEPT))
     parser.add_argument("--write", action="store_true", help="write the chosen TUNING and session")
+    parser.add_argument(
+        "--workloads",
+        help="comma-separated workload names to sweep (default: all); the other regimes keep "
+        "their tiles",
+    )
     arguments = parser.parse_args(argv)
+    workloads = REGISTRY.declaration(arguments.operator).workloads
+    if arguments.workloads:
+        wanted = arguments.workloads.split(",")
+        unknown = sorted(set(wanted) - {workload.name for workload in workloads})
+        if unknown:
+            names = ", ".join(workload.name for workload in workloads)
+            print(
+                f"tile_sweep: no workload {', '.join(unknown)}; there are {names}", file=sys.stderr
+            )
+            return 2
+        workloads = tuple(workload for workload in workloads if workload.name in wanted)
     if not torch.cuda.is_available():
         print("tile_sweep: needs a CUDA device (it times CUDA graphs)", file=sys.stderr)
         return 2
@@ -209,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda")
     report = Path(os.environ.get("OUT", "/tmp")) / f"tile_sweep_{arguments.operator}.json"
     results = []
-    for workload in REGISTRY.declaration(arguments.operator).workloads:
+    for workload in workloads:
         result = sweep(arguments.operator, fused, workload, device)
         results.append(result)
         print(

@@ -104,3 +104,10 @@ def test_without_a_gpu_the_sweep_says_so_in_one_line(capsys):
     assert (
         capsys.readouterr().err.strip() == "tile_sweep: needs a CUDA device (it times CUDA graphs)"
     )
+
+
+def test_an_unknown_workload_is_named_in_one_line(capsys):
+    assert tile_sweep.main(["rotate_qk", "--workloads", "prefix_b8,prefix_b9"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "tile_sweep: no workload prefix_b9; there are action_b1, prefix_b1, action_b8, prefix_b8"
+    )
