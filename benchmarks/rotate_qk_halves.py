@@ -24,21 +24,19 @@ from operators.catalog.rounding import round_to_bfloat16
 from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {
-    "few_rows": {"rows_per_program": 4, "num_warps": 4, "num_stages": 1, "streaming": 0},
-    "some_rows": {"rows_per_program": 4, "num_warps": 4, "num_stages": 1, "streaming": 0},
-    "many_rows": {"rows_per_program": 16, "num_warps": 2, "num_stages": 1, "streaming": 0},
+    "few_rows": {"rows_per_program": 4, "num_warps": 4, "num_stages": 1},
+    "some_rows": {"rows_per_program": 4, "num_warps": 4, "num_stages": 1},
+    "many_rows": {"rows_per_program": 16, "num_warps": 2, "num_stages": 1},
 }
 """Launch settings per row regime on a GPU: (batch, head, token) rows per program, warps,
 pipeline stages (`benchmarks/tile_sweep.py rotate_qk --write` puts each regime's fastest here)."""
 TUNING_SPACE = {
-    "rows_per_program": (16, 32, 4, 8, 64, 128),
-    "num_warps": (2, 4, 1, 8),
+    "rows_per_program": (4, 8, 16, 32, 64),
+    "num_warps": (1, 2, 4, 8),
     "num_stages": (1,),
-    "streaming": (1, 0),
 }
-"""What the sweep tries in every regime, the likeliest first (no loop to pipeline, so stages
-stay; `streaming`: the rows' loads and stores marked to leave L2 first, the cos and sin tables
-kept); the numerics never change."""
+"""What the sweep tries in every regime (no loop to pipeline, so stages stay); the numerics
+never change."""
 REGIMES = (("few_rows", 64), ("some_rows", 1024), ("many_rows", None))
 """Row regimes by their largest batch x tokens: the action expert at batch 1, the action expert
 at batch 8 and the prefix at batch 1, the prefix at batch 8 (eight times the bytes)."""
@@ -61,7 +59,6 @@ def _rotate_rows(
     ROWS: tl.constexpr,
     HALF: tl.constexpr,
     BLOCK_HALF: tl.constexpr,
-    STREAM: tl.constexpr,
 ):
     row = first_row + tl.arange(0, ROWS)
     token = row % tokens
@@ -74,13 +71,8 @@ def _rotate_rows(
         mask = (row < rows)[:, None] & (columns < HALF)[None, :]
     base = batch * batch_stride + head * head_stride + token * token_stride
     first = x_ptr + base[:, None] + columns[None, :]
-    if STREAM:  # read once and written once: first out of L2, the tables stay in it
-        x1 = tl.load(first, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        x2 = tl.load(first + HALF, mask=mask, other=0.0, eviction_policy="evict_first")
-        x2 = x2.to(tl.float32)
-    else:
-        x1 = tl.load(first, mask=mask, other=0.0).to(tl.float32)
-        x2 = tl.load(first + HALF, mask=mask, other=0.0).to(tl.float32)
+    x1 = tl.load(first, mask=mask, other=0.0).to(tl.float32)
+    x2 = tl.load(first + HALF, mask=mask, other=0.0).to(tl.float32)
     table = token[:, None] * table_stride + columns[None, :]
     cos1 = tl.load(cos_ptr + table, mask=mask, other=0.0).to(tl.float32)
     cos2 = tl.load(cos_ptr + table + HALF, mask=mask, other=0.0).to(tl.float32)
@@ -90,13 +82,8 @@ def _rotate_rows(
     out1 = round_to_bfloat16(round_to_bfloat16(x1 * cos1) + round_to_bfloat16(-x2 * sin1))
     out2 = round_to_bfloat16(round_to_bfloat16(x2 * cos2) + round_to_bfloat16(x1 * sin2))
     target = out_ptr + row[:, None] * (2 * HALF) + columns[None, :]
-    out1, out2 = out1.to(out_ptr.dtype.element_ty), out2.to(out_ptr.dtype.element_ty)
-    if STREAM:
-        tl.store(target, out1, mask=mask, cache_modifier=".cs")
-        tl.store(target + HALF, out2, mask=mask, cache_modifier=".cs")
-    else:
-        tl.store(target, out1, mask=mask)
-        tl.store(target + HALF, out2, mask=mask)
+    tl.store(target, out1.to(out_ptr.dtype.element_ty), mask=mask)
+    tl.store(target + HALF, out2.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -124,7 +111,6 @@ def _rotate_qk_kernel(
     ROWS: tl.constexpr,
     HALF: tl.constexpr,
     BLOCK_HALF: tl.constexpr,
-    STREAM: tl.constexpr,
 ):
     # Programs [0, q_programs) rotate query rows and programs from k_first_program on rotate
     # key rows: disjoint ranges when compiled, overlapping under the interpreter.
@@ -146,7 +132,6 @@ def _rotate_qk_kernel(
             ROWS,
             HALF,
             BLOCK_HALF,
-            STREAM,
         )
     if program >= k_first_program:
         _rotate_rows(
@@ -165,7 +150,6 @@ def _rotate_qk_kernel(
             ROWS,
             HALF,
             BLOCK_HALF,
-            STREAM,
         )
 
 
@@ -212,7 +196,6 @@ def rotate_qk_triton(
             ROWS=rows_each,
             HALF=half,
             BLOCK_HALF=block_half,
-            STREAM=bool(settings.get("streaming", 0)),
             num_warps=settings["num_warps"],
             num_stages=settings["num_stages"],
         )
