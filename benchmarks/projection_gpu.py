@@ -1,8 +1,8 @@
 """stacked_projection on the H200: the fused kernel against three F.linear and torch.compile.
 
 Run from the repository root on a GPU machine: `OUT=$OUT python benchmarks/projection_gpu.py`
-(under a minute; writes $OUT/projection_gpu.json and prints a table; `--write` puts the fastest
-settings into the kernel and its scripted session). Per workload (the
+(about two minutes; writes $OUT/projection_gpu.json and prints a table; `--write` puts each
+row regime's fastest settings into the kernel and its scripted session). Per workload (the
 modulation's condition at batch 1 and 8, three 1024 x 1024 BF16 weights) it first holds the
 fused kernel (benchmarks/stacked_projection_fused.py, the file the scripted tune session ships)
 to the operator's contract on every input distribution and counts how far it and the BLAS each
@@ -44,33 +44,41 @@ INPUT_SETS = 20
 REPLAYS = 20
 WARMUP = 2
 SEEDS = 2
-SWEEP_SECONDS = 40.0
+SWEEP_SECONDS = 60.0
 """Compiling a variant takes about a second; variants past this much time are skipped."""
 H200_BYTES_PER_S = 4.8e12
 """The H200's HBM3e peak, for the byte floor (about 4.3 TB/s is reached by a copy)."""
 VARIANTS = [
     {"block_n": n, "block_k": k, "num_warps": w, "num_stages": stages, "dot": dot}
     for n, k, w, stages, dot in (
+        (8, 1024, 4, 1, False),
+        (4, 1024, 4, 1, False),
+        (4, 1024, 2, 1, False),
+        (2, 1024, 2, 1, False),
+        (8, 1024, 8, 1, False),
+        (16, 1024, 4, 1, True),
+        (16, 1024, 8, 1, True),
+        (32, 1024, 8, 1, True),
+        (16, 256, 4, 5, True),
+        (32, 256, 4, 5, True),
         (16, 512, 4, 3, True),
         (16, 256, 4, 4, True),
-        (16, 1024, 4, 2, True),
-        (16, 512, 8, 3, True),
         (16, 256, 2, 4, True),
         (32, 256, 4, 3, True),
         (32, 512, 8, 3, True),
         (64, 256, 4, 3, True),
         (4, 512, 4, 3, False),
-        (8, 256, 4, 3, False),
         (8, 512, 4, 3, False),
-        (8, 128, 2, 4, False),
-        (16, 256, 4, 3, False),
-        (16, 128, 8, 4, False),
+        (8, 256, 4, 3, False),
     )
 ]
-"""Launch settings tried: columns per program, K per step, warps, stages, tl.dot or
-multiply-and-sum (which allows fewer columns per program, so more programs). Splitting K among
-programs (partial sums added by the last to arrive) was tried on the H200 on 2026-12-03 and ran
-6.9-8.9 us against 5.26 unsplit at batch 8, so the kernel does not split."""
+"""Launch settings tried, in this order: columns per program, K per step, warps, stages, tl.dot
+or multiply-and-sum (which allows fewer columns per program, so more programs). First the
+whole of K in one step, so each program issues all its weight loads at once (the call moves
+6 MB, about what the whole GPU keeps in flight, so a loop of dependent steps waits on memory
+once per step), then the points swept before. Splitting K among programs (partial sums added
+by the last to arrive) was tried on the H200 on 2026-12-03 and ran 6.9-8.9 us against 5.26
+unsplit at batch 8, so the kernel does not split."""
 
 
 class Accuracy(BaseModel):
@@ -119,11 +127,13 @@ def reference(x, w0, w1, w2):
 
 
 def fused_with(settings: dict) -> Callable:
-    """The fused kernel at `settings` (the module's TUNING is read at each call)."""
+    """The fused kernel with `settings` in every regime (the module's TUNING is read at each
+    call; a graph keeps the launch it captured)."""
 
     def kernel(x, w0, w1, w2):
-        saved = dict(fused.TUNING)
-        fused.TUNING.update(settings)
+        saved = {name: dict(regime) for name, regime in fused.TUNING.items()}
+        for regime in fused.TUNING.values():
+            regime.update(settings)
         try:
             return fused.stacked_projection_kernel(x, w0, w1, w2)
         finally:
@@ -237,7 +247,7 @@ def measure(
         roles["compiled"] = torch.compile(reference, dynamic=False)
     if not broken:
         roles["fused"] = fused.stacked_projection_kernel
-    settings: dict[str, dict] = {"fused": dict(fused.TUNING)}
+    settings: dict[str, dict] = {"fused": dict(fused.TUNING[fused.regime(batch)])}
     skipped = []
     for number, variant in enumerate(VARIANTS[:1] if quick else [] if broken else VARIANTS):
         name = f"variant{number}"
@@ -339,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         triton=__import__("triton").__version__,
         session_current=projection_session.session_text()
         == projection_session.SESSION_FILE.read_text(),
-        tuning=dict(fused.TUNING),
+        tuning={name: dict(settings) for name, settings in fused.TUNING.items()},
         seconds=round(time.time() - started, 1),
         results=results,
     )
@@ -347,34 +357,38 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "projection_gpu.json").write_text(report.model_dump_json(indent=2) + "\n")
     print_table(report)
     print(f"\nwrote {args.out / 'projection_gpu.json'} in {report.seconds} s")
-    chosen = fastest_settings(report) if args.write else None
-    if chosen is not None:
+    if args.write:
+        chosen = fastest_settings(report, fused.TUNING)
         kernel_file = Path(fused.__file__)
         solution_session.write_tuning(projection_session.OPERATOR, kernel_file, chosen)
         kept = (
             args.out / f"{projection_session.OPERATOR}.kernel.py.txt"
         )  # what a device call returns
         kept.write_text(kernel_file.read_text())
-        print(f"fastest settings over both workloads {chosen}: written into {kernel_file}")
+        print(f"fastest settings per regime {chosen}: written into {kernel_file}")
     return 0
 
 
-def fastest_settings(report: Report) -> dict | None:
-    """The settings (the shipped ones or a variant's) with the least time summed over the
-    workloads (the modulation runs as often at each), among those timed at every one."""
-    settings: dict[str, dict] = {}
-    times: dict[str, list[float | None]] = {}
-    for result in report.results:
-        for timing in result.timings:
-            if timing.settings is not None:
-                settings[timing.role] = timing.settings
-                times.setdefault(timing.role, []).append(timing.us)
-    totals = {
-        role: sum(us)
-        for role, us in times.items()
-        if len(us) == len(report.results) and None not in us
-    }
-    return dict(settings[min(totals, key=totals.get)]) if totals else None
+def fastest_settings(report: Report, tuning: dict[str, dict]) -> dict[str, dict]:
+    """`tuning` with each regime's settings replaced by the fastest (the shipped ones or a
+    variant's): least time summed over the regime's workloads, among settings timed at every
+    one of them; a regime without workloads keeps its settings."""
+    chosen = {name: dict(settings) for name, settings in tuning.items()}
+    for name in chosen:
+        mine = [result for result in report.results if fused.regime(result.batch) == name]
+        settings: dict[str, dict] = {}
+        times: dict[str, list[float | None]] = {}
+        for result in mine:
+            for timing in result.timings:
+                if timing.settings is not None:
+                    settings[timing.role] = timing.settings
+                    times.setdefault(timing.role, []).append(timing.us)
+        totals = {
+            role: sum(us) for role, us in times.items() if len(us) == len(mine) and None not in us
+        }
+        if totals:
+            chosen[name] = dict(settings[min(totals, key=totals.get)])
+    return chosen
 
 
 if __name__ == "__main__":

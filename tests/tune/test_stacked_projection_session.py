@@ -39,8 +39,13 @@ def test_the_session_writes_the_kernel_module_over_the_operator_file():
 
 @pytest.mark.parametrize(
     "settings",
-    [{}, {"block_k": 32}, {"dot": False, "block_n": 8, "block_k": 64}],
-    ids=["ragged_k", "even_k", "multiply_and_sum"],
+    [
+        {},
+        {"block_k": 32},
+        {"dot": False, "block_n": 8, "block_k": 64},
+        {"dot": False, "block_n": 2, "block_k": 1024, "num_stages": 1},
+    ],
+    ids=["ragged_k", "even_k", "multiply_and_sum", "whole_k_in_one_step"],
 )
 def test_the_kernel_meets_the_contract_on_every_distribution(settings):
     kernel = projection_gpu.fused_with(settings)
@@ -59,6 +64,7 @@ def test_the_benchmark_runs_on_the_cpu_and_writes_its_report(tmp_path, capsys):
     for result in report["results"]:
         assert [row["violation"] for row in result["accuracy"]] == [None] * 3
         assert {t["role"] for t in result["timings"]} == {"three_linear", "fused", "variant0"}
+    assert set(report["tuning"]) == {"few_rows", "many_rows"}
 
 
 def test_the_benchmark_refuses_full_sizes_under_the_interpreter(capsys):
@@ -66,15 +72,16 @@ def test_the_benchmark_refuses_full_sizes_under_the_interpreter(capsys):
     assert "--quick" in capsys.readouterr().err
 
 
-def test_the_sweep_picks_the_settings_fastest_over_both_workloads():
-    def result(name: str, fused_us: float, variant_us: float | None):
+def test_the_sweep_picks_each_regimes_fastest_settings():
+    def result(name: str, batch: int, fused_us: float, variant_us: float | None):
         timings = [
             projection_gpu.Timing(role="three_linear", us=20.0),
             projection_gpu.Timing(role="fused", settings={"splits": 1}, us=fused_us),
             projection_gpu.Timing(role="variant0", settings={"splits": 4}, us=variant_us),
+            projection_gpu.Timing(role="variant1", settings={"splits": 2}, us=9.0),
         ]
         return projection_gpu.WorkloadResult(
-            workload=name, batch=1, weight_bytes=1, floor_us=1.0, contract="c", accuracy=[],
+            workload=name, batch=batch, weight_bytes=1, floor_us=1.0, contract="c", accuracy=[],
             timings=timings,
         )  # fmt: skip
 
@@ -84,13 +91,16 @@ def test_the_sweep_picks_the_settings_fastest_over_both_workloads():
             results=list(results),
         )  # fmt: skip
 
+    shipped = {"few_rows": {"splits": 1}, "many_rows": {"splits": 1}}
+    # batch 1 and batch 8 are different regimes: each takes its own fastest
     assert projection_gpu.fastest_settings(
-        report(result("b1", 5.0, 3.0), result("b8", 5.0, 6.0))
-    ) == {"splits": 4}
+        report(result("b1", 1, 5.0, 3.0), result("b8", 8, 5.0, 6.0)), shipped
+    ) == {"few_rows": {"splits": 4}, "many_rows": {"splits": 1}}
+    # within a regime, the least time summed over its workloads
     assert projection_gpu.fastest_settings(
-        report(result("b1", 5.0, 3.0), result("b8", 5.0, 8.0))
-    ) == {"splits": 1}
-    # a variant not timed at every workload is not chosen, however fast
+        report(result("b1", 1, 5.0, 3.0), result("b2", 2, 5.0, 8.0)), shipped
+    ) == {"few_rows": {"splits": 1}, "many_rows": {"splits": 1}}
+    # a variant not timed at every workload of its regime is not chosen, however fast
     assert projection_gpu.fastest_settings(
-        report(result("b1", 5.0, 1.0), result("b8", 5.0, None))
-    ) == {"splits": 1}
+        report(result("b1", 1, 5.0, 1.0), result("b2", 2, 5.0, None)), shipped
+    ) == {"few_rows": {"splits": 1}, "many_rows": {"splits": 1}}
