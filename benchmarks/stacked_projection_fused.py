@@ -13,7 +13,7 @@ from operators import triton_runtime  # selects the interpreter before any kerne
 from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {
-    "few_rows": {"block_n": 32, "block_k": 256, "num_warps": 4, "num_stages": 3, "dot": True},
+    "few_rows": {"block_n": 2, "block_k": 1024, "num_warps": 2, "num_stages": 1, "dot": False},
     "many_rows": {"block_n": 32, "block_k": 256, "num_warps": 4, "num_stages": 3, "dot": True},
 }
 """Launch settings per row regime on a GPU: output columns per program, K per step, warps,

@@ -1,6 +1,6 @@
 """Tuned stacked_projection, written by `controller install`.
 
-From run tune-20261202T174502Z-6eb8cc, attempt 1.
+From run tune-20261204T135257Z-d5a81e, attempt 1.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """

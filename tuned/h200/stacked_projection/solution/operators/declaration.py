@@ -117,6 +117,13 @@ class OperatorDeclaration(BaseModel):
         "stock PyTorch formulation such as SDPA for attention; None means the reference",
     )
     contract: Contract
+    oracle: Literal["reference", "float64"] = Field(
+        default="reference",
+        description="what the contract compares against: the reference's outputs as written, "
+        "or the reference run with every float in FP64 and rounded once to each output's dtype "
+        "(for an operator whose own reference misses the exact result by a share of the "
+        "contract)",
+    )
     workloads: tuple[Workload, ...] = Field(min_length=1)
 
     @model_validator(mode="after")

@@ -12,19 +12,25 @@ import triton.language as tl
 from ...operators import triton_runtime  # selects the interpreter before any kernel
 from ...operators.kernel_launch import compiler_visible, launch
 
-TUNING = {"block_n": 32, "block_k": 256, "num_warps": 4, "num_stages": 3, "dot": True}
-"""Launch settings on a GPU: output columns per program, K per step, warps, pipeline stages,
-and whether the products go through tl.dot (tensor cores) or FP32 multiply-and-sum. The fastest
-point of `benchmarks/projection_gpu.py`'s sweep on the H200 (2026-12-02: 4.94 / 5.06 us at
-batch 1 / 8, where 16 columns and K steps of 512 took 7.64 / 7.89 us)."""
+TUNING = {
+    "few_rows": {"block_n": 2, "block_k": 1024, "num_warps": 2, "num_stages": 1, "dot": False},
+    "many_rows": {"block_n": 32, "block_k": 256, "num_warps": 4, "num_stages": 3, "dot": True},
+}
+"""Launch settings per row regime on a GPU: output columns per program, K per step, warps,
+pipeline stages, and whether the products go through tl.dot (tensor cores) or FP32
+multiply-and-sum. `benchmarks/projection_gpu.py --write` puts each regime's fastest here."""
 TUNING_SPACE = {
-    "block_n": (4, 8, 16, 32, 64),
+    "block_n": (2, 4, 8, 16, 32, 64),
     "block_k": (128, 256, 512, 1024),
     "num_warps": (2, 4, 8),
-    "num_stages": (2, 3, 4),
+    "num_stages": (1, 2, 3, 4, 5),
     "dot": (True, False),
 }
-"""What `autotune` may try; block_k changes the FP32 sum order, within the contract."""
+"""What a sweep may try in each regime; block_k changes the FP32 sum order, within the
+contract."""
+REGIMES = (("few_rows", 4), ("many_rows", None))
+"""Row regimes by their largest row count: the multiply-and-sum path keeps every row's products
+in registers, which pays at one row (batch 1) and not at eight."""
 DOT_ROWS = (16, 64)
 """tl.dot takes at least 16 rows and columns: fewer rows of x are masked up to 16; one program
 keeps at most 64 rows, more take more programs along the grid's axis 1."""
@@ -150,14 +156,15 @@ def stacked_projection_kernel(
         return ys
     if features == 0:
         return tuple(y.zero_() for y in ys)
-    dot = TUNING["dot"]
+    settings = TUNING[regime(rows)]
+    dot = settings["dot"]
     if dot:
         block_b = min(DOT_ROWS[1], max(DOT_ROWS[0], triton.next_power_of_2(rows)))
-        block_n = max(16, TUNING["block_n"])
+        block_n = max(16, settings["block_n"])
     else:
         block_b = min(SUM_ROWS, triton.next_power_of_2(rows))
-        block_n = TUNING["block_n"]
-    block_k = min(TUNING["block_k"], max(16, triton.next_power_of_2(features)))
+        block_n = settings["block_n"]
+    block_k = min(settings["block_k"], max(16, triton.next_power_of_2(features)))
     if triton_runtime.interpreting():  # one program per weight keeps the interpreter quick
         block_n = max(block_n, triton.next_power_of_2(outputs))
     grid = (3 * triton.cdiv(outputs, block_n), triton.cdiv(rows, block_b))
@@ -167,6 +174,11 @@ def stacked_projection_kernel(
         x.stride(0), w0.stride(0), w1.stride(0), w2.stride(0),
         BLOCK_B=block_b, BLOCK_N=block_n, BLOCK_K=block_k, EVEN_K=features % block_k == 0,
         DOT=dot, INTERPRETED=triton_runtime.interpreting(),
-        num_warps=TUNING["num_warps"], num_stages=TUNING["num_stages"],
+        num_warps=settings["num_warps"], num_stages=settings["num_stages"],
     )  # fmt: skip
     return ys
+
+
+def regime(rows: int) -> str:
+    """The TUNING entry for a call with this many rows of x."""
+    return next(name for name, most in REGIMES if most is None or rows <= most)
