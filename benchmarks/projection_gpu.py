@@ -51,10 +51,13 @@ H200_BYTES_PER_S = 4.8e12
 VARIANTS = [
     {"block_n": n, "block_k": k, "num_warps": w, "num_stages": stages, "dot": dot}
     for n, k, w, stages, dot in (
+        (2, 1024, 2, 1, False),
+        (1, 1024, 1, 1, False),
+        (2, 1024, 1, 1, False),
+        (1, 1024, 2, 1, False),
+        (4, 1024, 2, 1, False),
         (8, 1024, 4, 1, False),
         (4, 1024, 4, 1, False),
-        (4, 1024, 2, 1, False),
-        (2, 1024, 2, 1, False),
         (8, 1024, 8, 1, False),
         (16, 1024, 4, 1, True),
         (16, 1024, 8, 1, True),
