@@ -74,21 +74,9 @@ def _project_columns(
             k_ok = (start + k) < features
             x = tl.load(x_block, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
             w = tl.load(w_block, mask=column_ok[:, None] & k_ok[None, :], other=0.0)
-        if not DOT and BLOCK_B == 1:  # few columns per program: more programs, CUDA cores
+        if not DOT:  # few columns per program: more programs, CUDA cores, same FP32 sums
             products = x.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
             total += tl.sum(products, axis=2)
-        elif not DOT:  # one row of x at a time against the weight block held in registers,
-            # so the products never form a rows x columns x K block
-            w = w.to(tl.float32)
-            for r in tl.static_range(BLOCK_B):
-                at = row_block * BLOCK_B + r + 0 * k  # one row of x, as a K-long vector
-                x_row = tl.load(
-                    x_ptr + at * x_row_stride + start + k,
-                    mask=(at < rows) & (start + k < features),
-                    other=0.0,
-                )
-                sums = tl.sum(x_row.to(tl.float32)[None, :] * w, axis=1)
-                total += tl.where(tl.arange(0, BLOCK_B)[:, None] == r, sums[None, :], 0.0)
         elif INTERPRETED:  # the interpreter multiplies BF16 dot operands as raw integers
             x, w = x.to(tl.float32), w.to(tl.float32)
             total = tl.dot(x, tl.trans(w), total, input_precision="ieee")
