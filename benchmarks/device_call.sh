@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call of several measurements, chosen by name, each logged under $OUT/NAME.log.
 # At the end the reports under $OUT are packed into $OUT/results.tgz (a device call returns at
-# most 8 files).
+# most 8 files); a second invocation in the same call keeps the first's as results-1.tgz.
 # Usage on the GPU machine, from the repository root:
 #   OUT=$OUT bash benchmarks/device_call.sh evaluator profile example ...
 set -u
@@ -134,7 +134,10 @@ for part in "$@"; do
   esac
 done
 # One archive back: reports only (logs, JSON, Markdown, charts, each under 2 MB); fixtures,
-# run checkouts and caches stay behind (a device call returns at most 16 MB a file).
-(cd "$OUT" && find . -type f \( -name '*.log' -o -name '*.json' -o -name '*.md' -o -name '*.png' \
+# run checkouts and caches stay behind (a device call returns at most 16 MB a file). An archive
+# an earlier invocation in the same device call left is kept as results-N.tgz, not swept away.
+(cd "$OUT" && kept=$(find . -maxdepth 1 -name 'results*.tgz' | wc -l) \
+  && { [ ! -f results.tgz ] || mv results.tgz "results-$kept.tgz"; } \
+  && find . -type f \( -name '*.log' -o -name '*.json' -o -name '*.md' -o -name '*.png' \
   -o -name '*.svg' -o -name '*.txt' -o -name 'tuned-*.tgz' \) -size -2M -print0 | tar czf /tmp/results.tgz --null -T - \
-  && rm -rf ./* && mv /tmp/results.tgz .)
+  && find . -mindepth 1 -maxdepth 1 ! -name 'results*.tgz' -exec rm -rf {} + && mv /tmp/results.tgz .)
