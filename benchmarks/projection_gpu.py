@@ -129,19 +129,24 @@ def reference(x, w0, w1, w2):
     return DECLARATION.reference(x, w0, w1, w2)
 
 
+def call_with_settings(module, entry: str, settings: dict, *args, **params):
+    """`module.entry(*args, **params)` with `settings` in every regime of the module's TUNING
+    for this call only (TUNING is read at each call; a graph keeps the launch it captured)."""
+    saved = {name: dict(regime) for name, regime in module.TUNING.items()}
+    for regime in module.TUNING.values():
+        regime.update(settings)
+    try:
+        return getattr(module, entry)(*args, **params)
+    finally:
+        module.TUNING.clear()
+        module.TUNING.update(saved)
+
+
 def fused_with(settings: dict) -> Callable:
-    """The fused kernel with `settings` in every regime (the module's TUNING is read at each
-    call; a graph keeps the launch it captured)."""
+    """The fused kernel with `settings` in every regime."""
 
     def kernel(x, w0, w1, w2):
-        saved = {name: dict(regime) for name, regime in fused.TUNING.items()}
-        for regime in fused.TUNING.values():
-            regime.update(settings)
-        try:
-            return fused.stacked_projection_kernel(x, w0, w1, w2)
-        finally:
-            fused.TUNING.clear()
-            fused.TUNING.update(saved)
+        return call_with_settings(fused, "stacked_projection_kernel", settings, x, w0, w1, w2)
 
     return kernel
 

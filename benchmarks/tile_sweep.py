@@ -53,16 +53,10 @@ class Swept:
 
 
 def _entry_with_tuning(entry: str) -> Callable[[ModuleType, dict, tuple, dict], object]:
-    """The module's entry point `entry` with every regime's tile replaced for the call (a graph
-    keeps the launch it captured)."""
+    """The module's entry point `entry` with the tile in every regime for the call."""
 
     def launch(fused: ModuleType, tile: dict, args: tuple, params: dict):
-        saved = {name: dict(settings) for name, settings in fused.TUNING.items()}
-        fused.TUNING.update({name: dict(tile) for name in saved})
-        try:
-            return getattr(fused, entry)(*args, **params)
-        finally:
-            fused.TUNING.update(saved)
+        return projection_gpu.call_with_settings(fused, entry, tile, *args, **params)
 
     return launch
 
