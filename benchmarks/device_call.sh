@@ -51,8 +51,9 @@ for part in "$@"; do
       run example_captured 240 python3 -m controller example run --size pi05 --batch 1 --time \
         $profiles --mode graph --mode compile --iterations 10 --warmup 2 \
         --output "$OUT/example-time-captured-b1.json" ;;
-    speed)  # issue 26: the model under stock, none and h200 (when installed), per batch
-      profiles="--profile stock --profile none"
+    speed)  # issue 26: the model under stock, none and h200 (when installed), per batch;
+      # SPEED_PROFILES replaces stock and none (e.g. "--profile stock --profile torch ...")
+      profiles=${SPEED_PROFILES:-"--profile stock --profile none"}
       [ -f tuned/h200/profile.json ] && profiles="$profiles --profile h200"
       for b in ${BATCHES:-1 8}; do
         run speed_b$b "${SPEED_SECONDS:-300}" python3 -m controller example run --size pi05 \
@@ -125,6 +126,20 @@ for part in "$@"; do
       run "space${SPACE_SHARD:+_${SPACE_SHARD%%/*}}" "${SPACE_SECONDS:-580}" python3 \
         benchmarks/sweep_space.py --operators "${SPACE_OPS:-split_kv_attention}" \
         ${SPACE_SHARD:+--shard "$SPACE_SHARD"} --sweep-budget-s "${SPACE_SWEEP_S:-280}" ;;
+    profcost)  # issue 26: what torch.profiler costs the forward, graph and eager, per batch
+      for b in ${BATCHES:-1 8}; do
+        run profcost_b$b 200 python3 benchmarks/profiler_cost_probe.py \
+          --profile "${PROFCOST_PROFILE:-h200}" --batch "$b"
+      done ;;
+    inductor)  # issue 26: Inductor's code for rotate_qk's reference at prefix_b8 (dynamic=False)
+      TORCH_LOGS=output_code run inductor_rotate_qk 150 python3 -c "
+import torch
+from operators import REGISTRY
+declaration = REGISTRY.declaration('rotate_qk')
+workload = next(w for w in declaration.workloads if w.name == 'prefix_b8')
+inputs = declaration.make_inputs(workload, 0, 'normal', 'cuda')
+torch.compile(declaration.reference, dynamic=False)(*inputs)
+torch.cuda.synchronize()" ;;
     zygote) run zygote 60 python3 benchmarks/zygote_threads.py ;;
     bias) run bias 240 python3 benchmarks/graph_bias_probe.py ;;
     queue) TAIL=${TAIL:-40} run queue 240 python3 benchmarks/replay_queue_probe.py ;;
