@@ -31,7 +31,8 @@ def markdown(report: HotspotReport) -> str:
     lines = [
         f"# Hotspots of `{' '.join(report.driver)}` ({mode})",
         "",
-        f"{report.steps} profiled steps after {report.warmup} warm-up; {report.note}.",
+        f"{report.steps} profiled steps after {report.warmup} warm-up{_lead_in(report)}; "
+        f"{report.note}.",
         "",
         f"Step account: {account.account_us_per_step:.1f} us = "
         f"{account.busy_us_per_step:.1f} us of {unit}s + {account.gap_us_per_step:.1f} us of "
@@ -93,6 +94,15 @@ def markdown(report: HotspotReport) -> str:
             f"{graph.labelled_share_of_time:.1%} of replayed kernel time labelled; {check}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _lead_in(report: HotspotReport) -> str:
+    if not report.lead_in:
+        return ""
+    return (
+        f" and {report.lead_in} lead-in replay left out (every replay queued behind a "
+        "device-side wait, so they run back to back as unprofiled ones do)"
+    )
 
 
 def _overhead_note(report: HotspotReport) -> list[str]:

@@ -85,6 +85,7 @@ class HotspotReport(BaseModel):
     note: str
     warmup: int
     steps: int
+    lead_in: int = 0
     registry: list[RegionTime]
     elsewhere: list[RegionTime]
     registry_us_per_step: float
@@ -117,10 +118,11 @@ def build_report(run: ProfiledRun, driver: list[str]) -> HotspotReport:
             "no CUDA here: device attribution needs CUDA; the host time of registry calls and "
             "of top-level ATen calls outside them stands in for kernels"
         )
-    windows = step_windows(steps, work, timeline.waits)
+    windows = step_windows(steps, work, timeline.waits)[run.lead_in :]
+    counted = [item for item in work if item.step is not None and item.step >= run.lead_in]
     count = max(len(windows), 1)
     account = statistics.fmean(window.account_us for window in windows) if windows else 0.0
-    rows = _region_rows(work, _calls_per_window(timeline, call_windows), count, account)
+    rows = _region_rows(counted, _calls_per_window(timeline, call_windows), count, account)
     gap_rows = []
     for kind in GAP_KINDS:
         gaps = [gap for window in windows for gap in window.gaps if gap.kind == kind]
@@ -144,6 +146,7 @@ def build_report(run: ProfiledRun, driver: list[str]) -> HotspotReport:
         note=note,
         warmup=run.warmup,
         steps=run.steps,
+        lead_in=run.lead_in,
         registry=registry,
         elsewhere=elsewhere,
         registry_us_per_step=sum(row.kernel_us_per_step for row in registry),

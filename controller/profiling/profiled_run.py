@@ -20,6 +20,10 @@ from operators.ops import label_registry_calls
 
 ProfileMode = Literal["eager", "graph"]
 GRAPH_WARMUP_STEPS = 2  # compiles the kernels and binds their launchers before the capture
+QUEUE_WAIT_CYCLES_PER_STEP = 100_000_000
+"""The device-side wait queued before a graph's profiled replays, per replay (about 50 ms at
+2 GHz): the profiler slows each graph launch on the host to about a replay's length, and a
+device left waiting for the next launch would show that cost as gaps no unprofiled replay has."""
 
 
 class WallTime(BaseModel):
@@ -45,6 +49,9 @@ class ProfiledRun(BaseModel):
     steps: int
     timeline: Timeline
     wall: WallTime
+    lead_in: int = 0
+    """Profiled steps before `steps` that only fill the device's queue (each in a step range,
+    left out of the account): a replayed graph's first step starts behind a device-side wait."""
 
 
 def profile_driver(
@@ -57,9 +64,11 @@ def profile_driver(
     if mode == "graph" and not cuda:
         raise ControllerError("--graph needs a CUDA device; profile eagerly (without --graph)")
     clock = StepClock(cuda)
+    lead_in = 0
     if mode == "graph":
         warmup = max(warmup, GRAPH_WARMUP_STEPS)
         run, profiler = _graph_session(step, warmup, steps, clock)
+        lead_in = GRAPH_LEAD_IN_STEPS
     else:
         run = step
         for _ in range(warmup):
@@ -88,6 +97,7 @@ def profile_driver(
         steps=steps,
         timeline=timeline_from_profiler(profiler),
         wall=wall,
+        lead_in=lead_in,
     )
 
 
@@ -118,10 +128,14 @@ class StepClock:
         return statistics.median(self.samples)
 
 
+GRAPH_LEAD_IN_STEPS = 1
+
+
 def _graph_session(step, warmup: int, steps: int, clock: StepClock):
     """Warm up on a side stream, then under one profiler session: run the step once eagerly
-    (the reference), capture it into a CUDA graph, replay it once (its upload), then replay it
-    once per profiled step."""
+    (the reference), capture it into a CUDA graph, replay it once (its upload), then queue a
+    device-side wait and behind it the lead-in replay and one replay per profiled step, so the
+    replays run back to back as they do unprofiled, whatever the profiler costs the host."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -138,6 +152,9 @@ def _graph_session(step, warmup: int, steps: int, clock: StepClock):
             step()
         graph.replay()
         torch.cuda.synchronize()
+        torch.cuda._sleep(QUEUE_WAIT_CYCLES_PER_STEP * (GRAPH_LEAD_IN_STEPS + steps))
+        for _ in range(GRAPH_LEAD_IN_STEPS):
+            _in_step_range(graph.replay)()
         for _ in range(steps):
             clock.around(_in_step_range(graph.replay))
         torch.cuda.synchronize()

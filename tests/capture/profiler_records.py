@@ -32,12 +32,17 @@ def kernel(name: str, start: float, end: float, correlation: int, kind="kernel")
 
 
 def graph_timeline(
-    extra_kernel: bool = False, direct_kernel: bool = False, reference: tuple[str, ...] = ()
+    extra_kernel: bool = False,
+    direct_kernel: bool = False,
+    reference: tuple[str, ...] = (),
+    step_starts: tuple[float, float] = (200, 300),
+    replay_starts: tuple[float, float] = (220, 320),
 ) -> Timeline:
     """A capture of three launches (two registry calls in a module, one in the module alone),
-    then two profiled replays; the second replay may run a kernel the capture never saw, the
-    first step may launch a kernel of its own before its replay, and an eager reference step
-    before the capture may run kernels of the given names."""
+    then two profiled replays (host step ranges from `step_starts`, each 10 us, the replays'
+    kernels from `replay_starts`); the second replay may run a kernel the capture never saw,
+    the first step may launch a kernel of its own before its replay, and an eager reference
+    step before the capture may run kernels of the given names."""
     ranges, launches, activities = [], [], []
     for offset, window in ((0, "profile:capture"), (-200, "profile:reference")):
         if window == "profile:reference" and not reference:
@@ -57,9 +62,12 @@ def graph_timeline(
         ]
     for index, name in enumerate(reference):
         activities.append(kernel(name, -170 + 30 * index, -165 + 30 * index, 11 + index))
-    ranges += [span("profile:step", 200, 210), span("profile:step", 300, 310)]
-    launches += [launch("cudaGraphLaunch", 201, 4), launch("cudaGraphLaunch", 301, 5)]
-    for correlation, start in ((4, 220), (5, 320)):
+    ranges += [span("profile:step", start, start + 10) for start in step_starts]
+    launches += [
+        launch("cudaGraphLaunch", start + 1, correlation)
+        for correlation, start in zip((4, 5), step_starts, strict=True)
+    ]
+    for correlation, start in zip((4, 5), replay_starts, strict=True):
         activities += [
             kernel("gelu", start, start + 10, correlation),
             kernel("norm", start + 11, start + 15, correlation),

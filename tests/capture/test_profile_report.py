@@ -41,6 +41,27 @@ def test_a_graph_profile_reports_its_labels_and_an_account_that_matches_the_wall
     assert "100.0% of replayed kernel time labelled" in text
 
 
+def test_a_graph_lead_in_step_is_left_out_of_the_account():
+    # Both replays were launched while the device waited (host steps at 100 and 112, a 100 us
+    # device-side wait from 100): the first replay's window would count that wait as a gap.
+    timeline = graph_timeline(step_starts=(100, 112), replay_starts=(205, 243))
+    timeline.activities.append(kernel("spin", 100, 200, 99))
+    whole = build_report(run_of(timeline, "graph", 38, 38), ["driver:forward"])
+    assert whole.account.account_us_per_step == pytest.approx((241 - 100 + 279 - 241) / 2)
+    led = build_report(
+        run_of(timeline, "graph", 38, 38).model_copy(update={"lead_in": 1}), ["driver:forward"]
+    )
+    assert led.account.account_us_per_step == 38  # the second replay, end to end
+    assert led.account.busy_us_per_step == 34 and led.account.within_goal
+    assert {gap.kind: gap.us_per_step for gap in led.gaps} == {
+        "before the first kernel": 2,
+        "between kernels": 2,
+    }
+    registry = {row.region: row for row in led.registry}
+    assert registry["registry:gated_gelu"].kernel_us_per_step == 10  # one replay's, not two
+    assert "1 lead-in replay left out" in markdown(led)
+
+
 def test_an_eager_profile_that_misses_the_wall_time_says_so():
     timeline = Timeline(
         ranges=[
