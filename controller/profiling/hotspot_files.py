@@ -99,6 +99,8 @@ def markdown(report: HotspotReport) -> str:
 def _lead_in(report: HotspotReport) -> str:
     if not report.lead_in:
         return ""
+    if report.mode == "eager":
+        return f" and {report.lead_in} lead-in step of the device-only pass left out"
     return (
         f" and {report.lead_in} lead-in replay left out (every replay queued behind a "
         "device-side wait, so they run back to back as unprofiled ones do)"

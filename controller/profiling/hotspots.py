@@ -23,6 +23,7 @@ from controller.profiling.attribution import (
     host_work,
     step_ranges,
 )
+from controller.profiling.eager_timing import LEAD_IN_STEPS, Retimed, retime
 from controller.profiling.graph_labels import CAPTURE_RANGE, GraphLabelling, replayed_work
 from controller.profiling.profiled_run import ProfiledRun, WallTime
 from controller.profiling.step_account import GAP_KINDS, GapKind, step_windows
@@ -105,6 +106,7 @@ def build_report(run: ProfiledRun, driver: list[str]) -> HotspotReport:
     """Attribute, account for and rank one profiled run."""
     timeline, graph = run.timeline, None
     steps = step_ranges(timeline)
+    lead_in, waits = run.lead_in, timeline.waits
     if run.mode == "graph":
         work, graph = replayed_work(timeline)
         call_windows = [item for item in timeline.ranges if item.name == CAPTURE_RANGE]
@@ -112,14 +114,24 @@ def build_report(run: ProfiledRun, driver: list[str]) -> HotspotReport:
     elif run.device == "cuda":
         work, call_windows = device_work(timeline), steps
         note = "device time of each kernel, attributed through the call that launched it"
+        if run.timing is not None:
+            retimed = retime(work, run.timing, len(steps))
+            if isinstance(retimed, Retimed):
+                work, steps, lead_in, waits = retimed.work, retimed.steps, LEAD_IN_STEPS, []
+                note += (
+                    "; the times are a second pass's that traced only the device, matched "
+                    "kernel by kernel (its gaps are the host's time without the profiler's)"
+                )
+            else:
+                note += f"; the labelled pass's own times ({retimed})"
     else:
         work, call_windows = host_work(timeline), steps
         note = (
             "no CUDA here: device attribution needs CUDA; the host time of registry calls and "
             "of top-level ATen calls outside them stands in for kernels"
         )
-    windows = step_windows(steps, work, timeline.waits)[run.lead_in :]
-    counted = [item for item in work if item.step is not None and item.step >= run.lead_in]
+    windows = step_windows(steps, work, waits)[lead_in:]
+    counted = [item for item in work if item.step is not None and item.step >= lead_in]
     count = max(len(windows), 1)
     account = statistics.fmean(window.account_us for window in windows) if windows else 0.0
     rows = _region_rows(counted, _calls_per_window(timeline, call_windows), count, account)
@@ -146,7 +158,7 @@ def build_report(run: ProfiledRun, driver: list[str]) -> HotspotReport:
         note=note,
         warmup=run.warmup,
         steps=run.steps,
-        lead_in=run.lead_in,
+        lead_in=lead_in,
         registry=registry,
         elsewhere=elsewhere,
         registry_us_per_step=sum(row.kernel_us_per_step for row in registry),

@@ -52,6 +52,9 @@ class ProfiledRun(BaseModel):
     lead_in: int = 0
     """Profiled steps before `steps` that only fill the device's queue (each in a step range,
     left out of the account): a replayed graph's first step starts behind a device-side wait."""
+    timing: Timeline | None = None
+    """Eager on CUDA: a second pass of a lead-in step and `steps` steps with only the device
+    traced, whose kernels give the labelled pass's their times (see `eager_timing`)."""
 
 
 def profile_driver(
@@ -59,12 +62,13 @@ def profile_driver(
 ) -> ProfiledRun:
     """Warm up, profile `steps` steps (each in a `profile:step` range), then time
     `timed_steps` more without the profiler. In graph mode the step is captured once (inside
-    a `profile:capture` range, under the profiler) and each profiled step is one replay."""
+    a `profile:capture` range, under the profiler) and each profiled step is one replay.
+    Eagerly on CUDA a second pass traces only the device, for the times (`eager_timing`)."""
     cuda = torch.cuda.is_available()
     if mode == "graph" and not cuda:
         raise ControllerError("--graph needs a CUDA device; profile eagerly (without --graph)")
     clock = StepClock(cuda)
-    lead_in = 0
+    lead_in, timing = 0, None
     if mode == "graph":
         warmup = max(warmup, GRAPH_WARMUP_STEPS)
         run, profiler = _graph_session(step, warmup, steps, clock)
@@ -80,6 +84,9 @@ def profile_driver(
             for _ in range(steps):
                 clock.around(_in_step_range(step))
             _synchronize(cuda)
+        if cuda:
+            clock = StepClock(cuda)
+            timing = _device_only_pass(step, steps, clock)
     profiled = clock.median_us()
     unprofiled = StepClock(cuda)
     for _ in range(timed_steps):
@@ -98,6 +105,7 @@ def profile_driver(
         timeline=timeline_from_profiler(profiler),
         wall=wall,
         lead_in=lead_in,
+        timing=timing,
     )
 
 
@@ -126,6 +134,17 @@ class StepClock:
             torch.cuda.synchronize()
             return statistics.median(start.elapsed_time(end) * 1e3 for start, end in self.samples)
         return statistics.median(self.samples)
+
+
+def _device_only_pass(step, steps: int, clock: StepClock) -> Timeline:
+    """A lead-in step, then `steps` timed steps, with only the device traced: no host ranges
+    or ATen ops recorded, so the host runs the steps as fast as it does unprofiled."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profiler:
+        step()
+        for _ in range(steps):
+            clock.around(step)
+        torch.cuda.synchronize()
+    return timeline_from_profiler(profiler)
 
 
 GRAPH_LEAD_IN_STEPS = 1

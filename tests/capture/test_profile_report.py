@@ -81,3 +81,63 @@ def test_an_eager_profile_that_misses_the_wall_time_says_so():
     text = markdown(report)
     assert "agreement +25.0% (outside the 5% goal)" in text
     assert "The profiled steps ran +25.0% against unprofiled ones" in text
+
+
+def eager_labelled_pass() -> Timeline:
+    """Two steps of two kernels each, the host slowed by the profiler to 100 us a step."""
+    ranges, launches, activities = [], [], []
+    for step, base in enumerate((0, 100)):
+        ranges += [
+            span("profile:step", base, base + 100),
+            span("registry:rms_norm", base + 10, base + 20),
+        ]
+        launches += [
+            launch("cuLaunchKernel", base + 15, 2 * step + 1),
+            launch("cudaLaunchKernel", base + 50, 2 * step + 2),
+        ]
+        activities += [
+            kernel("norm", base + 18, base + 22, 2 * step + 1),
+            kernel("gemm", base + 52, base + 60, 2 * step + 2),
+        ]
+    return Timeline(ranges=ranges, launches=launches, activities=activities)
+
+
+def device_only_pass(second_step_kernel: str = "gemm") -> Timeline:
+    """The profiler's own kernel and the lead-in step, then two steps of 30 us each: norm
+    after 10 us of host time, gemm 4 us after it."""
+    activities = [kernel("profiler_setup", 0, 1, 0), kernel("norm", 2, 6, 0)]
+    activities.append(kernel("gemm", 8, 16, 0))
+    for base, name in ((16, "gemm"), (46, second_step_kernel)):
+        activities += [
+            kernel("norm", base + 10, base + 14, 0),
+            kernel(name, base + 18, base + 30, 0),
+        ]
+    return Timeline(activities=activities)
+
+
+def test_an_eager_profile_takes_its_times_from_the_device_only_pass():
+    run = run_of(eager_labelled_pass(), "eager", 30, 30).model_copy(
+        update={"timing": device_only_pass()}
+    )
+    report = build_report(run, ["driver:forward"])
+    assert report.lead_in == 1
+    account = report.account
+    assert account.account_us_per_step == 30 and account.within_goal
+    assert account.busy_us_per_step == 16
+    assert {gap.kind: gap.us_per_step for gap in report.gaps} == {
+        "before the first kernel": 10,
+        "between kernels": 4,
+    }
+    assert [row.region for row in report.registry] == ["registry:rms_norm"]
+    assert report.registry_us_per_step == 4 and report.outside_registry_us_per_step == 12
+    assert "second pass's that traced only the device" in report.note
+    assert "1 lead-in step of the device-only pass left out" in markdown(report)
+
+
+def test_an_eager_profile_whose_passes_ran_different_kernels_keeps_the_labelled_times():
+    run = run_of(eager_labelled_pass(), "eager", 30, 100).model_copy(
+        update={"timing": device_only_pass(second_step_kernel="other_gemm")}
+    )
+    report = build_report(run, ["driver:forward"])
+    assert report.lead_in == 0 and report.account.account_us_per_step == 100
+    assert "step 1 kernel 1 is 'gemm' in the labelled pass and 'other_gemm'" in report.note
