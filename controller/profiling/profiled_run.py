@@ -60,23 +60,30 @@ class ProfiledRun(BaseModel):
 def profile_driver(
     step: Callable[[], Any], mode: ProfileMode, warmup: int, steps: int, timed_steps: int
 ) -> ProfiledRun:
-    """Warm up, profile `steps` steps (each in a `profile:step` range), then time
-    `timed_steps` more without the profiler. In graph mode the step is captured once (inside
-    a `profile:capture` range, under the profiler) and each profiled step is one replay.
-    Eagerly on CUDA a second pass traces only the device, for the times (`eager_timing`)."""
+    """Warm up, profile `steps` steps (each in a `profile:step` range) and time `timed_steps`
+    without the profiler (eagerly before profiling, a graph's replays after). In graph mode
+    the step is captured once (inside a `profile:capture` range, under the profiler) and each
+    profiled step is one replay. Eagerly on CUDA a second pass traces only the device, for the
+    times (`eager_timing`)."""
     cuda = torch.cuda.is_available()
     if mode == "graph" and not cuda:
         raise ControllerError("--graph needs a CUDA device; profile eagerly (without --graph)")
     clock = StepClock(cuda)
+    unprofiled = StepClock(cuda)
     lead_in, timing = 0, None
     if mode == "graph":
         warmup = max(warmup, GRAPH_WARMUP_STEPS)
-        run, profiler = _graph_session(step, warmup, steps, clock)
+        replay, profiler = _graph_session(step, warmup, steps, clock)
         lead_in = GRAPH_LEAD_IN_STEPS
+        for _ in range(timed_steps):
+            unprofiled.around(replay)
     else:
-        run = step
         for _ in range(warmup):
             step()
+        # Timed before any profiler session: once the device has been traced, the tracer stays
+        # attached to the process and every later launch pays for it.
+        for _ in range(timed_steps):
+            unprofiled.around(step)
         _synchronize(cuda)
         with _labelled_profiler(cuda) as profiler:
             if cuda:
@@ -88,9 +95,6 @@ def profile_driver(
             clock = StepClock(cuda)
             timing = _device_only_pass(step, steps, clock)
     profiled = clock.median_us()
-    unprofiled = StepClock(cuda)
-    for _ in range(timed_steps):
-        unprofiled.around(run)
     wall = WallTime(
         clock="CUDA events" if cuda else "host clock",
         unprofiled_median_us=unprofiled.median_us(),
