@@ -126,7 +126,7 @@ def test_the_benchmark_runs_on_the_cpu_and_writes_its_report(tmp_path, capsys):
     assert {"production", "new", "sdpa", "variant0"} <= roles
 
 
-@pytest.mark.slow  # about 10 s: every kernel on every distribution, interpreted
+@pytest.mark.slow  # about 30 s: every kernel on one draw of every distribution, interpreted
 def test_the_margin_benchmark_runs_on_the_cpu_and_every_kernel_passes_there(tmp_path):
     assert attention_margin.main(["--device", "cpu", "--quick", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "attention_margin.json").read_text())["rows"]
