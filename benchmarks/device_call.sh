@@ -140,6 +140,8 @@ workload = next(w for w in declaration.workloads if w.name == 'prefix_b8')
 inputs = declaration.make_inputs(workload, 0, 'normal', 'cuda')
 torch.compile(declaration.reference, dynamic=False)(*inputs)
 torch.cuda.synchronize()" ;;
+    leaveout) run leave_one_out "${LEAVEOUT_SECONDS:-300}" python3 benchmarks/leave_one_out.py \
+      --profile h200 --batches ${BATCHES:-1 8} ;;  # issue 26: which installed kernels pay in the model
     zygote) run zygote 60 python3 benchmarks/zygote_threads.py ;;
     bias) run bias 240 python3 benchmarks/graph_bias_probe.py ;;
     queue) TAIL=${TAIL:-40} run queue 240 python3 benchmarks/replay_queue_probe.py ;;
