@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from controller.profiling.enclosing import enclosing_ranges
-from controller.profiling.timeline import HostLaunch, HostRange, Timeline
+from controller.profiling.timeline import DeviceActivity, HostLaunch, HostRange, Timeline
 
 RegionKind = Literal["registry", "attention", "module", "outside"]
 STEP_RANGE = "profile:step"
@@ -41,6 +41,20 @@ class WorkItem(BaseModel):
     @property
     def duration_us(self) -> float:
         return self.end_us - self.start_us
+
+    @classmethod
+    def of(
+        cls, activity: DeviceActivity, region: str, kind: RegionKind, step: int | None
+    ) -> "WorkItem":
+        """A device activity as it ran, counted for `region` in `step`."""
+        return cls(
+            name=activity.name,
+            region=region,
+            region_kind=kind,
+            start_us=activity.start_us,
+            end_us=activity.end_us,
+            step=step,
+        )
 
 
 def region_of(stack: Sequence[str]) -> tuple[str, RegionKind]:
@@ -81,16 +95,7 @@ def device_work(timeline: Timeline) -> list[WorkItem]:
             stack = next(stacks)
             region, kind = region_of([item.name for item in stack])
             step = next((steps[id(item)] for item in stack if id(item) in steps), None)
-        work.append(
-            WorkItem(
-                name=activity.name,
-                region=region,
-                region_kind=kind,
-                start_us=activity.start_us,
-                end_us=activity.end_us,
-                step=step,
-            )
-        )
+        work.append(WorkItem.of(activity, region, kind, step))
     return work
 
 

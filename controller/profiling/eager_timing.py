@@ -49,7 +49,7 @@ def retime(labelled: Sequence[WorkItem], timing: Timeline, steps: int) -> Retime
             "worth and a lead-in were expected"
         )
     lead_in, measured = activities[: len(activities) - expected], activities[-expected:]
-    work = [_item(activity, LEAD_IN_REGION, "outside", 0) for activity in lead_in]
+    work = [WorkItem.of(activity, LEAD_IN_REGION, "outside", 0) for activity in lead_in]
     ranges = [_span(lead_in)]
     offset = 0
     for index, items in enumerate(per_step):
@@ -61,20 +61,9 @@ def retime(labelled: Sequence[WorkItem], timing: Timeline, steps: int) -> Retime
                     f"step {index} kernel {position} is {item.name!r} in the labelled pass "
                     f"and {activity.name!r} in the device-only pass"
                 )
-            work.append(_item(activity, item.region, item.region_kind, index + LEAD_IN_STEPS))
+            work.append(WorkItem.of(activity, item.region, item.region_kind, index + LEAD_IN_STEPS))
         ranges.append(_span(twins, opens=ranges[-1].end_us))
     return Retimed(work=work, steps=ranges)
-
-
-def _item(activity: DeviceActivity, region: str, kind, step: int) -> WorkItem:
-    return WorkItem(
-        name=activity.name,
-        region=region,
-        region_kind=kind,
-        start_us=activity.start_us,
-        end_us=activity.end_us,
-        step=step,
-    )
 
 
 def _span(activities: Sequence[DeviceActivity], opens: float | None = None) -> HostRange:
