@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from operators.audit import Audit, audit_rate_from_environment
+from operators.declaration import OperatorDeclaration
 from operators.environment import KernelEnvironment, current_kernel_environment
 from operators.errors import OperatorError, ProfileError
 from operators.library import preferred_op, tuned_op
@@ -31,15 +33,27 @@ BUILTIN_PROFILES: tuple[str, ...] = ("none", "torch", "stock", "auto")
 
 
 class ResolvedOperator:
-    """One operator's resolved implementation: a tuned kernel where it applies, else preferred."""
+    """One operator's resolved implementation: a tuned kernel where it applies, else preferred;
+    with an `audit`, the tuned kernel's calls go through it."""
 
-    def __init__(self, name: str, preferred: Callable[..., Any], tuned: TunedKernel | None):
+    def __init__(
+        self,
+        name: str,
+        preferred: Callable[..., Any],
+        tuned: TunedKernel | None,
+        audit: Audit | None = None,
+        declaration: OperatorDeclaration | None = None,
+    ):
         self.name = name
         self.preferred = preferred
         self.tuned = tuned
+        self.audit = audit if audit is not None and declaration is not None else None
+        self.declaration = declaration
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.tuned is not None and self.tuned.applies(*args, **kwargs):
+            if self.audit is not None:
+                return self.audit.call(self.declaration, self.tuned.kernel, args, kwargs)
             return self.tuned.kernel(*args, **kwargs)
         return self.preferred(*args, **kwargs)
 
@@ -54,11 +68,15 @@ class KernelSelection:
         tuned_root: Path = TUNED_ROOT,
         environment: KernelEnvironment | None = None,
         allow_unverified: bool = False,
+        audit_rate: float | None = None,
     ) -> None:
         """`allow_unverified` loads an installed profile that `verify` has not passed as it is
-        now: for the commands that verify it, never for deployment."""
+        now: for the commands that verify it, never for deployment. `audit_rate` (default:
+        `CONTROLLER_AUDIT_RATE`, else 0) audits that share of tuned calls (`operators.audit`)."""
         self.profile = profile
         self.allow_unverified = allow_unverified
+        rate = audit_rate_from_environment(os.environ) if audit_rate is None else audit_rate
+        self.audit = Audit(rate, profile) if rate else None
         self.registry = registry
         self.tuned_root = tuned_root
         self._environment = environment
@@ -118,7 +136,8 @@ class KernelSelection:
             return ResolvedOperator(name, declaration.stock or declaration.reference, None)
         if self.profile == "none":
             return ResolvedOperator(name, preferred, None)
-        return ResolvedOperator(name, preferred, self._tuned_kernels().get(name))
+        tuned = self._tuned_kernels().get(name)
+        return ResolvedOperator(name, preferred, tuned, self.audit, declaration)
 
     def _tuned_kernels(self) -> dict[str, TunedKernel]:
         if self._tuned is None:
