@@ -112,3 +112,51 @@ def test_a_bad_audit_rate_is_a_one_line_error(monkeypatch, value, message):
     with pytest.raises(OperatorError, match=message) as error:
         KernelSelection("none")
     assert "\n" not in str(error.value)
+
+
+SWITCHABLE_SOURCE = '''"""rms_norm: the reference until TURNED[0] is set, then twice it."""
+
+from operators.catalog.rms_norm import rms_norm_reference
+
+TURNED = [False]
+
+
+def kernel(x, weight, eps=1e-6):
+    out = rms_norm_reference(x, weight, eps)
+    return (out.float() * 2).to(out.dtype) if TURNED[0] else out
+
+
+def applies(*args, **kwargs):
+    return True
+'''
+
+
+def test_a_deployed_forward_whose_kernel_turns_fails_its_next_model_audit(tmp_path):
+    from examples.config import TINY
+    from examples.deployment import deploy
+    from examples.deployment_audit import AuditedForward
+    from examples.model import build_model, make_inputs
+
+    switchable = selection(tmp_path, SWITCHABLE_SOURCE, rate=0.0)
+    model = build_model(TINY, 0, "cpu")
+    inputs = make_inputs(TINY, 1, 0, "cpu")
+    with use_kernel_profile(switchable):
+        forward = AuditedForward(deploy(model, "eager", inputs), rate=1.0)
+        forward(inputs)
+        forward(inputs)
+        switchable.resolve("rms_norm").tuned.kernel.__globals__["TURNED"][0] = True
+        with pytest.raises(AuditError, match=r"forward 3 under profile 'audited' \(eager\)"):
+            forward(inputs)
+    assert forward.audited == 3
+
+
+def test_a_model_audit_rate_outside_zero_to_one_is_refused():
+    from examples.config import TINY
+    from examples.deployment import deploy
+    from examples.deployment_audit import AuditedForward
+    from examples.model import build_model, make_inputs
+
+    model = build_model(TINY, 0, "cpu")
+    inputs = make_inputs(TINY, 1, 0, "cpu")
+    with pytest.raises(OperatorError, match=r"outside \[0, 1\]"):
+        AuditedForward(deploy(model, "eager", inputs), rate=1.5)
