@@ -22,8 +22,9 @@ ProfileMode = Literal["eager", "graph"]
 GRAPH_WARMUP_STEPS = 2  # compiles the kernels and binds their launchers before the capture
 QUEUE_WAIT_CYCLES_PER_STEP = 100_000_000
 """The device-side wait queued before a graph's profiled replays, per replay (about 50 ms at
-2 GHz): the profiler slows each graph launch on the host to about a replay's length, and a
-device left waiting for the next launch would show that cost as gaps no unprofiled replay has."""
+2 GHz): under the profiler the host's next graph launch comes late (the device idled about
+1.6 ms between pi05's replays at batch 1), and a device left waiting for it would show gaps no
+unprofiled replay has."""
 
 
 class WallTime(BaseModel):
