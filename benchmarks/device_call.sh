@@ -146,7 +146,7 @@ torch.cuda.synchronize()" ;;
     bias) run bias 240 python3 benchmarks/graph_bias_probe.py ;;
     queue) TAIL=${TAIL:-40} run queue 240 python3 benchmarks/replay_queue_probe.py ;;
     gtprofile) TAIL=${TAIL:-90} run gtprofile 200 python3 benchmarks/graph_timing_profile.py ;;
-    gputests) run gputests "${TESTS_SECONDS:-170}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator ;;
+    gputests) run gputests "${TESTS_SECONDS:-170}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator tests/capture/test_profile_gpu.py ;;
     *) echo "unknown part $part" ;;
   esac
 done
