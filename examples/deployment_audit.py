@@ -15,16 +15,15 @@ from examples.deployment import DeployedForward, Outputs
 from examples.expectation import compare_outputs, registry_calls_per_output
 from examples.model import ExampleInputs
 from operators import use_kernel_profile
-from operators.audit import Audit, AuditError
+from operators.audit import AuditError, checked_rate
 
 
 class AuditedForward:
     """A deployed forward that audits a random share of its calls against the references."""
 
     def __init__(self, deployed: DeployedForward, rate: float) -> None:
-        Audit(rate, deployed.selection.profile)  # the same range check and one-line error
         self.deployed = deployed
-        self.rate = rate
+        self.rate = checked_rate(rate)
         self.forwards = 0
         self.audited = 0
         self._calls_per_output = None

@@ -33,12 +33,7 @@ class Audit:
     """Audits a random share of tuned calls and counts them per operator."""
 
     def __init__(self, rate: float, profile: str) -> None:
-        if not 0.0 <= rate <= 1.0:
-            raise OperatorError(
-                f"audit rate {rate!r} is outside [0, 1]; give the share of tuned calls to "
-                "audit, e.g. 0.01"
-            )
-        self.rate = rate
+        self.rate = checked_rate(rate)
         self.profile = profile
         self.calls: Counter = Counter()
         self.audited: Counter = Counter()
@@ -50,7 +45,8 @@ class Audit:
         self.calls[name] += 1
         if not self.rate or self._draw.random() >= self.rate or _capturing():
             return kernel(*args, **kwargs)
-        copies, keyword_copies = _copied(args), {k: _copied((v,))[0] for k, v in kwargs.items()}
+        copies = [_copy(value) for value in args]
+        keyword_copies = {key: _copy(value) for key, value in kwargs.items()}
         result = kernel(*args, **kwargs)
         for position, (value, copy) in enumerate(zip(args, copies, strict=True)):
             if isinstance(value, torch.Tensor) and not torch.equal(value, copy):
@@ -88,8 +84,18 @@ def audit_rate_from_environment(environ) -> float:
         ) from None
 
 
-def _copied(values: tuple) -> list:
-    return [value.clone() if isinstance(value, torch.Tensor) else value for value in values]
+def checked_rate(rate: float) -> float:
+    """`rate` when it is a share of calls, else a one-line error."""
+    if not 0.0 <= rate <= 1.0:
+        raise OperatorError(
+            f"audit rate {rate!r} is outside [0, 1]; give the share of tuned calls to "
+            "audit, e.g. 0.01"
+        )
+    return rate
+
+
+def _copy(value: Any) -> Any:
+    return value.clone() if isinstance(value, torch.Tensor) else value
 
 
 def _capturing() -> bool:
