@@ -146,6 +146,7 @@ torch.cuda.synchronize()" ;;
     bias) run bias 240 python3 benchmarks/graph_bias_probe.py ;;
     queue) TAIL=${TAIL:-40} run queue 240 python3 benchmarks/replay_queue_probe.py ;;
     gtprofile) TAIL=${TAIL:-90} run gtprofile 200 python3 benchmarks/graph_timing_profile.py ;;
+    pdl) run pdl_probe 200 python3 benchmarks/pdl_probe.py ;;  # issue 26: PDL on graph chains
     gputests) run gputests "${TESTS_SECONDS:-170}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator tests/capture/test_profile_gpu.py ;;
     *) echo "unknown part $part" ;;
   esac
