@@ -4,12 +4,16 @@ Triton's `kernel[grid](...)` re-derives the kernel's specialisation from every a
 every call, which costs more host time than the kernel takes on the device. Here the compiled
 kernel is looked up by a cheap key holding everything that specialisation depends on (dtypes,
 16-byte pointer alignment, integers' width, divisibility by 16 and equality to 1, constexpr
-values, launch options) and launched directly. When a `torch.library.triton_op` is traced (its
-arguments are fake or functional tensors) the kernel goes through `wrap_triton`, so the
-compiler sees and schedules it. Under the interpreter kernels are launched the ordinary way.
+values, launch options) and launched directly; a kernel whose compiled code waits for its
+predecessor first is bound for dependent launch (`dependent_launch`). When a
+`torch.library.triton_op` is traced (its arguments are fake or functional tensors) the kernel
+goes through `wrap_triton`, so the compiler sees and schedules it. Under the interpreter
+kernels are launched the ordinary way.
 """
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -17,6 +21,7 @@ from torch._subclasses.fake_tensor import is_fake
 from torch.library import wrap_triton
 
 from operators import triton_runtime
+from operators.dependent_launch import DISABLE_VARIABLE, dependent_variant
 
 Grid = tuple[int, ...]
 
@@ -48,7 +53,8 @@ def launch(kernel, grid: Grid, *args: Any, **options: Any) -> None:
         compiled = kernel[grid](*args, **options)
         constexprs = _constexpr_values(kernel, len(args), options)
         if constexprs is not None and _launchable(compiled):
-            _bound[key] = (compiled, constexprs)
+            variant = dependent_variant(kernel, grid, args, options, compiled)
+            _bound[key] = (variant if _launchable(variant) else compiled, constexprs)
         return
     compiled, constexprs = bound
     compiled[_three(grid)](*args, *constexprs)
@@ -58,6 +64,32 @@ def compiler_visible(launcher: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a launcher whose kernels all go through `launch`, so it may become a `triton_op`."""
     launcher.compiler_visible = True
     return launcher
+
+
+@contextmanager
+def plain_launches() -> Iterator[None]:
+    """Kernels bound inside are launched plainly, not for dependent launch (to measure what it
+    gives the model); the bindings are dropped on entry and on exit, so none made outside is
+    reused inside or the other way round (graphs captured meanwhile keep their launches)."""
+    before = os.environ.get(DISABLE_VARIABLE)
+    os.environ[DISABLE_VARIABLE] = "0"
+    _bound.clear()
+    try:
+        yield
+    finally:
+        _bound.clear()
+        if before is None:
+            os.environ.pop(DISABLE_VARIABLE, None)
+        else:
+            os.environ[DISABLE_VARIABLE] = before
+
+
+def bound_launch(kernel) -> Any | None:
+    """The compiled kernel a binding of `kernel` launches (the first one), if any."""
+    for key, (compiled, _) in _bound.items():
+        if key[0] == id(kernel):
+            return compiled
+    return None
 
 
 def bound_kernel_count() -> int:

@@ -1,11 +1,12 @@
-"""Read a captured CUDA graph's nodes through cuda-bindings, and the CUfunction handles of the
-kernels Triton compiled from the solution's own sources (CUDA only; the verdict on the nodes
-is `detectors/cuda_graph.py`, which is pure)."""
+"""Read a captured CUDA graph's nodes through cuda-bindings, and the CUfunction handles and
+launch facts of the kernels Triton compiled from the solution's own sources (CUDA only; the
+verdicts are `detectors/cuda_graph.py` and `detectors/dependent_launch.py`, which are pure)."""
 
 import functools
 import os
 
 from gates.evaluator.detectors.cuda_graph import GraphNode
+from gates.evaluator.detectors.dependent_launch import CompiledKernelFacts
 
 # CUgraphNodeType values (cuda.h) and the node kinds they map to.
 NODE_KINDS = {
@@ -96,10 +97,30 @@ def _name(function: int) -> str:
 def solution_functions(modules, solution_dir: str) -> frozenset[int]:
     """CUfunction handles of every kernel Triton compiled from a JIT function defined in the
     solution's files (autotuned and heuristic wrappers unwrapped)."""
+    handles = set()
+    for kernel in _solution_kernels(modules, solution_dir):
+        kernel._init_handles()
+        handles.add(int(kernel.function))
+    return frozenset(handles)
+
+
+def solution_kernel_facts(modules, solution_dir: str) -> list[CompiledKernelFacts]:
+    """Name, launch mode and PTX of every kernel Triton compiled from the solution's files."""
+    return [
+        CompiledKernelFacts(
+            name=str(getattr(kernel, "name", "")),
+            dependent_launch=bool(getattr(kernel.metadata, "launch_pdl", False)),
+            ptx=getattr(kernel, "asm", {}).get("ptx"),
+        )
+        for kernel in _solution_kernels(modules, solution_dir)
+    ]
+
+
+def _solution_kernels(modules, solution_dir: str):
+    """Every compiled kernel of a JIT function defined in the solution's files."""
     from triton.runtime.jit import JITFunction
 
     folder = os.path.realpath(solution_dir) + os.sep
-    handles: set[int] = set()
     for module in modules:
         for value in list(vars(module).values()):
             function = value
@@ -112,7 +133,4 @@ def solution_functions(modules, solution_dir: str) -> frozenset[int]:
             if not os.path.realpath(function.fn.__code__.co_filename).startswith(folder):
                 continue
             for cache in function.device_caches.values():
-                for kernel in cache[0].values():
-                    kernel._init_handles()
-                    handles.add(int(kernel.function))
-    return frozenset(handles)
+                yield from list(cache[0].values())

@@ -20,11 +20,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from gates.evaluator import loading
 from gates.evaluator.detectors.compute_fallback import TorchComputeFallback
 from gates.evaluator.detectors.concurrency import SideStreamWork
+from gates.evaluator.detectors.dependent_launch import check_dependent_launches
 from gates.evaluator.detectors.plausibility import check_plausible, roofline_floor_ms
 from gates.evaluator.detectors.replay import TimedOutputWrong
 from gates.evaluator.detectors.transient_patch import LoopIdentities, PatchedBetweenCalls
 from gates.evaluator.device_rates import measure_bandwidth, measure_sm_clock_mhz
 from gates.evaluator.fresh_pool import FreshPool, pool_seeds
+from gates.evaluator.graph_nodes import solution_kernel_facts
 from gates.evaluator.graph_timing import (
     CALLS_PER_GRAPH,
     GraphInspection,
@@ -86,6 +88,10 @@ def time_roles(
         guard.notes.append(f"timing: eager calls, the call is not capturable ({error})")
         rows = _eager_rows(setup)
         used_graphs = False
+    # Every kernel the solution compiled by now (its checked calls' and its timed ones').
+    check_dependent_launches(
+        solution_kernel_facts(loading.solution_modules("candidate"), guard.folder)
+    )
     workloads = {name: WorkloadTiming(**row) for name, row in rows.items()}
     return TimingReport(
         workloads=workloads,

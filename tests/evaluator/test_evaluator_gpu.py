@@ -1,7 +1,8 @@
 """On a CUDA device: the baseline passes with latency, an A/A comparison never promotes, the
 timing-only cheats (side stream, timer patch, implausible speed, PyTorch only once the cases
 are over, a foreign kernel in every capture but the first, a contract widened in the
-registry, a baseline made slower through its private state) are rejected, wrong replayed
+registry, a baseline made slower through its private state, a kernel launched to overlap the
+one before it without waiting for it) are rejected, one that waits first passes, wrong replayed
 outputs hidden from the comparison in the candidate's process are caught by the judge, and
 remembered outputs buy no speed."""
 
@@ -16,6 +17,7 @@ GPU_CHEATS = {
     "late_foreign_kernel": {"cuda_graph"},
     "contract_widen": {"tampering", "output_replay"},
     "baseline_binding": {"tampering"},
+    "early_reader": {"dependent_launch"},
 }
 
 
@@ -78,3 +80,13 @@ def test_remembered_outputs_buy_no_speed_on_cuda(task_root, tmp_path):
         assert row.candidate_median_us > 5 * row.baseline_median_us, (name, row)
         assert row.fresh_sets_per_round >= 2, (name, row)
     assert result.timing.promotion.promoted is False
+
+
+@pytest.mark.gpu
+def test_a_dependent_launch_that_waits_for_its_predecessor_first_passes(task_root, tmp_path):
+    """The dependent-launch rule refuses kernels that read before they wait, not the launch
+    mode: `awaited_launch` waits first and must pass."""
+    from gates.evaluator.evaluation import evaluate
+
+    result = evaluate(task_root / "rms_norm", cheat_solution("awaited_launch", tmp_path), "cuda")
+    assert result.status == "PASSED", f"{result.status} {result.reason}"

@@ -21,6 +21,7 @@ from gates.evaluator.detectors.compute_fallback import (
 from gates.evaluator.detectors.concurrency import ChildProcess, ExtraThreads, SideStreamWork
 from gates.evaluator.detectors.cuda_graph import GraphRejected
 from gates.evaluator.detectors.deferred_code import DeferredCode
+from gates.evaluator.detectors.dependent_launch import UnawaitedDependentLaunch
 from gates.evaluator.detectors.environment_probes import EnvironmentInspection
 from gates.evaluator.detectors.file_tampering import SourcesRewritten
 from gates.evaluator.detectors.hardcoding import ShapeSpecificHardcoding
@@ -75,6 +76,12 @@ DETECTORS = (
         (GraphRejected,),
         ("timing",),
         "a captured call may hold only the solution's Triton kernels, memsets and D2D copies",
+    ),
+    DetectorFamily(
+        "dependent_launch",
+        (UnawaitedDependentLaunch,),
+        ("timing",),
+        "a kernel launched to overlap the one before it waits for it before touching memory",
     ),
     DetectorFamily(
         "output_replay",
