@@ -31,7 +31,7 @@ def main() -> int:
     from examples.model import build_model, make_inputs
     from examples.paired_timing import time_paired
     from operators import KernelSelection
-    from operators.kernel_launch import plain_launches
+    from operators.launch_modes import plain_launches
 
     profiles, deploying, pairs = {}, {}, []
     for name in arguments.profiles:

@@ -12,17 +12,12 @@ kernels to the same rule, so a kernel that reads its inputs before their produce
 correct only while judged on inputs written long before, is refused.
 """
 
-import os
-import re
-
 import triton
 import triton.language as tl
 from triton.language.target_info import cuda_capability_geq
 
 from operators import triton_runtime
 
-DISABLE_VARIABLE = "CONTROLLER_DEPENDENT_LAUNCH"
-"""Set to 0 to launch every kernel plainly (to measure what dependent launch gives)."""
 WAIT = "griddepcontrol.wait"
 ALLOWED_BEFORE_WAIT = ("ld.param",)
 TOUCHES_MEMORY_OR_BRANCHES = frozenset(
@@ -32,10 +27,16 @@ TOUCHES_MEMORY_OR_BRANCHES = frozenset(
         "multimem", "bra", "brx", "call", "ret", "exit", "trap",
     }
 )  # fmt: skip
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-_ENTRY = re.compile(r"\.entry\s+[\w$]+\s*\(.*?\)\s*(?:\.[^{]*)?\{", re.DOTALL)
 
 _WAITS = tl.constexpr(not triton_runtime.interpreting())
+
+
+class DependentLaunch:
+    """Whether kernels that wait first are bound for dependent launch; switched off to measure
+    what it gives (`operators.launch_modes.plain_launches`). This module is vendored into
+    solutions with the launcher, so it imports only what a kernel may (no `os`, no `re`)."""
+
+    enabled = True
 
 
 @triton.jit
@@ -47,41 +48,58 @@ def await_producer():
         tl.extra.cuda.gdc_launch_dependents()
 
 
-def enabled() -> bool:
-    return os.environ.get(DISABLE_VARIABLE, "1") != "0"
-
-
 def unawaited_access(ptx: str) -> str | None:
     """The first instruction of the kernel's PTX that may touch memory or branch before an
     unpredicated `griddepcontrol.wait`, or why the kernel never waits; None when it waits
     first."""
-    entry = _ENTRY.search(_COMMENT.sub("", ptx))
-    if entry is None:
+    text = _without_comments(ptx)
+    entry = text.find(".entry")
+    opening = text.find("{", entry) if entry >= 0 else -1
+    if opening < 0:
         return "no kernel entry in the PTX"
-    body = _COMMENT.sub("", ptx)[entry.end() :]
-    for statement in re.split(r"[;\n]", body):  # directives such as .loc end at the line
-        text = statement.strip().lstrip("{}").strip()
-        while text and text.split()[0].endswith(":"):  # labels
-            text = text.split(maxsplit=1)[1] if len(text.split()) > 1 else ""
-        if not text or text.startswith("."):
-            continue
-        predicated = text.startswith("@")
-        opcode = text.split()[1] if predicated and len(text.split()) > 1 else text.split()[0]
-        if opcode == WAIT and not predicated:
-            return None
-        if opcode.startswith(ALLOWED_BEFORE_WAIT):
-            continue
-        if opcode.split(".")[0] in TOUCHES_MEMORY_OR_BRANCHES:
-            if WAIT not in body:
-                break
-            return f"`{' '.join(text.split())}` runs before `{WAIT}`"
+    body = text[opening + 1 :]
+    for line in body.splitlines():  # directives such as .loc end at the line
+        for statement in line.split(";"):
+            words = statement.replace("{", " ").replace("}", " ").split()
+            while words and words[0].endswith(":"):  # labels
+                words = words[1:]
+            if not words or words[0].startswith("."):
+                continue
+            predicated = words[0].startswith("@")
+            opcode = words[1] if predicated and len(words) > 1 else words[0]
+            if opcode == WAIT and not predicated:
+                return None
+            if opcode.startswith(ALLOWED_BEFORE_WAIT):
+                continue
+            if opcode.split(".")[0] in TOUCHES_MEMORY_OR_BRANCHES and WAIT in body:
+                return f"`{' '.join(words)}` runs before `{WAIT}`"
     return f"the kernel never runs an unpredicated `{WAIT}` first"
+
+
+def _without_comments(ptx: str) -> str:
+    """PTX with its // and /* */ comments removed."""
+    kept, position = [], 0
+    while position < len(ptx):
+        line_comment, block_comment = ptx.find("//", position), ptx.find("/*", position)
+        starts = [index for index in (line_comment, block_comment) if index >= 0]
+        if not starts:
+            kept.append(ptx[position:])
+            break
+        first = min(starts)
+        kept.append(ptx[position:first])
+        if first == line_comment:
+            end = ptx.find("\n", first)
+            position = len(ptx) if end < 0 else end
+        else:
+            end = ptx.find("*/", first)
+            position = len(ptx) if end < 0 else end + 2
+    return "".join(kept)
 
 
 def dependent_variant(kernel, grid, args, options: dict, compiled):
     """The kernel compiled for dependent launch when its compiled code waits first (CUDA,
     enabled, not already asked for), else `compiled` itself."""
-    if not enabled() or "launch_pdl" in options:
+    if not DependentLaunch.enabled or "launch_pdl" in options:
         return compiled
     ptx = getattr(compiled, "asm", {}).get("ptx")
     if not ptx or unawaited_access(ptx) is not None:

@@ -11,9 +11,7 @@ goes through `wrap_triton`, so the compiler sees and schedules it. Under the int
 kernels are launched the ordinary way.
 """
 
-import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -21,7 +19,7 @@ from torch._subclasses.fake_tensor import is_fake
 from torch.library import wrap_triton
 
 from operators import triton_runtime
-from operators.dependent_launch import DISABLE_VARIABLE, dependent_variant
+from operators.dependent_launch import dependent_variant
 
 Grid = tuple[int, ...]
 
@@ -66,30 +64,17 @@ def compiler_visible(launcher: Callable[..., Any]) -> Callable[..., Any]:
     return launcher
 
 
-@contextmanager
-def plain_launches() -> Iterator[None]:
-    """Kernels bound inside are launched plainly, not for dependent launch (to measure what it
-    gives the model); the bindings are dropped on entry and on exit, so none made outside is
-    reused inside or the other way round (graphs captured meanwhile keep their launches)."""
-    before = os.environ.get(DISABLE_VARIABLE)
-    os.environ[DISABLE_VARIABLE] = "0"
-    _bound.clear()
-    try:
-        yield
-    finally:
-        _bound.clear()
-        if before is None:
-            os.environ.pop(DISABLE_VARIABLE, None)
-        else:
-            os.environ[DISABLE_VARIABLE] = before
-
-
 def bound_launch(kernel) -> Any | None:
     """The compiled kernel a binding of `kernel` launches (the first one), if any."""
     for key, (compiled, _) in _bound.items():
         if key[0] == id(kernel):
             return compiled
     return None
+
+
+def forget_bindings() -> None:
+    """Drop every binding: the next launch of each kernel binds again (as it is launched now)."""
+    _bound.clear()
 
 
 def bound_kernel_count() -> int:

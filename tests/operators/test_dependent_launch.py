@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from operators.dependent_launch import DISABLE_VARIABLE, dependent_variant, unawaited_access
+from operators.dependent_launch import DependentLaunch, dependent_variant, unawaited_access
+from operators.launch_modes import plain_launches
 
 # Compiled for sm_90 in a child without the interpreter (no GPU is needed to emit PTX).
 KERNELS = textwrap.dedent(
@@ -120,10 +121,7 @@ def _compiled(ptx: str):
     return SimpleNamespace(asm={"ptx": ptx}, metadata=SimpleNamespace(launch_pdl=False))
 
 
-def test_the_binding_builds_a_dependent_launch_only_for_kernels_that_wait_first(
-    compiled_ptx, monkeypatch
-):
-    monkeypatch.delenv(DISABLE_VARIABLE, raising=False)
+def test_the_binding_builds_a_dependent_launch_only_for_kernels_that_wait_first(compiled_ptx):
     kernel = _Kernel()
     plain = _compiled(compiled_ptx["reads_first"])
     assert dependent_variant(kernel, (1,), (), {"BLOCK": 4}, plain) is plain
@@ -132,8 +130,9 @@ def test_the_binding_builds_a_dependent_launch_only_for_kernels_that_wait_first(
     variant = dependent_variant(kernel, (1,), (), {"BLOCK": 4}, waiting)
     assert variant is not waiting and variant.metadata.launch_pdl is True
     assert kernel.asked == [{"BLOCK": 4, "launch_pdl": True}]
-    monkeypatch.setenv(DISABLE_VARIABLE, "0")
-    assert dependent_variant(_Kernel(), (1,), (), {}, waiting) is waiting
+    with plain_launches():
+        assert dependent_variant(_Kernel(), (1,), (), {}, waiting) is waiting
+    assert DependentLaunch.enabled
 
 
 PRODUCTION_KERNELS = ("ada_rms_norm", "gated_residual", "gated_gelu", "rms_norm", "rotate_qk")
@@ -149,7 +148,7 @@ def test_production_kernels_bind_for_dependent_launch_on_hopper_and_compute_the_
     import torch
 
     from operators import REGISTRY
-    from operators.kernel_launch import bound_launch, plain_launches
+    from operators.kernel_launch import bound_launch
 
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("dependent launch needs compute capability 9.0")
