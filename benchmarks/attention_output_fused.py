@@ -23,7 +23,6 @@ from operators import triton_runtime  # first: it selects the interpreter before
 from operators.catalog.shapes import PI05, sequence_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
-from operators.dependent_launch import await_producer
 from operators.kernel_launch import launch
 
 REGIMES = (("few_rows", 64), ("some_rows", 512), ("many_rows", 1024), ("most_rows", None))
@@ -118,7 +117,6 @@ def _attention_output_kernel(
     BLOCK_K: tl.constexpr,
     SPLITS: tl.constexpr,
 ):
-    await_producer()
     # A program's rows are tokens of one batch, so each head's slice of them is one strided
     # tile: the loads stay affine, as a plain matrix's rows are.
     token_blocks = tl.cdiv(tokens, BLOCK_M)
@@ -153,7 +151,6 @@ def _attention_output_kernel(
 @triton.jit
 def _add_splits_kernel(partial_ptr, out_ptr, count, SPLITS: tl.constexpr, BLOCK: tl.constexpr):
     """out = the partial sums added in split order, rounded once to BF16."""
-    await_producer()
     index = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     inside = index < count
     total = tl.load(partial_ptr + index, mask=inside, other=0.0)

@@ -147,11 +147,8 @@ torch.cuda.synchronize()" ;;
     queue) TAIL=${TAIL:-40} run queue 240 python3 benchmarks/replay_queue_probe.py ;;
     gtprofile) TAIL=${TAIL:-90} run gtprofile 200 python3 benchmarks/graph_timing_profile.py ;;
     pdl) run pdl_probe 200 python3 benchmarks/pdl_probe.py ;;  # issue 26: PDL on graph chains
-    gputests) run gputests "${TESTS_SECONDS:-170}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator tests/capture/test_profile_gpu.py tests/operators/test_dependent_launch.py ;;
-    pdltests) run pdltests 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/operators/test_dependent_launch.py tests/evaluator/test_evaluator_gpu.py -k "early_reader or awaited or dependent" ;;
-    pdlgain)  # issue 26: each profile with dependent launch against itself launched plainly, and stock
-      run dependent_launch_gain "${PDLGAIN_SECONDS:-400}" python3 benchmarks/dependent_launch_gain.py \
-        --profiles ${PDLGAIN_PROFILES:-none h200} --batches ${BATCHES:-1 8} ;;
+    gputests) run gputests "${TESTS_SECONDS:-170}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator tests/capture/test_profile_gpu.py ;;
+    pdltests) run pdltests 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator/test_evaluator_gpu.py -k "early_reader or awaited" ;;
     *) echo "unknown part $part" ;;
   esac
 done

@@ -19,7 +19,6 @@ from operators import triton_runtime  # first: it selects the interpreter before
 from operators.catalog.shapes import PI05, sequence_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
-from operators.dependent_launch import await_producer
 from operators.kernel_launch import launch
 
 TUNING = {
@@ -81,7 +80,6 @@ def _qkv_projection_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
 ):
-    await_producer()
     first_column = tl.program_id(1) * BLOCK_N
     if first_column < query_columns:  # a column block never straddles two weights
         w_ptr, out_ptr, column, heads = wq_ptr, q_ptr, first_column, query_columns // HEAD_DIM

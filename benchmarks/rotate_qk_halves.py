@@ -21,7 +21,6 @@ import triton.language as tl
 from operators import triton_runtime  # first: it selects the interpreter before any kernel
 from operators.catalog.blocking import rows_per_program
 from operators.catalog.rounding import round_to_bfloat16
-from operators.dependent_launch import await_producer
 from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {
@@ -113,7 +112,6 @@ def _rotate_qk_kernel(
     HALF: tl.constexpr,
     BLOCK_HALF: tl.constexpr,
 ):
-    await_producer()
     # Programs [0, q_programs) rotate query rows and programs from k_first_program on rotate
     # key rows: disjoint ranges when compiled, overlapping under the interpreter.
     program = tl.program_id(0)

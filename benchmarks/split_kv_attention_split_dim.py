@@ -31,7 +31,6 @@ import triton.language as tl
 from operators import triton_runtime  # noqa: F401  (selects the interpreter before any kernel)
 from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05
-from operators.dependent_launch import await_producer
 from operators.kernel_launch import compiler_visible, launch
 
 LOG2_E = 1.4426950408889634
@@ -278,7 +277,6 @@ def _split_dim_attention_kernel(
     KEY_SPLITS: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
-    await_producer()
     # Axis 1 counts (batch, group of HEADS query heads, part of the head dimension), the parts
     # innermost: programs that read the same keys and values run side by side.
     part = tl.program_id(1) % DIM_PARTS
@@ -381,7 +379,6 @@ def _join_runs_kernel(
     """Each output row from its runs of keys: their sums rescaled to the largest maximum and
     added in run order, over their totals rescaled alike (what the online softmax does from
     one key block to the next), rounded once to BF16."""
-    await_producer()
     rows = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
     dims = tl.arange(0, BLOCK_DIM)
     present = rows < rows_total

@@ -10,7 +10,6 @@ import triton
 import triton.language as tl
 
 from operators import triton_runtime  # selects the interpreter before any kernel
-from operators.dependent_launch import await_producer
 from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {
@@ -118,7 +117,6 @@ def _stacked_projection_kernel(
 ):
     """Axis 0 runs over the column blocks of all three weights in turn, axis 1 over row blocks
     of x: one launch streams every weight once."""
-    await_producer()
     blocks_per_weight = tl.cdiv(outputs, BLOCK_N)
     program = tl.program_id(0)
     which = program // blocks_per_weight

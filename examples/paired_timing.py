@@ -11,8 +11,6 @@ in 512 runs).
 
 import statistics
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -89,17 +87,14 @@ def time_paired(
     rounds: int = ROUNDS,
     calls: int = CALLS_PER_ROUND,
     deployed: dict[str, Mode] | None = None,
-    deploying: dict[str, Callable[[], AbstractContextManager]] | None = None,
 ) -> PairedTiming:
     """Time every profile's forward interleaved; `pairs` are the (candidate, baseline) ratios.
     Each profile is deployed in `mode` unless `deployed` names another for it (`stock` as a
-    user deploys it, say), inside the context `deploying` gives for it, if any (the same
-    profile with its kernels launched another way, say)."""
+    user deploys it, say)."""
     deployed = {name: way for name, way in (deployed or {}).items() if name in profiles}
     forwards = {}
     for name, selection in profiles.items():
-        context = (deploying or {}).get(name, nullcontext)
-        with use_kernel_profile(selection), context():
+        with use_kernel_profile(selection):
             forwards[name] = deploy(model, deployed.get(name, mode), inputs)
             for _ in range(WARMUP_CALLS):
                 forwards[name](inputs)

@@ -4,11 +4,9 @@ Triton's `kernel[grid](...)` re-derives the kernel's specialisation from every a
 every call, which costs more host time than the kernel takes on the device. Here the compiled
 kernel is looked up by a cheap key holding everything that specialisation depends on (dtypes,
 16-byte pointer alignment, integers' width, divisibility by 16 and equality to 1, constexpr
-values, launch options) and launched directly; a kernel whose compiled code waits for its
-predecessor first is bound for dependent launch (`dependent_launch`). When a
-`torch.library.triton_op` is traced (its arguments are fake or functional tensors) the kernel
-goes through `wrap_triton`, so the compiler sees and schedules it. Under the interpreter
-kernels are launched the ordinary way.
+values, launch options) and launched directly. When a `torch.library.triton_op` is traced (its
+arguments are fake or functional tensors) the kernel goes through `wrap_triton`, so the
+compiler sees and schedules it. Under the interpreter kernels are launched the ordinary way.
 """
 
 from collections.abc import Callable
@@ -19,7 +17,6 @@ from torch._subclasses.fake_tensor import is_fake
 from torch.library import wrap_triton
 
 from operators import triton_runtime
-from operators.dependent_launch import dependent_variant
 
 Grid = tuple[int, ...]
 
@@ -51,8 +48,7 @@ def launch(kernel, grid: Grid, *args: Any, **options: Any) -> None:
         compiled = kernel[grid](*args, **options)
         constexprs = _constexpr_values(kernel, len(args), options)
         if constexprs is not None and _launchable(compiled):
-            variant = dependent_variant(kernel, grid, args, options, compiled)
-            _bound[key] = (variant if _launchable(variant) else compiled, constexprs)
+            _bound[key] = (compiled, constexprs)
         return
     compiled, constexprs = bound
     compiled[_three(grid)](*args, *constexprs)
@@ -62,19 +58,6 @@ def compiler_visible(launcher: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a launcher whose kernels all go through `launch`, so it may become a `triton_op`."""
     launcher.compiler_visible = True
     return launcher
-
-
-def bound_launch(kernel) -> Any | None:
-    """The compiled kernel a binding of `kernel` launches (the first one), if any."""
-    for key, (compiled, _) in _bound.items():
-        if key[0] == id(kernel):
-            return compiled
-    return None
-
-
-def forget_bindings() -> None:
-    """Drop every binding: the next launch of each kernel binds again (as it is launched now)."""
-    _bound.clear()
 
 
 def bound_kernel_count() -> int:

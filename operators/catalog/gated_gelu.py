@@ -11,7 +11,6 @@ from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, row_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
-from operators.dependent_launch import await_producer
 from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {"block": 1024, "rows_per_program": 1, "num_warps": 4, "num_stages": 3}
@@ -42,7 +41,6 @@ def _gated_gelu_kernel(
     ROWS: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    await_producer()
     row = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     offsets = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = (row[:, None] < rows) & (offsets[None, :] < columns)

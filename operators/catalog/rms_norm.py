@@ -10,7 +10,6 @@ from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, row_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
-from operators.dependent_launch import await_producer
 from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {"rows_per_program": 1, "num_warps": 4, "num_stages": 3}
@@ -41,7 +40,6 @@ def _rms_norm_kernel(
     ROWS: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    await_producer()
     row = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     columns = tl.arange(0, BLOCK)
     column_mask = columns < hidden

@@ -13,7 +13,6 @@ from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, sequence_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
-from operators.dependent_launch import await_producer
 from operators.kernel_launch import compiler_visible, launch
 
 TUNING = {"rows_per_program": 8, "num_warps": 4, "num_stages": 3}
@@ -103,7 +102,6 @@ def _rotate_qk_kernel(
     ROWS: tl.constexpr,
     BLOCK_DIM: tl.constexpr,
 ):
-    await_producer()
     # Programs [0, q_programs) rotate query rows and programs from k_first_program on rotate
     # key rows: disjoint ranges when compiled, overlapping under the interpreter.
     program = tl.program_id(0)

@@ -14,7 +14,6 @@ from operators.catalog.rounding import round_to_bfloat16
 from operators.catalog.shapes import PI05, attention_workloads
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec
-from operators.dependent_launch import await_producer
 from operators.kernel_launch import compiler_visible, launch
 
 LOG2_E = 1.4426950408889634
@@ -155,7 +154,6 @@ def _split_kv_attention_kernel(
     BLOCK_DIM: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
-    await_producer()
     # A program serves BATCHES batch rows and HEADS query heads of one key/value group: its
     # block's rows are (batch, head, query) triples, the group's keys read once for its heads.
     head_groups = query_heads // HEADS
