@@ -16,14 +16,18 @@ def rms_rows_kernel(x_ptr, w_ptr, out_ptr, row_stride, hidden, eps, BLOCK: tl.co
     tl.store(out_ptr + row * hidden + columns, x * inverse_rms * w, mask=mask)
 
 
-def launch(x: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor, rows=None):
-    """Normalise the first `rows` rows of x (all rows by default) into out."""
+def launch(
+    x: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor, rows=None,
+    kernel=rms_rows_kernel, **options,
+):  # fmt: skip
+    """Normalise the first `rows` rows of x (all rows by default) into out with `kernel`
+    (launch `options` such as `launch_pdl` passed on)."""
     hidden = x.shape[-1]
     flat = x.reshape(-1, hidden)
     count = flat.shape[0] if rows is None else rows
     if count:
         block = triton.next_power_of_2(hidden)
-        rms_rows_kernel[(count,)](flat, weight, out, flat.stride(0), hidden, eps, BLOCK=block)
+        kernel[(count,)](flat, weight, out, flat.stride(0), hidden, eps, BLOCK=block, **options)
     return out
 
 
