@@ -97,30 +97,10 @@ def _name(function: int) -> str:
 def solution_functions(modules, solution_dir: str) -> frozenset[int]:
     """CUfunction handles of every kernel Triton compiled from a JIT function defined in the
     solution's files (autotuned and heuristic wrappers unwrapped)."""
-    handles = set()
-    for kernel in _solution_kernels(modules, solution_dir):
-        kernel._init_handles()
-        handles.add(int(kernel.function))
-    return frozenset(handles)
-
-
-def solution_kernel_facts(modules, solution_dir: str) -> list[CompiledKernelFacts]:
-    """Name, launch mode and PTX of every kernel Triton compiled from the solution's files."""
-    return [
-        CompiledKernelFacts(
-            name=str(getattr(kernel, "name", "")),
-            dependent_launch=bool(getattr(kernel.metadata, "launch_pdl", False)),
-            ptx=getattr(kernel, "asm", {}).get("ptx"),
-        )
-        for kernel in _solution_kernels(modules, solution_dir)
-    ]
-
-
-def _solution_kernels(modules, solution_dir: str):
-    """Every compiled kernel of a JIT function defined in the solution's files."""
     from triton.runtime.jit import JITFunction
 
     folder = os.path.realpath(solution_dir) + os.sep
+    handles: set[int] = set()
     for module in modules:
         for value in list(vars(module).values()):
             function = value
@@ -133,4 +113,32 @@ def _solution_kernels(modules, solution_dir: str):
             if not os.path.realpath(function.fn.__code__.co_filename).startswith(folder):
                 continue
             for cache in function.device_caches.values():
-                yield from list(cache[0].values())
+                for kernel in cache[0].values():
+                    kernel._init_handles()
+                    handles.add(int(kernel.function))
+    return frozenset(handles)
+
+
+def solution_kernel_facts(solution_dir: str) -> list[CompiledKernelFacts]:
+    """Name, launch mode and PTX of every kernel Triton compiled from a JIT function defined in
+    the solution's files, wherever the solution keeps the function (a module attribute, a
+    closure, a table): every live JIT function is looked at, once, after timing."""
+    import gc
+
+    from triton.runtime.jit import JITFunction
+
+    folder = os.path.realpath(solution_dir) + os.sep
+    facts = []
+    for function in [item for item in gc.get_objects() if isinstance(item, JITFunction)]:
+        if not os.path.realpath(function.fn.__code__.co_filename).startswith(folder):
+            continue
+        for cache in function.device_caches.values():
+            facts.extend(
+                CompiledKernelFacts(
+                    name=str(getattr(kernel, "name", "")),
+                    dependent_launch=bool(getattr(kernel.metadata, "launch_pdl", False)),
+                    ptx=getattr(kernel, "asm", {}).get("ptx"),
+                )
+                for kernel in list(cache[0].values())
+            )
+    return facts

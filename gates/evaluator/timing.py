@@ -89,9 +89,7 @@ def time_roles(
         rows = _eager_rows(setup)
         used_graphs = False
     # Every kernel the solution compiled by now (its checked calls' and its timed ones').
-    check_dependent_launches(
-        solution_kernel_facts(loading.solution_modules("candidate"), guard.folder)
-    )
+    check_dependent_launches(solution_kernel_facts(guard.folder))
     workloads = {name: WorkloadTiming(**row) for name, row in rows.items()}
     return TimingReport(
         workloads=workloads,
