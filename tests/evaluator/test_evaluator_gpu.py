@@ -18,6 +18,7 @@ GPU_CHEATS = {
     "contract_widen": {"tampering", "output_replay"},
     "baseline_binding": {"tampering"},
     "early_reader": {"dependent_launch"},
+    "hidden_early_reader": {"dependent_launch"},
 }
 
 
