@@ -116,10 +116,12 @@ for part in "$@"; do
     tiles)  # issue 26: for each operator in TILE_OPS (default attention_output), its fused
       # kernel's tiles per regime, the fastest written into the kernel and its scripted session
       # (then `h200` with the same H200_OPS ships them); the written kernels come back as .txt;
-      # TILE_WORKLOADS (comma-separated) sweeps only those workloads' regimes
+      # TILE_WORKLOADS (comma-separated) sweeps only those workloads' regimes; TILE_MODULE
+      # sweeps another kernel module of the operator, TILE_INCUMBENT times one beside the tiles
       for op in ${TILE_OPS:-attention_output}; do
         run "tiles_$op" 260 python3 benchmarks/tile_sweep.py "$op" --write \
-          ${TILE_WORKLOADS:+--workloads "$TILE_WORKLOADS"}
+          ${TILE_WORKLOADS:+--workloads "$TILE_WORKLOADS"} ${TILE_MODULE:+--module "$TILE_MODULE"} \
+          ${TILE_INCUMBENT:+--incumbent "$TILE_INCUMBENT"}
       done ;;
     space)  # issue 27: the exhaustive sweep of SPACE_OPS' declared spaces against autotune's
       # screen; SPACE_SHARD=K/N sweeps one shard (merge them here with `--merge N`)

@@ -10,13 +10,17 @@ together exceed L2, as the model's layers read theirs from HBM. Tiles are tried 
 the space, the sweep bounded in time per workload. Each regime gets the tile with the least
 model time over its workloads (per-call time x calls per forward). `--write` puts those tiles
 into the kernel module's TUNING, rewrites its scripted tune session and leaves a copy of the
-module as $OUT/OP.kernel.py.txt.
+module as $OUT/OP.kernel.py.txt. `--module NAME` sweeps another kernel module of the operator
+(a new kernel before it ships; the session is then written from it) and `--incumbent NAME`
+times a module at its own TUNING in the same graphs, so a new kernel is compared with the one
+it would replace in one run.
 """
 
 import argparse
 import itertools
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -44,12 +48,14 @@ SECONDS_PER_WORKLOAD = float(os.environ.get("TILE_SECONDS", "45"))
 
 @dataclass(frozen=True)
 class Swept:
-    """How the sweep reaches one kernel module: launching it at a given tile, and the regime
-    (a TUNING key) of a call with a given number of rows."""
+    """How the sweep reaches one kernel module: launching it at a given tile, the regime (a
+    TUNING key) of a call with a given number of rows, and the entry point called as the
+    operator is (how an incumbent module runs at its own TUNING)."""
 
     module: str
     launch: Callable[[ModuleType, dict, tuple, dict], object]
     regime: Callable[[ModuleType, int], str]
+    entry: str
 
 
 def _entry_with_tuning(entry: str) -> Callable[[ModuleType, dict, tuple, dict], object]:
@@ -66,23 +72,31 @@ SWEPT = {
         module="attention_output_fused",
         launch=lambda fused, tile, args, params: fused.project(*args, tile, **params),
         regime=lambda fused, rows: fused.regime(rows),
+        entry="attention_output_kernel",
     ),
     "gated_gelu_projection": Swept(
         module="gated_gelu_projection_fused",
         launch=lambda fused, tile, args, params: fused.launch_fused(*args, tile),
         regime=lambda fused, rows: fused.regime(rows),
+        entry="gated_gelu_projection_kernel",
     ),
     "qkv_projection": Swept(
         module="qkv_projection_fused",
         launch=_entry_with_tuning("qkv_projection_kernel"),
         regime=lambda fused, rows: fused.regime(rows),
+        entry="qkv_projection_kernel",
     ),
     "rotate_qk": Swept(
         module="rotate_qk_halves",
         launch=_entry_with_tuning("rotate_qk_triton"),
         regime=lambda fused, rows: fused.regime(rows),
+        entry="rotate_qk_triton",
     ),
 }
+
+
+FIXED_ROLES = ("production", "compiled", "incumbent")
+"""Roles timed beside the tiles, never chosen."""
 
 
 def tiles(space: dict) -> list[dict]:
@@ -111,8 +125,11 @@ def candidate(operator: str, fused: ModuleType, tile: dict) -> Callable:
     return kernel
 
 
-def sweep(operator: str, fused: ModuleType, workload, device) -> dict:
-    """Production, compile and every tile that meets the contract, per-call us."""
+def sweep(
+    operator: str, fused: ModuleType, workload, device, incumbent: ModuleType | None = None
+) -> dict:
+    """Production, compile, the incumbent kernel module at its own TUNING (when given) and
+    every tile that meets the contract, per-call us."""
     declaration = REGISTRY.declaration(operator)
     started = time.monotonic()
     sets = [declaration.make_inputs(workload, seed, "normal", device) for seed in range(INPUT_SETS)]
@@ -120,6 +137,8 @@ def sweep(operator: str, fused: ModuleType, workload, device) -> dict:
         "production": declaration.preferred,
         "compiled": torch.compile(declaration.reference, dynamic=False),
     }
+    if incumbent is not None:
+        roles["incumbent"] = getattr(incumbent, SWEPT[operator].entry)
     refused = {}
     for tile in tiles(fused.TUNING_SPACE):
         if time.monotonic() - started > SECONDS_PER_WORKLOAD:
@@ -149,7 +168,7 @@ def sweep(operator: str, fused: ModuleType, workload, device) -> dict:
     times = projection_gpu.graph_times(roles, sets)
     timed = {name: value for name, value in times.items() if isinstance(value, float)}
     refused |= {name: value for name, value in times.items() if not isinstance(value, float)}
-    candidates = {k: v for k, v in timed.items() if k not in ("production", "compiled")}
+    candidates = {k: v for k, v in timed.items() if k not in FIXED_ROLES}
     best = min(candidates, key=candidates.get) if candidates else None
     return {
         "workload": workload.name,
@@ -158,6 +177,8 @@ def sweep(operator: str, fused: ModuleType, workload, device) -> dict:
         "calls_per_forward": workload.calls_per_forward,
         "production_us": timed.get("production"),
         "compiled_us": timed.get("compiled"),
+        "incumbent": incumbent.__name__ if incumbent is not None else None,
+        "incumbent_us": timed.get("incumbent"),
         "best": best,
         "best_us": candidates.get(best),
         "tiles_us": candidates,
@@ -191,6 +212,24 @@ def write_tuning(operator: str, fused: ModuleType, tuning: dict) -> None:
     solution_session.write_tuning(operator, Path(fused.__file__), tuning)
 
 
+def module_problem(name: str, entry: str) -> str | None:
+    """Why `name` cannot be swept or timed as a kernel module of the operator, or None."""
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", name) or not (BENCHMARKS / f"{name}.py").is_file():
+        fitting = [path.stem for path in sorted(BENCHMARKS.glob("*.py")) if not _lacks(path, entry)]
+        return f"no such module; the kernel modules with {entry} are {', '.join(fitting)}"
+    missing = _lacks(BENCHMARKS / f"{name}.py", entry)
+    if missing:
+        return f"it lacks {', '.join(missing)} (a kernel module defines all four)"
+    return None
+
+
+def _lacks(path: Path, entry: str) -> list[str]:
+    """What of a swept module's top-level names the file at `path` does not define."""
+    source = path.read_text()
+    wanted = ("TUNING", "TUNING_SPACE", "def regime", f"def {entry}")
+    return [part for part in wanted if not re.search(rf"^{part}\b", source, flags=re.M)]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("operator", choices=sorted(SWEPT))
@@ -200,7 +239,30 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated workload names to sweep (default: all); the other regimes keep "
         "their tiles",
     )
+    parser.add_argument(
+        "--module",
+        help="the kernel module under benchmarks/ to sweep (default: the operator's shipped one; "
+        "it must define TUNING, TUNING_SPACE, regime and the operator's entry point)",
+    )
+    parser.add_argument(
+        "--incumbent",
+        help="a kernel module under benchmarks/ timed at its own TUNING beside the tiles, in the "
+        "same graphs (the kernel a new module would replace)",
+    )
     arguments = parser.parse_args(argv)
+    swept = SWEPT[arguments.operator]
+    modules = {}
+    for option, name in (
+        ("--module", arguments.module or swept.module),
+        ("--incumbent", arguments.incumbent),
+    ):
+        if name is None:
+            continue
+        problem = module_problem(name, swept.entry)
+        if problem:
+            print(f"tile_sweep: {option} {name}: {problem}", file=sys.stderr)
+            return 2
+        modules[option] = name
     workloads = REGISTRY.declaration(arguments.operator).workloads
     if arguments.workloads:
         wanted = arguments.workloads.split(",")
@@ -215,16 +277,18 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("tile_sweep: needs a CUDA device (it times CUDA graphs)", file=sys.stderr)
         return 2
-    fused = __import__(SWEPT[arguments.operator].module)
+    fused = __import__(modules["--module"])
+    incumbent = __import__(modules["--incumbent"]) if "--incumbent" in modules else None
     device = torch.device("cuda")
     report = Path(os.environ.get("OUT", "/tmp")) / f"tile_sweep_{arguments.operator}.json"
     results = []
     for workload in workloads:
-        result = sweep(arguments.operator, fused, workload, device)
+        result = sweep(arguments.operator, fused, workload, device, incumbent)
         results.append(result)
+        beside = f", incumbent {result['incumbent_us']:.2f}" if incumbent is not None else ""
         print(
             f"{result['workload']:>10} ({result['regime']}): production "
-            f"{result['production_us']:.2f} us, compiled {result['compiled_us']:.2f}, best "
+            f"{result['production_us']:.2f} us, compiled {result['compiled_us']:.2f}{beside}, best "
             f"{result['best']} {result['best_us'] or float('nan'):.2f} ({len(result['tiles_us'])} "
             f"tiles, {len(result['refused'])} refused, {result['seconds']} s)",
             flush=True,

@@ -111,3 +111,24 @@ def test_an_unknown_workload_is_named_in_one_line(capsys):
     assert capsys.readouterr().err.strip() == (
         "tile_sweep: no workload prefix_b9; there are action_b1, prefix_b1, action_b8, prefix_b8"
     )
+
+
+def test_a_module_that_is_not_there_is_named_with_the_ones_that_are(capsys):
+    assert tile_sweep.main(["rotate_qk", "--module", "rotate_qk_quarters"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "tile_sweep: --module rotate_qk_quarters: no such module; the kernel modules with "
+        "rotate_qk_triton are rotate_qk_halves"
+    )
+
+
+def test_an_incumbent_that_is_no_kernel_module_is_refused_in_one_line(capsys):
+    assert tile_sweep.main(["rotate_qk", "--incumbent", "projection_gpu"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "tile_sweep: --incumbent projection_gpu: it lacks TUNING, TUNING_SPACE, def regime, "
+        "def rotate_qk_triton (a kernel module defines all four)"
+    )
+
+
+def test_a_path_is_not_a_module_name(capsys):
+    assert tile_sweep.main(["rotate_qk", "--module", "../operators/catalog/rotate_qk"]) == 2
+    assert "no such module" in capsys.readouterr().err
