@@ -7,7 +7,7 @@ pointer-loading Triton kernels run at 40-60% of cuBLAS's throughput. This times 
 shapes of those products three ways: `F.linear` (cuBLAS), a Triton kernel that loads its tiles
 through pointers (as the shipped kernels do), and one that loads them through tensor
 descriptors (TMA on Hopper), each at a few tiles. CUDA-graph per-call time over WEIGHT_SETS
-weights (`projection_gpu.graph_times`, roles' replays interleaved), so the weights stream from
+weights (`graph_roles.graph_times`, roles' replays interleaved), so the weights stream from
 HBM as the model's layers do. Every Triton result is held to the BLAS result first, under a
 two-rounding tolerance contract (FP32 sums in another order). `--quick` runs
 one small shape under the Triton interpreter, to check the script itself.
@@ -29,7 +29,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from operators import triton_runtime  # noqa: E402  (selects the interpreter before any kernel)
 from operators.contract import Contract  # noqa: E402
-import projection_gpu  # noqa: E402
+import graph_roles  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
@@ -154,7 +154,7 @@ def probe(name: str, shape: tuple[int, int, int], tiles, device, timed: bool) ->
             except Exception as error:  # a tile that does not compile or fit is reported
                 result["us"][label] = f"{type(error).__name__}: {str(error).splitlines()[0][:100]}"
     if timed:
-        result["us"].update(projection_gpu.graph_times(roles, sets))
+        result["us"].update(graph_roles.graph_times(roles, sets))
     for label, value in result["us"].items():
         print(f"{name} {label}: {value}", flush=True)
     return result

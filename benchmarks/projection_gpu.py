@@ -9,16 +9,15 @@ to the operator's contract on every input distribution and counts how far it and
 land from the FP64 product, then times as CUDA-graph per-call time: the three `F.linear` calls
 (the production path and the reference), `torch.compile(dynamic=False)` of the reference, the
 fused kernel at its TUNING, and a sweep of its launch settings (each variant checked before it
-is timed). A graph holds CALLS calls rotating over INPUT_SETS input sets, 6 MB of weights each,
-more than the L2 holds, so weights stream from HBM as in the model (every modulation has its
-own weights); roles' replays are interleaved; the figure is the median replay over CALLS.
+is timed), each role in its own graph (benchmarks/graph_roles.py) rotating over INPUT_SETS
+input sets, 6 MB of weights each, more than the L2 holds, so weights stream from HBM as in the
+model (every modulation has its own weights).
 `--device cpu --quick` runs the same code under the Triton interpreter at small sizes (host
 clock, no graphs, one variant), to check the script itself.
 """
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -32,17 +31,15 @@ import torch  # noqa: E402,I001  (operators before the kernel module: it selects
 from pydantic import BaseModel  # noqa: E402
 
 import operators  # noqa: E402,F401  (selects the Triton interpreter before triton.language loads)
+import graph_roles  # noqa: E402
 import projection_session  # noqa: E402
 import solution_session  # noqa: E402
 import stacked_projection_fused as fused  # noqa: E402
 from operators.catalog.stacked_projection import DECLARATION  # noqa: E402
 from operators.declaration import DISTRIBUTIONS, Axis, OperatorDeclaration, Workload  # noqa: E402
 
-CALLS = 40
 INPUT_SETS = 20
 """20 sets of three 2 MB weights: 120 MB, past the H200's 50 MB L2."""
-REPLAYS = 20
-WARMUP = 2
 SEEDS = 2
 SWEEP_SECONDS = 60.0
 """Compiling a variant takes about a second; variants past this much time are skipped."""
@@ -129,24 +126,13 @@ def reference(x, w0, w1, w2):
     return DECLARATION.reference(x, w0, w1, w2)
 
 
-def call_with_settings(module, entry: str, settings: dict, *args, **params):
-    """`module.entry(*args, **params)` with `settings` in every regime of the module's TUNING
-    for this call only (TUNING is read at each call; a graph keeps the launch it captured)."""
-    saved = {name: dict(regime) for name, regime in module.TUNING.items()}
-    for regime in module.TUNING.values():
-        regime.update(settings)
-    try:
-        return getattr(module, entry)(*args, **params)
-    finally:
-        module.TUNING.clear()
-        module.TUNING.update(saved)
-
-
 def fused_with(settings: dict) -> Callable:
     """The fused kernel with `settings` in every regime."""
 
     def kernel(x, w0, w1, w2):
-        return call_with_settings(fused, "stacked_projection_kernel", settings, x, w0, w1, w2)
+        return graph_roles.call_with_settings(
+            fused, "stacked_projection_kernel", settings, x, w0, w1, w2
+        )
 
     return kernel
 
@@ -192,55 +178,6 @@ def accuracy(declaration: OperatorDeclaration, kernel, workload: Workload, devic
     return rows
 
 
-def _error_line(error: Exception) -> str:
-    lines = [line for line in str(error).splitlines() if line.strip()]
-    return f"{type(error).__name__}: {(lines[-1] if lines else '')[:200]}"
-
-
-def graph_times(roles: dict[str, Callable], input_sets: list) -> dict:
-    """Median per-call us of each role (or why it could not be timed): one graph of CALLS
-    calls each, replays interleaved."""
-    graphs, times = {}, {}
-    for name, function in roles.items():
-        try:
-            for index in range(max(WARMUP, len(input_sets))):
-                function(*input_sets[index % len(input_sets)])
-            torch.cuda.synchronize()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                for index in range(CALLS):
-                    function(*input_sets[index % len(input_sets)])
-            graphs[name] = graph
-        except Exception as error:  # one role's failure leaves the others timed
-            times[name] = _error_line(error)
-    samples = {name: [] for name in graphs}
-    for _ in range(REPLAYS):
-        for name, graph in graphs.items():
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            samples[name].append((start, end))
-    torch.cuda.synchronize()
-    for name, pairs in samples.items():
-        times[name] = statistics.median(s.elapsed_time(e) for s, e in pairs) * 1000.0 / CALLS
-    return times
-
-
-def host_times(roles: dict[str, Callable], input_sets: list) -> dict[str, float]:
-    """The CPU stand-in: host microseconds of one call of each role."""
-    times = {}
-    for name, function in roles.items():
-        try:
-            started = time.perf_counter()
-            function(*input_sets[0])
-            times[name] = (time.perf_counter() - started) * 1e6
-        except Exception as error:
-            times[name] = _error_line(error)
-    return times
-
-
 def measure(
     declaration: OperatorDeclaration, workload: Workload, device, quick: bool, deadline: float
 ) -> WorkloadResult:
@@ -273,7 +210,10 @@ def measure(
         declaration.make_inputs(workload, seed=100 + index, device=device)
         for index in range(1 if quick else INPUT_SETS)
     ]
-    times = graph_times(roles, sets) if device.type == "cuda" else host_times(roles, sets)
+    if device.type == "cuda":
+        times = graph_roles.graph_times(roles, sets)
+    else:
+        times = graph_roles.host_times(roles, sets)
     timings = []
     for name in [*roles, *skipped]:
         value = times.get(name, "skipped: sweep time, or it broke the contract")

@@ -34,7 +34,7 @@ sys.path.insert(0, str(BENCHMARKS))
 
 import torch  # noqa: E402,I001
 
-import projection_gpu  # noqa: E402
+import graph_roles  # noqa: E402
 import solution_session  # noqa: E402
 from operators import REGISTRY  # noqa: E402
 from operators.catalog.checking import first_violation  # noqa: E402
@@ -48,51 +48,36 @@ SECONDS_PER_WORKLOAD = float(os.environ.get("TILE_SECONDS", "45"))
 
 @dataclass(frozen=True)
 class Swept:
-    """How the sweep reaches one kernel module: launching it at a given tile, the regime (a
-    TUNING key) of a call with a given number of rows, and the entry point called as the
-    operator is (how an incumbent module runs at its own TUNING)."""
+    """How the sweep reaches one kernel module: its entry point, called as the operator is
+    (how an incumbent module runs at its own TUNING), and how it launches at a given tile (by
+    default the entry point with the tile in every regime of TUNING for the call)."""
 
     module: str
-    launch: Callable[[ModuleType, dict, tuple, dict], object]
-    regime: Callable[[ModuleType, int], str]
     entry: str
+    launch: Callable[[ModuleType, dict, tuple, dict], object] | None = None
 
-
-def _entry_with_tuning(entry: str) -> Callable[[ModuleType, dict, tuple, dict], object]:
-    """The module's entry point `entry` with the tile in every regime for the call."""
-
-    def launch(fused: ModuleType, tile: dict, args: tuple, params: dict):
-        return projection_gpu.call_with_settings(fused, entry, tile, *args, **params)
-
-    return launch
+    def launch_at(self, fused: ModuleType, tile: dict, args: tuple, params: dict):
+        if self.launch is not None:
+            return self.launch(fused, tile, args, params)
+        return graph_roles.call_with_settings(fused, self.entry, tile, *args, **params)
 
 
 SWEPT = {
     "attention_output": Swept(
         module="attention_output_fused",
-        launch=lambda fused, tile, args, params: fused.project(*args, tile, **params),
-        regime=lambda fused, rows: fused.regime(rows),
         entry="attention_output_kernel",
+        launch=lambda fused, tile, args, params: fused.project(*args, tile, **params),
     ),
     "gated_gelu_projection": Swept(
         module="gated_gelu_projection_fused",
-        launch=lambda fused, tile, args, params: fused.launch_fused(*args, tile),
-        regime=lambda fused, rows: fused.regime(rows),
         entry="gated_gelu_projection_kernel",
+        launch=lambda fused, tile, args, params: fused.launch_fused(*args, tile),
     ),
-    "qkv_projection": Swept(
-        module="qkv_projection_fused",
-        launch=_entry_with_tuning("qkv_projection_kernel"),
-        regime=lambda fused, rows: fused.regime(rows),
-        entry="qkv_projection_kernel",
-    ),
-    "rotate_qk": Swept(
-        module="rotate_qk_halves",
-        launch=_entry_with_tuning("rotate_qk_triton"),
-        regime=lambda fused, rows: fused.regime(rows),
-        entry="rotate_qk_triton",
-    ),
+    "qkv_projection": Swept(module="qkv_projection_fused", entry="qkv_projection_kernel"),
+    "rotate_qk": Swept(module="rotate_qk_halves", entry="rotate_qk_triton"),
 }
+"""Every swept module also defines `regime(rows)`, the TUNING key of a call (`module_problem`
+refuses one that does not)."""
 
 
 FIXED_ROLES = ("production", "compiled", "incumbent")
@@ -120,7 +105,7 @@ def candidate(operator: str, fused: ModuleType, tile: dict) -> Callable:
     swept = SWEPT[operator]
 
     def kernel(*args, **params):
-        return swept.launch(fused, tile, args, params)
+        return swept.launch_at(fused, tile, args, params)
 
     return kernel
 
@@ -165,7 +150,7 @@ def sweep(
             refused[tile_name(tile)] = violation.describe()[:160]
             continue
         roles[tile_name(tile)] = kernel
-    times = projection_gpu.graph_times(roles, sets)
+    times = graph_roles.graph_times(roles, sets)
     timed = {name: value for name, value in times.items() if isinstance(value, float)}
     refused |= {name: value for name, value in times.items() if not isinstance(value, float)}
     candidates = {k: v for k, v in timed.items() if k not in FIXED_ROLES}
@@ -173,7 +158,7 @@ def sweep(
     return {
         "workload": workload.name,
         "rows": rows_of(workload),
-        "regime": SWEPT[operator].regime(fused, rows_of(workload)),
+        "regime": fused.regime(rows_of(workload)),
         "calls_per_forward": workload.calls_per_forward,
         "production_us": timed.get("production"),
         "compiled_us": timed.get("compiled"),
@@ -251,18 +236,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     arguments = parser.parse_args(argv)
     swept = SWEPT[arguments.operator]
-    modules = {}
-    for option, name in (
-        ("--module", arguments.module or swept.module),
-        ("--incumbent", arguments.incumbent),
-    ):
-        if name is None:
-            continue
-        problem = module_problem(name, swept.entry)
+    module = arguments.module or swept.module
+    for option, name in (("--module", module), ("--incumbent", arguments.incumbent)):
+        problem = name and module_problem(name, swept.entry)
         if problem:
             print(f"tile_sweep: {option} {name}: {problem}", file=sys.stderr)
             return 2
-        modules[option] = name
     workloads = REGISTRY.declaration(arguments.operator).workloads
     if arguments.workloads:
         wanted = arguments.workloads.split(",")
@@ -277,8 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("tile_sweep: needs a CUDA device (it times CUDA graphs)", file=sys.stderr)
         return 2
-    fused = __import__(modules["--module"])
-    incumbent = __import__(modules["--incumbent"]) if "--incumbent" in modules else None
+    fused = __import__(module)
+    incumbent = __import__(arguments.incumbent) if arguments.incumbent else None
     device = torch.device("cuda")
     report = Path(os.environ.get("OUT", "/tmp")) / f"tile_sweep_{arguments.operator}.json"
     results = []
