@@ -16,7 +16,6 @@ interpreter at scaled-down sizes (host clock, no graphs, one variant), to check 
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -31,6 +30,7 @@ import torch.nn.functional as F  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
 import operators  # noqa: E402,F401  (selects the Triton interpreter before triton.language loads)
+import graph_roles  # noqa: E402
 import attention_session  # noqa: E402
 import split_kv_attention_split_dim as split_dim  # noqa: E402
 from operators.catalog.checking import first_violation, scaled_down  # noqa: E402
@@ -140,46 +140,18 @@ def contract_problem(
         try:
             violation = first_violation(declaration, kernel, workload, 1, distribution, device)
         except Exception as error:  # a kernel that cannot run is reported
-            return f"{distribution}: {_error_line(error)}"
+            return f"{distribution}: {graph_roles.error_line(error)}"
         if violation is not None:
             return f"{distribution}: {violation.describe()}"
     return None
 
 
-def _error_line(error: Exception) -> str:
-    lines = [line for line in str(error).splitlines() if line.strip()]
-    return f"{type(error).__name__}: {(lines[-1] if lines else '')[:200]}"
-
-
 def graph_times(roles: dict[str, Callable], input_sets: list, scale: float) -> dict:
     """Median per-call us of each role (or why it could not be timed): one graph of CALLS
     calls each, replays interleaved."""
-    graphs, times = {}, {}
-    for name, function in roles.items():
-        try:
-            for index in range(WARMUP):
-                function(*input_sets[index % len(input_sets)], scale)
-            torch.cuda.synchronize()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                for index in range(CALLS):
-                    function(*input_sets[index % len(input_sets)], scale)
-            graphs[name] = graph
-        except Exception as error:  # one role's failure leaves the others timed
-            times[name] = _error_line(error)
-    samples = {name: [] for name in graphs}
-    for _ in range(REPLAYS):
-        for name, graph in graphs.items():
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            samples[name].append((start, end))
-    torch.cuda.synchronize()
-    for name, pairs in samples.items():
-        times[name] = statistics.median(s.elapsed_time(e) for s, e in pairs) * 1000.0 / CALLS
-    return times
+    return graph_roles.graph_times(
+        roles, input_sets, scale, calls=CALLS, replays=REPLAYS, warmup=WARMUP
+    )
 
 
 def host_times(roles: dict[str, Callable], input_sets: list, scale: float) -> dict[str, float]:
@@ -228,7 +200,7 @@ def measure(
                 None,
             )
         except Exception as error:  # a variant that cannot compile is reported
-            violation = _error_line(error)
+            violation = graph_roles.error_line(error)
         if violation is None:
             roles[name] = kernel
         else:

@@ -17,7 +17,6 @@ layers do; roles' replays are interleaved; the figure is the median replay over 
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -31,6 +30,7 @@ import torch  # noqa: E402,I001  (operators before the kernel module: it selects
 from pydantic import BaseModel  # noqa: E402
 
 import operators  # noqa: E402,F401  (selects the Triton interpreter before triton.language loads)
+import graph_roles  # noqa: E402
 import gated_gelu_projection_fused as fused  # noqa: E402
 import solution_session  # noqa: E402
 from operators.catalog.checking import scaled_down  # noqa: E402
@@ -172,7 +172,7 @@ def check_contract(
         try:
             got = kernel(*inputs)
         except Exception as error:  # a kernel that cannot run is reported
-            return f"{distribution}: {_error_line(error)}", worst
+            return f"{distribution}: {graph_roles.error_line(error)}", worst
         expected = declaration.reference(*inputs)
         error = (got.double() - expected.double()).abs() - ATOL
         steps = error.clamp_min(0) / (expected.double().abs() * RTOL_PER_ROUNDING)
@@ -183,40 +183,10 @@ def check_contract(
     return problem, worst
 
 
-def _error_line(error: Exception) -> str:
-    lines = [line for line in str(error).splitlines() if line.strip()]
-    return f"{type(error).__name__}: {(lines[-1] if lines else '')[:200]}"
-
-
 def graph_times(roles: dict[str, Callable], input_sets: list) -> dict:
     """Median per-call us of each role (or why it could not be timed): one graph of CALLS
     calls each, replays interleaved."""
-    graphs, times = {}, {}
-    for name, function in roles.items():
-        try:
-            for index in range(WARMUP):
-                function(*input_sets[index % len(input_sets)])
-            torch.cuda.synchronize()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                for index in range(CALLS):
-                    function(*input_sets[index % len(input_sets)])
-            graphs[name] = graph
-        except Exception as error:  # one role's failure leaves the others timed
-            times[name] = _error_line(error)
-    samples = {name: [] for name in graphs}
-    for _ in range(REPLAYS):
-        for name, graph in graphs.items():
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            samples[name].append((start, end))
-    torch.cuda.synchronize()
-    for name, pairs in samples.items():
-        times[name] = statistics.median(s.elapsed_time(e) for s, e in pairs) * 1000.0 / CALLS
-    return times
+    return graph_roles.graph_times(roles, input_sets, calls=CALLS, replays=REPLAYS, warmup=WARMUP)
 
 
 def host_times(roles: dict[str, Callable], input_sets: list) -> dict[str, float]:
@@ -266,7 +236,7 @@ def measure(
             )
             violation = violation.describe() if violation is not None else None
         except Exception as error:  # a variant that cannot compile is reported
-            violation = _error_line(error)
+            violation = graph_roles.error_line(error)
         if violation is None:
             roles[name] = kernel
         else:

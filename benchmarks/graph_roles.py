@@ -36,24 +36,33 @@ def error_line(error: Exception) -> str:
     return f"{type(error).__name__}: {(lines[-1] if lines else '')[:200]}"
 
 
-def graph_times(roles: dict[str, Callable], input_sets: list) -> dict:
-    """Median per-call us of each role (or why it could not be timed): one graph of CALLS
-    calls each, replays interleaved."""
+def graph_times(
+    roles: dict[str, Callable],
+    input_sets: list,
+    *extra,
+    calls: int = CALLS,
+    replays: int = REPLAYS,
+    warmup: int | None = None,
+) -> dict:
+    """Median per-call us of each role (or why it could not be timed): one graph of `calls`
+    calls each, each call given a set's inputs then `extra`, `replays` replays interleaved.
+    `warmup` calls come first (by default one per set, at least WARMUP)."""
+    warmups = max(WARMUP, len(input_sets)) if warmup is None else warmup
     graphs, times = {}, {}
     for name, function in roles.items():
         try:
-            for index in range(max(WARMUP, len(input_sets))):
-                function(*input_sets[index % len(input_sets)])
+            for index in range(warmups):
+                function(*input_sets[index % len(input_sets)], *extra)
             torch.cuda.synchronize()
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                for index in range(CALLS):
-                    function(*input_sets[index % len(input_sets)])
+                for index in range(calls):
+                    function(*input_sets[index % len(input_sets)], *extra)
             graphs[name] = graph
         except Exception as error:  # one role's failure leaves the others timed
             times[name] = error_line(error)
     samples = {name: [] for name in graphs}
-    for _ in range(REPLAYS):
+    for _ in range(replays):
         for name, graph in graphs.items():
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
@@ -63,7 +72,7 @@ def graph_times(roles: dict[str, Callable], input_sets: list) -> dict:
             samples[name].append((start, end))
     torch.cuda.synchronize()
     for name, pairs in samples.items():
-        times[name] = statistics.median(s.elapsed_time(e) for s, e in pairs) * 1000.0 / CALLS
+        times[name] = statistics.median(s.elapsed_time(e) for s, e in pairs) * 1000.0 / calls
     return times
 
 
