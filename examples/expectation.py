@@ -18,9 +18,12 @@ from pydantic import BaseModel, ConfigDict
 from examples.config import ExampleSize
 from examples.model import ExampleInputs, ExampleModel, build_model, make_inputs
 from operators import REGISTRY, KernelSelection, record_registry_hits, use_kernel_profile
-from operators.contract import ATOL, RTOL_PER_ROUNDING
 
 FOLLOWING_PLAIN_ROUNDINGS = 2
+ATOL = 2.0**-10
+"""An absolute allowance per output, for outputs near zero."""
+RTOL_PER_ROUNDING = 2.0**-8
+"""One BF16 rounding, relative."""
 
 
 class OutputComparison(BaseModel):

@@ -7,10 +7,10 @@ cache) would go unseen in deployment. With an audit rate r (`CONTROLLER_AUDIT_RA
 drawn from the operating system's random source, so no code in the process can tell which
 calls will be. An audited call's inputs are copied before the kernel runs and must be
 unchanged after it; the reference runs on the copies, and every output is held to the
-operator's contract. A call that fails raises `AuditError` naming the operator, the call and
-the figure. Calls made while a CUDA graph is being captured are not audited (a capture cannot
-wait on the comparison), and a replayed graph runs no Python: audit a graph-deployed model
-through its eager or compiled forward.
+operator's contract (`operators.accuracy`). A call that fails raises `AuditError` naming the
+operator, the call and the figure. Calls made while a CUDA graph is being captured are not
+audited (a capture cannot wait on the comparison), and a replayed graph runs no Python: audit
+a graph-deployed model through its eager or compiled forward.
 """
 
 import random
@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from operators.accuracy import AccuracyCheck
 from operators.declaration import OperatorDeclaration, as_outputs
 from operators.errors import OperatorError
 
@@ -51,15 +52,12 @@ class Audit:
         for position, (value, copy) in enumerate(zip(args, copies, strict=True)):
             if isinstance(value, torch.Tensor) and not torch.equal(value, copy):
                 self._fail(name, f"it changed its input {position}")
-        expected = as_outputs(declaration.reference(*copies, **keyword_copies))
         got = as_outputs(result)
         self.audited[name] += 1
-        if len(got) != len(expected):
-            self._fail(name, f"{len(got)} outputs where the reference returns {len(expected)}")
-        for spec, output, reference in zip(declaration.outputs, got, expected, strict=False):
-            violation = declaration.contract.check(spec.name, output, reference)
-            if violation is not None:
-                self._fail(name, violation.describe())
+        params = {**declaration.params, **keyword_copies}
+        violation = AccuracyCheck.on_inputs(declaration, copies, params).violation(got)
+        if violation is not None:
+            self._fail(name, violation.describe())
         return result
 
     def _fail(self, name: str, what: str) -> None:

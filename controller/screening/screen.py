@@ -15,11 +15,11 @@ from typing import TextIO
 import torch
 
 from controller.screening.report import ScreenedPoint, weighted_time
-from gates.evaluator.expected import expected_outputs
 from gates.evaluator.graph_timing import NotCapturable
 from gates.evaluator.loading import SolutionImportError, forget, import_entry, write_sources
 from gates.tasks.solution import Solution, SourceFile
 from gates.tuning.launch_settings import Point, with_point
+from operators.accuracy import AccuracyCheck
 from operators.declaration import as_outputs
 
 CHECK_SEED = 20261203
@@ -39,24 +39,20 @@ class ContractCheck:
         self.cases = []
         for workload in workloads:
             inputs = declaration.make_input_sets(workload, 1, CHECK_SEED, "normal", device)[0]
-            expected = expected_outputs(declaration, [t.clone() for t in inputs])
-            self.cases.append((workload.name, inputs, expected))
+            self.cases.append((workload.name, inputs, AccuracyCheck.on_inputs(declaration, inputs)))
 
     def first_problem(self, function) -> str | None:
         """The first broken promise, in words, or None."""
         declaration = self.declaration
-        for name, inputs, expected in self.cases:
+        for name, inputs, check in self.cases:
             copies = [t.clone() for t in inputs]
             got = as_outputs(function(*copies, **declaration.params))
             for spec, original, copy in zip(declaration.inputs, inputs, copies, strict=True):
                 if not torch.equal(original, copy):
                     return f"{name}: the call modified input {spec.name!r}"
-            if len(got) != len(expected):
-                return f"{name}: {len(got)} outputs, the reference returns {len(expected)}"
-            for spec, tensor, reference in zip(declaration.outputs, got, expected, strict=True):
-                violation = declaration.contract.check(spec.name, tensor, reference)
-                if violation is not None:
-                    return f"{name}: {violation.describe()}"
+            violation = check.violation(got)
+            if violation is not None:
+                return f"{name}: {violation.describe()}"
         return None
 
 

@@ -16,11 +16,11 @@ from gates.calibration.contract_file import (
     utc_now,
     write_calibration,
 )
-from gates.calibration.error_measure import MEASURE
 from gates.calibration.measure import calibrate_operator
 from gates.errors import GateError
 from operators.call_capture import load_capture
 from operators.environment import current_environment_identity
+from operators.error_measure import MEASURE
 from operators.registry import REGISTRY
 
 

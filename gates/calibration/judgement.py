@@ -4,9 +4,9 @@ may exceed the baseline's by the calibrated margin and no more, whatever the BF1
 import torch
 
 from gates.calibration.contract_file import OperatorCalibration
-from gates.calibration.error_measure import relative_rms_error
-from gates.calibration.fp64_oracle import fp64_outputs
 from operators.declaration import OperatorDeclaration
+from operators.error_measure import relative_rms_error
+from operators.fp64_oracle import fp64_outputs
 
 
 def fp64_excess(

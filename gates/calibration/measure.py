@@ -16,12 +16,12 @@ from gates.calibration.contract_file import (
     OutputCalibration,
     reference_digest,
 )
-from gates.calibration.error_measure import max_absolute_error, relative_rms_error
-from gates.calibration.fp64_oracle import fp64_outputs
 from gates.evaluator.captured_cases import CapturedWorkload, captured_inputs
 from gates.tasks.captured import captured_axis_sizes
 from operators.call_capture import CapturedLayout
 from operators.declaration import OperatorDeclaration, as_outputs
+from operators.error_measure import max_absolute_error, relative_rms_error
+from operators.fp64_oracle import fp64_outputs
 
 DRAWN_SEEDS = (0, 1, 2, 3)
 """Drawn sets per layout, beside its fixture: the largest error over them sets the baseline."""

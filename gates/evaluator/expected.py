@@ -9,8 +9,8 @@ and each output is rounded once to its declared dtype.
 
 import torch
 
-from gates.calibration.fp64_oracle import fp64_outputs
 from operators.declaration import DTYPES, OperatorDeclaration
+from operators.fp64_oracle import fp64_outputs
 
 
 def expected_outputs(

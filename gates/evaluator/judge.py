@@ -9,7 +9,6 @@ from pathlib import Path
 import torch
 
 from gates.calibration.contract_file import package_calibration
-from gates.calibration.fp64_oracle import fp64_outputs
 from gates.calibration.judgement import fp64_excess
 from gates.evaluator.captured_cases import (
     case_inputs,
@@ -24,7 +23,6 @@ from gates.evaluator.detectors.input_mutation import InputMutated
 from gates.evaluator.detectors.replay import TimedOutputWrong
 from gates.evaluator.detectors.table import finding_of
 from gates.evaluator.diagnosis import diagnose, mostly_gross
-from gates.evaluator.expected import expected_outputs
 from gates.evaluator.fresh_pool import drawn_sets, pool_seeds
 from gates.evaluator.guard import REPEAT_SUFFIX, tensor_digest
 from gates.evaluator.phase_clock import PhaseClock
@@ -35,6 +33,7 @@ from gates.evaluator.protocol import (
     evaluator_fault,
 )
 from gates.evaluator.replay_witnesses import WITNESS_PREFIX
+from operators.accuracy import AccuracyCheck
 
 
 class CaseFailure(Exception):
@@ -83,14 +82,14 @@ def run_judge(request: EvaluationRequest, declaration, candidate: CandidateRepor
                 if mismatch is not None:
                     raise CaseFailure("INCORRECT_SHAPE", mismatch)
                 calibrated = calibration is not None and case.captured is not None
-                exact = None  # the FP64 outputs, once, where the oracle and the calibration meet
-                if calibrated and declaration.oracle == "float64":
-                    exact = fp64_outputs(declaration.reference, inputs, declaration.params)
+                check = AccuracyCheck.on_inputs(declaration, inputs)
+                clock.lap("oracle")
                 _check_case(
-                    declaration, case, inputs, record, produced, repeat, others, errors, exact
+                    declaration, case, inputs, record, produced, repeat, others, errors, check
                 )
                 clock.lap("checks")
                 if calibrated:
+                    exact = tuple(check.exact) if check.exact else None
                     excess = fp64_excess(calibration, declaration, inputs, produced, oracle=exact)
                     if excess is not None:
                         raise CaseFailure("INCORRECT_NUMERICAL", f"{case.key}: {excess}", False)
@@ -169,9 +168,7 @@ class Errors:
         self.relative = max(self.relative, float(relative.max()))
 
 
-def _check_case(
-    declaration, case, inputs, record, produced, repeat, others, errors, exact=None
-) -> None:
+def _check_case(declaration, case, inputs, record, produced, repeat, others, errors, check) -> None:
     before = [tensor_digest(t) for t in inputs]
     if record.input_digests_after != before:
         changed = [
@@ -182,11 +179,10 @@ def _check_case(
             if a != b
         ]
         raise InputMutated(f"{case.key}: inputs {changed or '?'} changed during the call")
-    reference = expected_outputs(declaration, inputs, exact)
     # A repeat byte-identical to the first outputs gets the same verdict: checked once.
     same_repeat = repeat is not None and _digests(repeat) == _digests(produced)
     checked = [produced] if repeat is None or same_repeat else [produced, repeat]
-    _hold_to_contract(declaration, case.key, checked, reference, others, errors)
+    _hold_to_contract(declaration, case.key, checked, check, others, errors)
     if record.repeat_output_digests is not None:
         if repeat is None:
             raise CaseFailure("INCORRECT_NUMERICAL", f"{case.key}: the repeated call is missing")
@@ -218,11 +214,11 @@ def check_witnesses(
         if pool != drawn_for:
             seeds = pool_seeds(nonce, workload.name, witness.round_index)
             drawn_for, sets = pool, drawn_sets(timed, workload, seeds, witness.pool_sets, device)
-        reference = expected_outputs(timed, sets[witness.set_index])
+        check = AccuracyCheck.on_inputs(timed, sets[witness.set_index])
         call = f"round {witness.round_index} set {witness.set_index}, {witness.figure}"
         where = f"{workload.name} timed call ({call})"
         try:
-            _hold_to_contract(timed, where, [produced], reference, {}, errors)
+            _hold_to_contract(timed, where, [produced], check, {}, errors)
         except CaseFailure as failure:
             if failure.gross:
                 raise TimedOutputWrong(
@@ -232,49 +228,34 @@ def check_witnesses(
             raise
 
 
-def _hold_to_contract(declaration, where: str, checked: list, reference: list, others, errors):
-    """Hold each output list in `checked` to the reference: on the device the reference ran
-    on, and when one disagrees, again on the host, which names what broke (`_check_outputs`)."""
-    device = reference[0].device if reference else torch.device("cpu")
-    contract = declaration.contract
-    if all(_agrees(contract, [t.to(device) for t in c], reference, errors) for c in checked):
-        return
-    reference = [t.detach().cpu() for t in reference]
+def _hold_to_contract(declaration, where: str, checked: list, check, others, errors):
+    """Hold each output list in `checked` to the contract (`operators.accuracy`), on the device
+    the oracle ran on; the first failure is diagnosed against the reference in the model's
+    dtype, which names a known cheat where its pattern shows one."""
     for outputs in checked:
-        _check_outputs(declaration, where, outputs, reference, others, errors)
-
-
-def _agrees(contract, produced: list, reference: list, errors: Errors) -> bool:
-    """Whether every output keeps the contract, judged where the reference was computed (on
-    CUDA the device: an output at prefix_b8 is 9.4 MB, and each of the host's FP64 passes over
-    it costs about 0.1 s); a disagreement is judged again on the host, which names it."""
-    if len(produced) != len(reference):
-        return False
-    for got, expected in zip(produced, reference, strict=True):
-        if got.dtype != expected.dtype or got.shape != expected.shape:
-            return False
-        if bool(_bad_elements(contract, got, expected).any()):
-            return False
-    for got, expected in zip(produced, reference, strict=True):
-        errors.add(got, expected)
-    return True
+        _check_outputs(declaration, where, outputs, check, others, errors)
 
 
 def _digests(tensors) -> list[str]:
     return [tensor_digest(t) for t in tensors]
 
 
-def _check_outputs(declaration, where: str, produced, reference, others, errors: Errors) -> None:
-    contract = declaration.contract
-    for spec, got, expected in zip(declaration.outputs, produced, reference, strict=True):
+def _check_outputs(declaration, where: str, produced, check, others, errors: Errors) -> None:
+    if len(produced) != len(check.reference):
+        raise CaseFailure(
+            "INCORRECT_SHAPE", f"{where}: {len(produced)} outputs, not {len(check.reference)}"
+        )
+    for index, (spec, got) in enumerate(zip(declaration.outputs, produced, strict=True)):
+        expected = check.reference[index]
         if got.dtype != expected.dtype:
             raise CaseFailure("INCORRECT_DTYPE", f"{where}: {spec.name} is {got.dtype}")
         if got.shape != expected.shape:
             raise CaseFailure("INCORRECT_SHAPE", f"{where}: {spec.name} {tuple(got.shape)}")
-        violation = contract.check(spec.name, got, expected)
+        got = got.to(expected.device)
+        violation = check.output_violation(index, spec.name, got)
         if violation is not None:
-            bad = _bad_elements(contract, got, expected)
-            peers = {k: v[declaration.outputs.index(spec)] for k, v in others.items()}
+            bad = check.bad_elements(index, got)
+            peers = {k: v[index].to(expected.device) for k, v in others.items()}
             cheat = diagnose(f"{where}: {spec.name}", got, expected, bad, peers)
             if cheat is not None:
                 raise cheat
@@ -283,14 +264,3 @@ def _check_outputs(declaration, where: str, produced, reference, others, errors:
                 "INCORRECT_NUMERICAL", f"{where}: {violation.describe()}", gross=gross
             )
         errors.add(got, expected)
-
-
-def _bad_elements(contract, got: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
-    if contract.mode == "bit_exact":
-        size = got.element_size()
-        view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[size]
-        return got.contiguous().view(view) != expected.contiguous().view(view)
-    got64, expected64 = got.double(), expected.double()
-    within = (got64 - expected64).abs() <= contract.atol + contract.rtol * expected64.abs()
-    same = (got64 == expected64) | (torch.isnan(got64) & torch.isnan(expected64))
-    return ~(within | same)

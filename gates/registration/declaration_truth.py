@@ -91,11 +91,11 @@ def contract_problems(contract: Contract, has_preferred: bool) -> list[str]:
     if contract.mode != "bit_exact" and not has_preferred:
         problems.append(
             f"without a preferred kernel every profile runs the reference, so the contract is "
-            f"bit_exact (declared a tolerance of {roundings} roundings)"
+            f"bit_exact (declared {contract.mode} with {roundings} roundings)"
         )
-    if contract.mode == "tolerance" and roundings > MAX_ROUNDINGS:
+    if contract.mode == "no_less_accurate" and roundings > MAX_ROUNDINGS:
         problems.append(
-            f"a tolerance of {roundings} BF16 roundings is past the bound of {MAX_ROUNDINGS}; "
+            f"an expectation of {roundings} BF16 roundings is past the bound of {MAX_ROUNDINGS}; "
             "count the roundings the kernel and the reference do not share"
         )
     return problems
@@ -177,8 +177,8 @@ def declared_view(declaration: OperatorDeclaration) -> dict[str, Any]:
     """The declaration as a reviewer reads it: contract with reason, axes, workloads."""
     contract = declaration.contract
     mode = contract.mode
-    if mode == "tolerance":
-        mode = f"tolerance of {contract.roundings} BF16 roundings"
+    if mode == "no_less_accurate":
+        mode = f"no_less_accurate than stock ({contract.roundings} BF16 roundings expected)"
     axes = [
         f"{a.name}={a.value}" if a.kind == "const" else f"{a.name} (var)" for a in declaration.axes
     ]

@@ -3,7 +3,8 @@
 Started as a script with `python -I`, so only the tree under test is importable; it imports
 nothing from the controller's own packages. For every case of the request it draws the inputs
 the declaration describes, runs the reference and the preferred kernel each on its own copy,
-and saves both outputs; the controller applies the contract to them. Then it describes every
+and saves both outputs (with the FP64 oracle's and the stock formulation's, for a contract
+judged against them); the controller applies the contract. Then it describes every
 registered operator again (`registry_snapshot.describe_registry`, loaded from its file before
 the tree is imported), so another operator changed by the kernels' run is seen.
 """
@@ -18,8 +19,9 @@ import traceback
 from pathlib import Path
 
 
-def run_case(declaration, case: dict, out_file: Path) -> str | None:
-    """Save the reference's and the preferred kernel's outputs for one case; the error, if any."""
+def run_case(declaration, case: dict, out_file: Path, oracle=None) -> str | None:
+    """Save the reference's, the preferred kernel's and (with the FP64 `oracle` module) the
+    FP64 and stock formulation's outputs for one case; the error, if any."""
     import torch
 
     workload_type = type(declaration.workloads[0])
@@ -27,9 +29,18 @@ def run_case(declaration, case: dict, out_file: Path) -> str | None:
     inputs = declaration.make_inputs(workload, seed=case["seed"], distribution=case["distribution"])
     expected = _as_tuple(declaration.reference(*_copies(inputs), **declaration.params))
     got = _as_tuple(declaration.preferred(*_copies(inputs), **declaration.params))
-    torch.save(
-        {"expected": [_plain(t) for t in expected], "got": [_plain(t) for t in got]}, out_file
-    )
+    saved = {"expected": [_plain(t) for t in expected], "got": [_plain(t) for t in got]}
+    if oracle is not None:
+        exact = oracle.fp64_outputs(declaration.reference, _copies(inputs), declaration.params)
+        stock = getattr(declaration, "stock", None) or declaration.reference
+        saved["exact"] = [_plain(t) for t in exact]
+        sizes = [t.abs() if t.is_floating_point() else t for t in _copies(inputs)]
+        terms = oracle.fp64_outputs(declaration.reference, sizes, declaration.params)
+        saved["terms"] = [_plain(t) for t in terms]
+        saved["stock"] = [
+            _plain(t) for t in _as_tuple(stock(*_copies(inputs), **declaration.params))
+        ]
+    torch.save(saved, out_file)
     return None
 
 
@@ -49,11 +60,12 @@ def _plain(value):
     return torch.tensor(float("nan"))  # not a tensor: the contract names the wrong type
 
 
-def load_describer(script: Path | None):
-    """The snapshot script as a module, loaded from its file and kept out of `sys.modules`."""
+def load_describer(script: Path | None, name: str = "_registry_description"):
+    """A controller script (the snapshot, the FP64 oracle) as a module, loaded from its file
+    and kept out of `sys.modules`."""
     if script is None:
         return None
-    spec = importlib.util.spec_from_file_location("_registry_description", script)
+    spec = importlib.util.spec_from_file_location(name, script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -66,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--registry-module", required=True)
     parser.add_argument("--request", required=True, type=Path)
     parser.add_argument("--snapshot-script", type=Path, help="describe the registry after")
+    parser.add_argument("--oracle-script", type=Path, help="the FP64 oracle's source file")
     arguments = parser.parse_args(argv)
     describer = load_describer(arguments.snapshot_script)
     tree = arguments.tree.resolve()
@@ -78,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(1)
+        oracle = load_describer(arguments.oracle_script, "_fp64_oracle")
         importlib.import_module(arguments.registry_module)
         runtime = importlib.import_module(arguments.registry_module.split(".")[0])
     except Exception as error:  # candidate code may raise anything; report it, do not crash
@@ -91,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             out_file = folder / f"case-{index}.pt"
             try:
                 declaration = runtime.REGISTRY.declaration(name)
-                error = run_case(declaration, case, out_file)
+                error = run_case(declaration, case, out_file, oracle)
             except Exception as raised:
                 error = _last_line(raised)
             ran.append({"key": case["key"], "file": out_file.name, "error": error})

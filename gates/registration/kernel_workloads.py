@@ -28,11 +28,16 @@ from gates.registration.snapshots import (
 )
 from gates.target import TargetConfig
 from gates.verdict import Verdict
+from operators import fp64_oracle
+from operators.accuracy import AccuracyCheck
 from operators.declaration import OperatorDeclaration
 
 GATE = "kernel_workloads"
 AFTER_KERNELS = "after the kernels ran at their workloads"
 RUNNER_SCRIPT = Path(__file__).with_name("kernel_workload_runner.py")
+
+ORACLE_SCRIPT = Path(fp64_oracle.__file__)
+"""Loaded by the runner from this file, so the FP64 oracle is the controller's own."""
 
 
 def kernels_to_run(
@@ -88,6 +93,7 @@ def check(
     argv = [sys.executable, "-I", "-B", str(RUNNER_SCRIPT), "--tree", str(candidate_tree)]
     argv += ["--out", str(out), "--registry-module", config.registry_module]
     argv += ["--request", str(request), "--snapshot-script", str(SNAPSHOT_SCRIPT)]
+    argv += ["--oracle-script", str(ORACLE_SCRIPT)]
     result = runner.run(argv, candidate_tree, writable=(out,), timeout=timeout)
     (out / "runner.log").write_text(result.output)
     if result.timed_out:
@@ -147,13 +153,26 @@ def _first_problem(
             if record["error"]:
                 return f"{where} raised {record['error']}"
             saved = torch.load(folder / Path(record["file"]).name, weights_only=True)
-            saved = {"got": list(saved["got"]), "expected": list(saved["expected"])}
+            parts = ["got", "expected"]
+            if contract.mode != "bit_exact":
+                parts += ["exact", "stock", "terms"]
+            saved = {part: list(saved[part]) for part in parts}
         except Exception as error:  # written by the candidate's process: anything may be wrong
             return f"{where}: its outputs could not be read back ({type(error).__name__})"
-        if len(saved["got"]) != len(outputs) or len(saved["expected"]) != len(outputs):
+        if any(len(saved[part]) != len(outputs) for part in parts):
             return f"{where} returned {len(saved['got'])} outputs, not {len(outputs)}"
-        for output, got, expected in zip(outputs, saved["got"], saved["expected"], strict=True):
-            violation = contract.check(output, got, expected)
+        try:
+            check = AccuracyCheck(
+                declaration,
+                saved["expected"],
+                saved.get("exact"),
+                saved.get("stock"),
+                saved.get("terms"),
+            )
+        except (TypeError, ValueError, RuntimeError) as error:
+            return f"{where}: its reference outputs are malformed ({type(error).__name__})"
+        for index, (output, got) in enumerate(zip(outputs, saved["got"], strict=True)):
+            violation = check.output_violation(index, output, got)
             if violation is not None:
                 return f"{where} breaks its {contract.mode} contract: {violation.describe()}"
     return None

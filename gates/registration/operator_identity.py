@@ -128,8 +128,8 @@ def _field_change(field: str, old, new) -> str:
 
 
 def _contract(contract: dict) -> str:
-    if contract.get("mode") == "tolerance":
-        return f"tolerance of {contract.get('roundings')} BF16 roundings"
+    if contract.get("mode") == "no_less_accurate":
+        return f"no_less_accurate with {contract.get('roundings')} BF16 roundings expected"
     return str(contract.get("mode"))
 
 

@@ -14,6 +14,7 @@ from gates.python_source import parse_python
 from gates.tasks.definition import ConstAxis, Definition, TraceTensor, VarAxis
 from gates.tasks.trace import Trace
 from gates.tasks.workload import RandomInput, ScalarInput, Workload
+from operators.accuracy import MAX_RATIO, RMS_RATIO
 from operators.declaration import OperatorDeclaration
 
 
@@ -133,13 +134,13 @@ def render_contract(declaration: OperatorDeclaration) -> dict:
         "operator": declaration.name,
         "mode": contract.mode,
         "roundings": contract.roundings,
-        "atol": contract.atol,
-        "rtol": contract.rtol,
         "reason": contract.reason,
         "comparison": (
             "raw bytes equal"
             if contract.mode == "bit_exact"
-            else "|got-ref| <= atol + rtol*|ref| in float64; NaN/Inf where ref is finite fails"
+            else f"per output and input set, against the FP64 oracle: RMS error <= {RMS_RATIO}x "
+            f"and max |error| <= {MAX_RATIO}x the worse of the stock formulation and the "
+            "reference in the model dtype on the same set; NaN/Inf where they are finite fails"
         ),
         "oracle": (
             "ref: the reference run with every float in float64, rounded once to the output dtype"

@@ -127,7 +127,7 @@ DECLARATION = OperatorDeclaration(
     reference=ada_rms_norm_reference,
     preferred=ada_rms_norm_triton,
     contract=Contract(
-        mode="tolerance",
+        mode="no_less_accurate",
         roundings=2,
         reason="row sum order and the rsqrt approximation differ from eager",
     ),

@@ -100,7 +100,7 @@ DECLARATION = OperatorDeclaration(
     reference=gated_gelu_reference,
     preferred=gated_gelu_triton,
     contract=Contract(
-        mode="tolerance",
+        mode="no_less_accurate",
         roundings=4,
         reason="tanh is computed through exp (sigmoid form), which can move the rounded GELU "
         "by one BF16 step before the product",

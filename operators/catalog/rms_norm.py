@@ -100,7 +100,7 @@ DECLARATION = OperatorDeclaration(
     reference=rms_norm_reference,
     preferred=rms_norm_triton,
     contract=Contract(
-        mode="tolerance",
+        mode="no_less_accurate",
         roundings=3,
         reason="row sum order, rsqrt approximation and the fused scale differ from eager",
     ),

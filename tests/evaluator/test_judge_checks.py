@@ -12,6 +12,7 @@ from gates.evaluator.guard import tensor_digest
 from gates.evaluator.judge import CaseFailure, Errors, _check_case
 from gates.evaluator.protocol import CaseRecord
 from operators import REGISTRY
+from operators.accuracy import AccuracyCheck
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,8 @@ def repeated_case():
 def _check(repeated_case, repeat) -> Errors:
     declaration, case, inputs, record, outputs = repeated_case
     errors = Errors()
-    _check_case(declaration, case, inputs, record, outputs, repeat, {}, errors)
+    check = AccuracyCheck.on_inputs(declaration, inputs)
+    _check_case(declaration, case, inputs, record, outputs, repeat, {}, errors, check)
     return errors
 
 

@@ -17,7 +17,7 @@ from operators.declaration import Axis, OperatorDeclaration, TensorSpec, Workloa
 UNTRUTHFUL = {
     'Axis(name="width", kind="const", value=8)': 'Axis(name="width", kind="const", value=1)',
     'contract=Contract(mode="bit_exact", reason="the reference is the production path")': (
-        'contract=Contract(mode="tolerance", roundings=4000, reason="room for a kernel")'
+        'contract=Contract(mode="no_less_accurate", roundings=4000, reason="room for a kernel")'
     ),
     'workloads=(Workload(name="rows_2", axes={"rows": 2}),)': (
         'workloads=(Workload(name="one", axes={"rows": 1}),)'
@@ -51,11 +51,11 @@ def test_an_untruthful_declaration_is_rejected(make_candidate, judge):
         "runs the reference, so the contract is bit_exact"
     )
     problems = "\n".join(verdict.details["problems"])
-    assert "a tolerance of 4000 BF16 roundings is past the bound of 8" in problems
+    assert "an expectation of 4000 BF16 roundings is past the bound of 8" in problems
     assert "axis width is declared const 1 but the call sites pass 8" in problems
     assert "no declared workload covers {'rows': 2}" in problems
     declared = verdict.details["declaration"]
-    assert declared["contract"] == "tolerance of 4000 BF16 roundings: room for a kernel"
+    assert declared["contract"] == "no_less_accurate than stock (4000 BF16 roundings expected): room for a kernel"
     assert declared["axes"] == ["rows (var)", "width=1"]
     report = "\n".join(declaration_truth.declaration_markdown(verdict.details))
     assert "| float32[1, 8] -> float32[1, 8] | 2 | rows=1, width=8 | one |" in report

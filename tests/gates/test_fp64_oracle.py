@@ -5,8 +5,8 @@ import math
 
 import torch
 
-from gates.calibration.error_measure import relative_rms_error
-from gates.calibration.fp64_oracle import fp64_outputs
+from operators.error_measure import relative_rms_error
+from operators.fp64_oracle import fp64_outputs
 from operators import REGISTRY
 
 

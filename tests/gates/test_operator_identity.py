@@ -17,7 +17,7 @@ from operators.registry import OperatorRegistry
 LOOSENED_CONTRACT = """
 
 DECLARATION = DECLARATION.model_copy(
-    update={"contract": Contract(mode="tolerance", roundings=3000, reason="faster")}
+    update={"contract": Contract(mode="no_less_accurate", roundings=3000, reason="faster")}
 )
 """
 
@@ -39,7 +39,7 @@ from operators.catalog import rms_norm
 from operators.contract import Contract
 
 DECLARATION = rms_norm.DECLARATION.model_copy(
-    update={"contract": Contract(mode="tolerance", roundings=64, reason="faster")}
+    update={"contract": Contract(mode="no_less_accurate", roundings=64, reason="faster")}
 )
 '''
 
@@ -73,8 +73,8 @@ def test_another_operators_loosened_contract_is_rejected(
     tree = make_candidate({"operators/catalog/rms_norm.py": source})
     verdict = operator_identity.check(base_tree, tree, base_snapshot, snapshot(tree))
     assert not verdict.passed
-    assert verdict.summary.startswith("rms_norm: its contract changed from tolerance of")
-    assert "to tolerance of 3000 BF16 roundings" in verdict.summary
+    assert verdict.summary.startswith("rms_norm: its contract changed from no_less_accurate with")
+    assert "to no_less_accurate with 3000 BF16 roundings" in verdict.summary
     assert "out of scope for the register flow" in verdict.summary
 
 
@@ -101,7 +101,7 @@ def test_another_operators_kernel_wrong_only_at_real_sizes_is_rejected(
     )
     assert not ran.passed
     assert ran.summary.startswith("rms_norm's preferred kernel at workload")
-    assert "hidden=1024" in ran.summary and "breaks its tolerance contract" in ran.summary
+    assert "hidden=1024" in ran.summary and "breaks its no_less_accurate contract" in ran.summary
 
 
 def test_a_name_shadowed_by_a_loosened_copy_listed_first_is_an_import_error(
@@ -175,7 +175,7 @@ def test_first_difference_names_the_path():
     old = {"contract": {"mode": "bit_exact"}, "axes": [1, 2]}
     assert operator_identity.first_difference(old, old) is None
     assert operator_identity.first_difference(old, {**old, "axes": [1, 3]}) == "axes[1]"
-    new = {**old, "contract": {"mode": "tolerance"}}
+    new = {**old, "contract": {"mode": "no_less_accurate"}}
     assert operator_identity.first_difference(old, new) == "contract.mode"
 
 

@@ -19,7 +19,7 @@ GOOD = {
     ),
     "outputs": (TensorSpec(name="y", shape=("tokens", "hidden")),),
     "reference": rms_norm_reference,
-    "contract": Contract(mode="tolerance", roundings=1, reason="one fused rounding"),
+    "contract": Contract(mode="no_less_accurate", roundings=1, reason="one fused rounding"),
     "workloads": (Workload(name="small", axes={"tokens": 4}),),
 }
 
@@ -83,7 +83,7 @@ def test_workload_sizing_a_const_axis_is_rejected():
 
 def test_tolerance_contract_with_zero_roundings_is_rejected():
     with pytest.raises(ValidationError, match="contract.roundings"):
-        Contract(mode="tolerance", roundings=0, reason="none")
+        Contract(mode="no_less_accurate", roundings=0, reason="none")
 
 
 def test_contract_without_a_reason_is_rejected():

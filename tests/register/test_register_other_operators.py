@@ -17,7 +17,7 @@ from operators.catalog import rms_norm
 from operators.contract import Contract
 
 DECLARATION = rms_norm.DECLARATION.model_copy(
-    update={"contract": Contract(mode="tolerance", roundings=64, reason="faster")}
+    update={"contract": Contract(mode="no_less_accurate", roundings=64, reason="faster")}
 )
 '''
 
@@ -56,7 +56,7 @@ def test_a_shadowed_operator_is_rejected_while_the_model_gates_pass(
         "rms_norm: after the kernels ran at their workloads, its contract changed"
     )
     summary = verdicts["operator_identity"]["summary"]
-    assert summary.startswith("rms_norm: its contract changed from tolerance of")
+    assert summary.startswith("rms_norm: its contract changed from no_less_accurate with")
     assert "out of scope for the register flow" in summary
     report = (run / "evidence" / "report.md").read_text()
     assert "FAIL **operator_identity**: rms_norm: its contract changed" in report

@@ -1,4 +1,5 @@
-"""The FP64 oracle: an operator's Torch reference run with every floating tensor in FP64.
+"""The FP64 oracle (self-contained: the registration gates load this file into the tree
+under test's interpreter): an operator's Torch reference run with every floating tensor in FP64.
 
 References name their working precision (`x.float()`, `.to(x.dtype)`), so FP64 inputs alone
 would still be cast down to FP32 inside. `Float64Everywhere` is a dispatch mode that turns
@@ -8,8 +9,6 @@ reference's own code runs unchanged at FP64.
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-
-from operators.declaration import as_outputs
 
 NARROWER_FLOATS = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -38,6 +37,8 @@ def _upcast(value):
 
 def fp64_outputs(reference, inputs: list[torch.Tensor], params: dict) -> tuple[torch.Tensor, ...]:
     """The reference's outputs computed in FP64 on `inputs` (their values, upcast exactly)."""
-    wide = [t.double() if t.dtype in NARROWER_FLOATS else t for t in inputs]
+    wide = [_upcast(t) for t in inputs]
     with torch.no_grad(), Float64Everywhere():
-        return tuple(t.double() for t in as_outputs(reference(*wide, **params)))
+        result = reference(*wide, **params)
+    outputs = tuple(result) if isinstance(result, tuple | list) else (result,)
+    return tuple(t.double() for t in outputs)

@@ -1,0 +1,233 @@
+"""The rule a kernel's outputs are judged by: no less accurate than stock.
+
+On each input set, every output's error against the FP64 oracle (the reference run with every
+float in FP64) is held to the same set's error of the worse of two baselines, the stock
+formulation (what a PyTorch user deploys, e.g. SDPA) and the reference in the model's dtype:
+its RMS error at most `RMS_RATIO` times, its largest absolute error at most `MAX_RATIO` times.
+A rule stock itself fails would be a wrong rule; one that lets a less accurate kernel through
+would be a hole. The bounds are absolute and measured on the set's own inputs, so an element's
+allowance scales with the terms that produced it (a cancelling attention output is allowed
+what stock's rounding of its large terms gives, not a fixed 2^-10).
+
+One more BF16 rounding of a result as large as the output adds about 40% to its RMS error and
+is refused; a different FP32 sum order, or a single rounding where the baseline rounds twice,
+stays within.
+"""
+
+import torch
+from pydantic import BaseModel, ConfigDict
+
+from operators.contract import ContractViolation, first_bit_difference
+from operators.declaration import OperatorDeclaration, as_outputs
+from operators.fp64_oracle import fp64_outputs
+
+RMS_RATIO = 1.25
+"""A candidate's RMS error may be this many times the worse baseline's."""
+MAX_RATIO = 2.0
+"""A candidate's largest absolute error may be this many times the worse baseline's."""
+RMS_FLOOR = 2.0**-14
+"""Relative to the RMS of the terms behind the output (the FP64 reference on the inputs'
+magnitudes): an exact baseline does not demand an exact candidate, and an output that cancels
+to zero is allowed what a rounding far below BF16's of its terms gives."""
+MAX_FLOOR = 2.0**-12
+"""Relative to the largest of those terms, for the same reason."""
+
+
+class OutputBound(BaseModel):
+    """One output's allowance on one input set, and the baseline figures it comes from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    output: str
+    rms: float
+    max_abs: float
+    reference_rms: float
+    reference_max_abs: float
+    stock_rms: float
+    stock_max_abs: float
+
+
+class ErrorFigures(BaseModel):
+    """How far one output lies from the oracle on the finite elements, and whether any
+    element is not finite where the oracle and the reference in the model's dtype are."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rms: float
+    max_abs: float
+    broken: int = 0
+
+
+class AccuracyCheck:
+    """The oracle and the baselines' bounds for one input set, computed once; `violation`
+    then judges any number of produced output lists against them."""
+
+    def __init__(
+        self,
+        declaration: OperatorDeclaration,
+        reference: list[torch.Tensor],
+        exact: list[torch.Tensor] | None = None,
+        stock: list[torch.Tensor] | None = None,
+        terms: list[torch.Tensor] | None = None,
+    ) -> None:
+        """From outputs computed elsewhere: the reference's in the model dtype, and for
+        `no_less_accurate` the FP64 oracle's, the stock formulation's and the FP64 reference's
+        on the inputs' magnitudes (the size of the terms, for the floors) on the same set."""
+        self.declaration = declaration
+        self.reference = list(reference)
+        self.exact: list[torch.Tensor] = []
+        self.bounds: list[OutputBound] = []
+        if declaration.contract.mode == "bit_exact":
+            return
+        if exact is None or stock is None or terms is None:
+            raise ValueError("a no_less_accurate contract needs the FP64, stock and term outputs")
+        self.exact = list(exact)
+        self.bounds = [
+            _bound(spec.name, *outputs)
+            for spec, *outputs in zip(
+                declaration.outputs, self.exact, self.reference, stock, terms, strict=True
+            )
+        ]
+
+    @classmethod
+    def on_inputs(
+        cls, declaration: OperatorDeclaration, inputs: list, params: dict | None = None
+    ) -> "AccuracyCheck":
+        """Run the reference, the FP64 oracle and the stock formulation on copies of
+        `inputs` (with `params`, default the declared ones) and keep what the rule needs."""
+        params = declaration.params if params is None else params
+        with torch.no_grad():
+            copies = [_copy(value) for value in inputs]
+            reference = list(as_outputs(declaration.reference(*copies, **params)))
+            if declaration.contract.mode == "bit_exact":
+                return cls(declaration, reference)
+            exact = list(fp64_outputs(declaration.reference, copies, params))
+            formulation = declaration.stock or declaration.reference
+            stock = list(as_outputs(formulation(*copies, **params)))
+            terms = list(fp64_outputs(declaration.reference, magnitudes(copies), params))
+        return cls(declaration, reference, exact, stock, terms)
+
+    def violation(self, produced) -> ContractViolation | None:
+        """The first output that breaks the rule, or None."""
+        produced = list(as_outputs(produced))
+        if len(produced) != len(self.reference):
+            return ContractViolation(
+                output="*",
+                reason=f"{len(produced)} outputs, the reference returns {len(self.reference)}",
+            )
+        for index, (spec, got) in enumerate(zip(self.declaration.outputs, produced, strict=True)):
+            found = self.output_violation(index, spec.name, got)
+            if found is not None:
+                return found
+        return None
+
+    def output_violation(self, index: int, name: str, got) -> ContractViolation | None:
+        """Whether output `index` keeps the contract: type, dtype and shape, then bits or the
+        accuracy bound."""
+        expected = self.reference[index]
+        layout = layout_violation(name, got, expected)
+        if layout is not None:
+            return layout
+        if self.declaration.contract.mode == "bit_exact":
+            return first_bit_difference(name, got.detach().cpu(), expected.detach().cpu())
+        bound, exact = self.bounds[index], self.exact[index]
+        figures = error_figures(got, exact, expected)
+        if figures.broken:
+            return ContractViolation(
+                output=name,
+                reason=f"NaN/Inf in {figures.broken} elements where the reference is finite",
+            )
+        if figures.rms > bound.rms or figures.max_abs > bound.max_abs:
+            return ContractViolation(output=name, reason=describe_excess(figures, bound))
+        return None
+
+    def bad_elements(self, index: int, got: torch.Tensor) -> torch.Tensor:
+        """Elements beyond the largest error the rule allows (or broken), for diagnosis."""
+        if self.declaration.contract.mode == "bit_exact":
+            expected = self.reference[index].to(got.device)
+            view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+            same_size = view[got.element_size()]
+            return got.contiguous().view(same_size) != expected.contiguous().view(same_size)
+        exact = self.exact[index].to(got.device)
+        error = torch.sub(got.double(), exact).abs()
+        broken = ~torch.isfinite(got.double()) & torch.isfinite(exact)
+        return (error > self.bounds[index].max_abs) | broken
+
+
+def layout_violation(name: str, got, expected: torch.Tensor) -> ContractViolation | None:
+    """A produced output that is not a plain tensor of the reference's dtype and shape."""
+    if type(got) is not torch.Tensor:
+        return ContractViolation(output=name, reason=f"type {type(got).__name__}, not Tensor")
+    if got.dtype != expected.dtype:
+        return ContractViolation(output=name, reason=f"dtype {got.dtype} != {expected.dtype}")
+    if tuple(got.shape) != tuple(expected.shape):
+        return ContractViolation(
+            output=name, reason=f"shape {tuple(got.shape)} != {tuple(expected.shape)}"
+        )
+    return None
+
+
+def error_figures(
+    got: torch.Tensor, exact: torch.Tensor, reference: torch.Tensor | None = None
+) -> ErrorFigures:
+    """RMS and largest absolute error against the FP64 `exact` over the elements where it (and
+    the `reference` in the model's dtype, when given) is finite; `broken` counts elements not
+    finite there."""
+    exact = exact.detach().double()
+    got64 = got.detach().to(exact.device, torch.float64)
+    measured = torch.isfinite(exact)
+    if reference is not None:
+        measured &= torch.isfinite(reference.detach().to(exact.device, torch.float64))
+    if not bool(measured.any()):
+        return ErrorFigures(rms=0.0, max_abs=0.0)
+    broken = int((measured & ~torch.isfinite(got64)).sum())
+    error = torch.sub(got64, exact)[measured & torch.isfinite(got64)].abs_()
+    if not error.numel():
+        return ErrorFigures(rms=0.0, max_abs=0.0, broken=broken)
+    return ErrorFigures(
+        rms=float(error.square().mean().sqrt()), max_abs=float(error.max()), broken=broken
+    )
+
+
+def describe_excess(figures: ErrorFigures, bound: OutputBound) -> str:
+    """The figures against their bounds, naming the baseline they come from."""
+    return (
+        f"error against FP64 (RMS {figures.rms:.3g}, max {figures.max_abs:.3g}) exceeds the "
+        f"bound (RMS {bound.rms:.3g} = {RMS_RATIO}x, max {bound.max_abs:.3g} = {MAX_RATIO}x the "
+        f"worse of stock (RMS {bound.stock_rms:.3g}, max {bound.stock_max_abs:.3g}) and the "
+        f"reference in the model dtype (RMS {bound.reference_rms:.3g}, max "
+        f"{bound.reference_max_abs:.3g}))"
+    )
+
+
+def magnitudes(inputs: list) -> list:
+    """Each floating input's absolute values (others as they are): the reference on these
+    gives the size of the terms behind each output element."""
+    return [
+        value.abs() if isinstance(value, torch.Tensor) and value.is_floating_point() else value
+        for value in inputs
+    ]
+
+
+def _copy(value):
+    return value.clone() if isinstance(value, torch.Tensor) else value
+
+
+def _bound(name: str, exact, reference, stock_output, terms) -> OutputBound:
+    """The allowance for one output from the two baselines' errors on this set."""
+    mine = error_figures(reference, exact, reference)
+    stock = error_figures(stock_output, exact, reference)
+    terms = terms.detach().double()
+    finite = terms[torch.isfinite(terms)].abs()
+    scale_rms = float(finite.square().mean().sqrt()) if finite.numel() else 0.0
+    scale_max = float(finite.max()) if finite.numel() else 0.0
+    tiny = torch.finfo(torch.float64).tiny
+    return OutputBound(
+        output=name,
+        rms=RMS_RATIO * max(mine.rms, stock.rms, RMS_FLOOR * scale_rms, tiny),
+        max_abs=MAX_RATIO * max(mine.max_abs, stock.max_abs, MAX_FLOOR * scale_max, tiny),
+        reference_rms=mine.rms,
+        reference_max_abs=mine.max_abs,
+        stock_rms=stock.rms,
+        stock_max_abs=stock.max_abs,
+    )
