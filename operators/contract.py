@@ -62,7 +62,6 @@ class Contract(BaseModel):
             f"of stock and the reference in the model dtype ({self.reason})"
         )
 
-
     def check(
         self, name: str, got: torch.Tensor, expected: torch.Tensor
     ) -> ContractViolation | None:

@@ -14,6 +14,7 @@ from gates.evaluator import loading, process_boundary  # before the guard's modu
 from gates.evaluator.captured_cases import case_inputs, load_captured, timed_declaration
 from gates.evaluator.cases import plan_cases
 from gates.evaluator.detectors import CheatDetected
+from gates.evaluator.detectors.compute_fallback import LIBRARY_PRODUCTS
 from gates.evaluator.detectors.table import finding_of
 from gates.evaluator.guard import CandidateCallError, CandidateGuard
 from gates.evaluator.phase_clock import PhaseClock
@@ -46,7 +47,9 @@ def run_candidate(
     work = Path(request.work_dir)
     outputs_path = work / "candidate_outputs.pt"
     outputs_handle = open(outputs_path, "wb")  # noqa: SIM115  (opened before the solution runs)
-    extra_ops = task.evaluation.get("extra_allowed_ops", [])
+    extra_ops = list(task.evaluation.get("extra_allowed_ops", []))
+    if task.evaluation.get("library_products", False):
+        extra_ops += sorted(LIBRARY_PRODUCTS)
     sources = Path(request.sources_dir)
     protected = [Path(request.task), Path(request.solution)]
     guard = CandidateGuard(declaration, device, work, sources, solution, extra_ops, protected)
@@ -116,6 +119,7 @@ def run_candidate(
         witnesses=witnesses.records,
         integrity="graph" if timing is not None and timing.cuda_graphs else "traced",
         notes=guard.notes,
+        library_calls=sorted(guard.library_calls),
         phase_seconds=clock.laps,
     )
 

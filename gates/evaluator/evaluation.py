@@ -180,6 +180,7 @@ def _run_phases(
     }
     outcome["integrity"] = candidate.integrity
     outcome["notes"] = candidate.notes
+    outcome["library_calls"] = candidate.library_calls
     last_findings = [*candidate.last_findings, *([finding_of(spelled)] if spelled else [])]
     if judge.status == "PASSED" and last_findings:
         first = last_findings[0]

@@ -142,3 +142,51 @@ def solution_kernel_facts(solution_dir: str) -> list[CompiledKernelFacts]:
                 for kernel in list(cache[0].values())
             )
     return facts
+
+
+def library_functions(facts) -> frozenset[int]:
+    """CUfunction handles of the kernels the BLAS library runs for the products a candidate
+    called (`facts` with operands), found by capturing the same products here, in the
+    evaluator's own code, on fresh operands of the same dtypes, shapes, strides and
+    alignment: a kernel in the candidate's graph with one of these handles is the library's."""
+    import torch
+
+    handles: set[int] = set()
+    seen: set = set()
+    for fact in facts:
+        if not fact.operands or (fact.label, fact.operands) in seen:
+            continue
+        seen.add((fact.label, fact.operands))
+        namespace, name, overload = fact.label.split(".")
+        product = getattr(getattr(getattr(torch.ops, namespace), name), overload)
+        operands = [_fresh_operand(*layout) for layout in fact.operands]
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            product(*operands)  # the library's handles and workspace, outside the capture
+        stream.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            product(*operands)
+        handles.update(
+            node.function
+            for node in graph_nodes(graph.raw_cuda_graph())
+            if node.kind == "kernel" and node.function is not None
+        )
+    return frozenset(handles)
+
+
+def _fresh_operand(dtype, shape, stride, alignment):
+    """Zeros laid out as a candidate's operand was, at the same address modulo 256 bytes."""
+    import torch
+
+    size = (
+        dtype.itemsize
+        if hasattr(dtype, "itemsize")
+        else torch.empty((), dtype=dtype).element_size()
+    )
+    span = 1 + sum(
+        (extent - 1) * step for extent, step in zip(shape, stride, strict=True) if extent
+    )
+    offset = alignment // size
+    storage = torch.zeros(offset + span, dtype=dtype, device="cuda")
+    return storage.as_strided(shape, stride, offset)

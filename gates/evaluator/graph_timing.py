@@ -28,7 +28,7 @@ import time
 import torch
 
 from gates.evaluator.detectors.cuda_graph import GraphRejected, judge_graph
-from gates.evaluator.graph_nodes import graph_nodes, solution_functions
+from gates.evaluator.graph_nodes import graph_nodes, library_functions, solution_functions
 from gates.evaluator.statistics import median, spread
 
 CALLS_PER_GRAPH = 20  # calls in a warm graph
@@ -103,8 +103,9 @@ class GraphInspection:
     replayed output was made by inspected nodes (a solution cannot show one honest capture
     and time another)."""
 
-    def __init__(self, modules, solution_dir) -> None:
+    def __init__(self, modules, solution_dir, tracer=None) -> None:
         self.modules, self.solution_dir = modules, solution_dir
+        self.tracer = tracer  # its library products' kernels are the library's, not foreign
         self.graphs = 0
 
     def __call__(self, graph, calls: int) -> None:
@@ -113,7 +114,8 @@ class GraphInspection:
         except (AttributeError, RuntimeError) as error:
             raise GraphRejected(f"the captured graph cannot be read ({error})") from None
         functions = solution_functions(self.modules, self.solution_dir)  # after the capture
-        verdict = judge_graph(graph_nodes(raw), functions)
+        library = library_functions(self.tracer.facts) if self.tracer is not None else frozenset()
+        verdict = judge_graph(graph_nodes(raw), functions, library)
         if not verdict.accepted:
             raise GraphRejected(f"captured graph {self.graphs + 1}: {verdict.reason}")
         self.graphs += 1

@@ -64,6 +64,7 @@ from gates.evaluator.tracing import (
     HostComputeMonitor,
     HostReadRecorder,
     Seal,
+    describe_operands,
     foreign_memory,
     triton_code,
 )
@@ -96,6 +97,7 @@ class CandidateGuard:
         )
         self.setup_seconds = _warm_up(device)
         self.notes: list[str] = []
+        self.library_calls: set[str] = set()  # the BLAS products the candidate called
         if device.type == "cpu":
             use_first_config(self.notes)
         self.extra_ops = frozenset(extra_ops)
@@ -270,6 +272,9 @@ class CandidateGuard:
             raise HostComputeFallback(
                 f"{key}: {_first(foreign)} on a tensor over memory torch did not allocate"
             )
+        self.library_calls.update(
+            f"{fact.label} {describe_operands(fact.operands)}" for fact in facts if fact.operands
+        )
         host_reads = self.policy.host_reads(reads)
         if host_reads:
             raise HostComputeFallback(f"{key}: memory handed to the host: {_first(host_reads)}")

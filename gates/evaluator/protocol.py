@@ -100,6 +100,9 @@ class CandidateReport(BaseModel):
     )
     integrity: Integrity = "traced"
     notes: list[str] = Field(default_factory=list)
+    library_calls: list[str] = Field(
+        default_factory=list, description="each BLAS product the candidate called, with operands"
+    )
     environment: dict[str, str] = Field(default_factory=dict)
     phase_seconds: dict[str, float] = Field(
         default_factory=dict, description="wall time of each step inside the candidate process"
@@ -147,6 +150,9 @@ class EvaluationResult(BaseModel):
         "calls watched by the Python detectors (CPU, eager-only tasks), a weaker level",
     )
     notes: list[str] = Field(default_factory=list, description="how the evaluation ran")
+    library_calls: list[str] = Field(
+        default_factory=list, description="each BLAS product the candidate called, with operands"
+    )
     timing: TimingReport | None = None
     seconds: float = 0.0
     phase_seconds: dict[str, float] = Field(

@@ -153,7 +153,7 @@ def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
         mismatches = torch.zeros((), dtype=torch.int64, device=setup.flush.device)
         cold = cold_calls(set_bytes, l2_bytes)
         warm = warm_calls(set_bytes, l2_bytes)
-        inspections = {"candidate": GraphInspection(modules, guard.folder)}
+        inspections = {"candidate": GraphInspection(modules, guard.folder, tracer)}
         for role, fingerprint in setup.fingerprints.get(workload.name, {}).items():
             inspections[role] = ReferenceInspection(role, workload.name, fingerprint)
         replays = setup.replays * (WARM_REPLAYS_FACTOR if figure == "warm" else 1)

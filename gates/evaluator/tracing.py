@@ -18,7 +18,11 @@ import triton
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from gates.evaluator.detectors.compute_fallback import HOST_TRANSFER_METHODS, copy_keeps_values
+from gates.evaluator.detectors.compute_fallback import (
+    HOST_TRANSFER_METHODS,
+    LIBRARY_PRODUCTS,
+    copy_keeps_values,
+)
 from gates.evaluator.detectors.precision import narrows_precision
 from gates.evaluator.detectors.uninitialised_memory import poison
 
@@ -54,6 +58,7 @@ class OpFact:
     narrows: bool
     side_stream: bool
     foreign_memory: bool
+    operands: tuple = ()  # a library product's operands: (dtype, shape, stride, offset bytes)
 
 
 class Seal:
@@ -126,6 +131,42 @@ def foreign_memory(value) -> bool:
         return False
 
 
+def operand_layouts(args) -> tuple:
+    """Each tensor argument's dtype, shape, strides and address modulo 256 bytes: what the
+    BLAS library chooses its kernel by."""
+    return tuple(
+        (t.dtype, tuple(t.shape), tuple(t.stride()), _alignment(t))
+        for t in args
+        if isinstance(t, torch.Tensor)
+    )
+
+
+def _alignment(tensor: torch.Tensor) -> int:
+    try:
+        return tensor.data_ptr() % 256
+    except RuntimeError:  # no storage (meta): nothing to align
+        return 0
+
+
+def describe_operands(operands: tuple) -> str:
+    """`bfloat16[50, 1024] x bfloat16[1024, 4096]/(1, 1024)`: a library call's operands, for
+    the evidence (strides where the operand is not contiguous)."""
+    parts = []
+    for dtype, shape, stride, _ in operands:
+        contiguous = _contiguous_strides(shape)
+        text = f"{str(dtype).removeprefix('torch.')}{list(shape)}"
+        parts.append(text if stride == contiguous else f"{text}/{stride}")
+    return " x ".join(parts)
+
+
+def _contiguous_strides(shape: tuple) -> tuple:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
 class CandidateTracer(TorchDispatchMode):
     """Records the facts of every ATen op of a call and poisons its fresh allocations."""
 
@@ -172,6 +213,7 @@ class CandidateTracer(TorchDispatchMode):
             narrows=narrows_precision(name, args, kwargs, result),
             side_stream=self.expected_stream is not None and self._on_side_stream(),
             foreign_memory=any(foreign_memory(t) for t in tensors),
+            operands=operand_layouts(args) if name in LIBRARY_PRODUCTS else (),
         )
 
     def _on_side_stream(self) -> bool:

@@ -154,6 +154,7 @@ def render_evaluation_settings(declaration: OperatorDeclaration) -> dict:
     """What the evaluator may allow for this task beyond its defaults."""
     return {
         "cuda_graphs": bool(getattr(declaration, "cuda_graphs", False)),
+        "library_products": bool(getattr(declaration, "library_products", False)),
         "extra_allowed_ops": sorted(getattr(declaration, "allowed_aten_ops", ()) or ()),
     }
 

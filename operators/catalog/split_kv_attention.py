@@ -378,5 +378,6 @@ DECLARATION = OperatorDeclaration(
     # (1,234 keys), while a kernel with its scores summed in chunks sits at 0.5x, the BF16
     # output's own rounding (H200, benchmarks/attention_margin.py, 2026-12-03).
     oracle="float64",
+    library_products=False,  # attention stays the kernel's own work
     workloads=attention_workloads(),
 )

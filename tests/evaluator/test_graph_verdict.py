@@ -87,3 +87,13 @@ def test_a_warm_graph_holds_only_as_many_calls_as_keep_its_sets_in_the_l2():
     assert warm_calls(3 << 20, l2) == 10  # ten 3 MB sets fill half the L2
     assert warm_calls(19 << 20, l2) == 1
     assert warm_calls(1 << 30, l2) == 1  # a set past the L2: one call, as warm as it gets
+
+
+def test_the_librarys_kernels_for_the_products_called_are_accepted_and_no_other():
+    library = frozenset({0x7000})
+    nodes = [kernel(0x7000, "nvjet_tst_gemm"), kernel(0x1000)]
+    assert judge_graph(nodes, SOLUTION, library).accepted
+    assert not judge_graph(nodes, SOLUTION).accepted, "a product the candidate never called"
+    foreign = [kernel(0x7000, "nvjet_tst_gemm"), kernel(0x8000, "nvjet_tst_gemm_lookalike")]
+    verdict = judge_graph(foreign, SOLUTION, library)
+    assert not verdict.accepted and "node 1" in verdict.reason

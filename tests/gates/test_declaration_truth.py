@@ -55,7 +55,9 @@ def test_an_untruthful_declaration_is_rejected(make_candidate, judge):
     assert "axis width is declared const 1 but the call sites pass 8" in problems
     assert "no declared workload covers {'rows': 2}" in problems
     declared = verdict.details["declaration"]
-    assert declared["contract"] == "no_less_accurate than stock (4000 BF16 roundings expected): room for a kernel"
+    assert declared["contract"] == (
+        "no_less_accurate than stock (4000 BF16 roundings expected): room for a kernel"
+    )
     assert declared["axes"] == ["rows (var)", "width=1"]
     report = "\n".join(declaration_truth.declaration_markdown(verdict.details))
     assert "| float32[1, 8] -> float32[1, 8] | 2 | rows=1, width=8 | one |" in report

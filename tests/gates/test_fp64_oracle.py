@@ -5,9 +5,9 @@ import math
 
 import torch
 
+from operators import REGISTRY
 from operators.error_measure import relative_rms_error
 from operators.fp64_oracle import fp64_outputs
-from operators import REGISTRY
 
 
 def test_a_reference_that_casts_to_float32_runs_in_float64():

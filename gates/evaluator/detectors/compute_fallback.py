@@ -1,7 +1,8 @@
 """Fallback to PyTorch (or host) compute instead of a kernel.
 
 The candidate's call is traced at the ATen level; only allocation, view, metadata and
-same-dtype copy ops may come from its own code (plus any the task allows). Host compute
+same-dtype copy ops may come from its own code (plus the BLAS products, where the task allows
+them, and any other op the task allows). Host compute
 through NumPy or Python lists is seen by a profile hook on the candidate's own frames.
 """
 
@@ -75,6 +76,10 @@ METADATA_OPS = frozenset(
     }
 )
 LAYOUT_COPY_OPS = frozenset({"clone", "copy_", "_to_copy", "contiguous"})
+LIBRARY_PRODUCTS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
+"""The BLAS products (what `linear` and `matmul` become) a candidate may call on operands it
+prepares, where its task allows them (`library_products`); each call is listed in the
+evidence with its shapes. Every other ATen compute stays refused."""
 ALWAYS_ALLOWED = ALLOCATION_OPS | VIEW_OPS | METADATA_OPS
 HOST_TRANSFER_METHODS = frozenset(
     {"numpy", "tolist", "item", "from_numpy", "__array__", "frombuffer", "asarray"}

@@ -51,17 +51,23 @@ class GraphVerdict(BaseModel):
     kernels: int = 0
 
 
-def judge_graph(nodes: list[GraphNode], solution_functions: frozenset[int]) -> GraphVerdict:
-    """Accept only the solution's Triton kernels, device memsets and D2D copies."""
+def judge_graph(
+    nodes: list[GraphNode],
+    solution_functions: frozenset[int],
+    library_functions: frozenset[int] = frozenset(),
+) -> GraphVerdict:
+    """Accept only the solution's Triton kernels, the BLAS library's kernels for the products
+    it called (where its task allows them), device memsets and D2D copies."""
     kernels = 0
     for index, node in enumerate(nodes):
         where = f"node {index} ({node.kind}{': ' + node.name if node.name else ''})"
         if node.kind == "kernel":
-            if node.function is None or node.function not in solution_functions:
+            allowed = solution_functions | library_functions
+            if node.function is None or node.function not in allowed:
                 return GraphVerdict(
                     accepted=False,
-                    reason=f"{where} runs a kernel that is not one of the solution's Triton "
-                    "kernels",
+                    reason=f"{where} runs a kernel that is neither one of the solution's Triton "
+                    "kernels nor the library's for a product it called",
                 )
             kernels += 1
         elif node.kind == "memcpy":
