@@ -23,7 +23,8 @@ __all__ = [
 ]
 
 SPEC_FORMS = (
-    "anthropic:<model>, openai:<model>, claude, codex, scripted:<file>, autotune[:<submissions>]"
+    "anthropic:<model>, openai:<model>, claude, codex, scripted:<file>, autotune[:<submissions>], "
+    "seed:<tuned/PROFILE>/<operator>[+<agent>]"
 )
 
 
@@ -46,6 +47,12 @@ def make_agent(spec: str, *, base_url: str | None = None) -> Agent:
         from controller.agents.autotune_agent import AutotuneAgent
 
         return AutotuneAgent.from_argument(argument)
+    if kind == "seed":
+        from controller.agents.seeded_agent import SeededAgent
+
+        return SeededAgent.from_argument(
+            argument, lambda inner: make_agent(inner, base_url=base_url)
+        )
     if kind == "claude":
         from controller.agents.claude_cli_agent import ClaudeCliAgent
 

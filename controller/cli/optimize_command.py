@@ -31,6 +31,12 @@ def add_parser(subparsers) -> None:
         help=f"tuning minutes split over the operators (default {DEFAULT_BUDGET_MINUTES:g})",
     )
     parser.add_argument("--operators", nargs="+", metavar="OP", help="tune only these")
+    parser.add_argument(
+        "--seed-profile",
+        metavar="NAME",
+        help="start each operator's tune run from the kernel tuned/NAME ships (any GPU or "
+        "versions): re-judged by every gate here, then searched by the agent (e.g. h200)",
+    )
     parser.add_argument("--agent", metavar="SPEC", help="agent for every run (default: autotune)")
     parser.add_argument("--base-url", metavar="URL", help="API server for the agent")
     parser.add_argument("--device", choices=("cuda", "cpu"), help="where candidates run")
@@ -121,6 +127,9 @@ def _start(arguments):
         raise ControllerError(
             f"profile {name!r} is already installed in {root}; choose another name or remove it"
         )
+    seed = arguments.seed_profile
+    if seed is not None:
+        _check_seed(root / seed, seed)
     budget = arguments.budget_minutes
     budget = DEFAULT_BUDGET_MINUTES if budget is None else budget
     batches = arguments.batch or [1]
@@ -142,6 +151,7 @@ def _start(arguments):
         size=arguments.size or ("pi05" if cuda else "tiny"),
         batches=batches,
         inputs=inputs,
+        seed_profile=seed,
     )
     manifest = new_manifest(
         flow=FLOW,
@@ -171,6 +181,7 @@ def _resumable(arguments):
         "profile": arguments.profile,
         "budget_minutes": arguments.budget_minutes,
         "operators": arguments.operators,
+        "seed_profile": arguments.seed_profile,
         "driver": arguments.driver or None,
         "tune.unfenced": True if arguments.unfenced else None,
     }
@@ -192,7 +203,20 @@ def _device_steps(settings):
         settings.size,
         settings.batches,
         settings.inputs,
+        seed=Path(settings.tuned_root) / settings.seed_profile if settings.seed_profile else None,
     )
+
+
+def _check_seed(folder: Path, name: str) -> None:
+    """A seed profile must exist and match its digests; its environment may be any."""
+    from controller.errors import ControllerError
+    from operators.errors import ProfileError
+    from operators.profiles import read_profile, verify_files
+
+    try:
+        verify_files(folder, read_profile(folder))
+    except ProfileError as error:
+        raise ControllerError(f"--seed-profile {name!r}: {error}") from None
 
 
 def _write_html(folder: Path) -> None:

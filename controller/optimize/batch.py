@@ -189,8 +189,9 @@ def _plan(folder: Path, settings: OptimizeSettings) -> dict:
 
 def _plan_line(plan: dict) -> str:
     rows = [row for row in plan["rows"] if row["minutes"] is not None]
-    return ", ".join(f"{row['operator']} {row['minutes']:.1f} min" for row in rows) or (
-        "no operator is worth tuning"
+    chosen = ", ".join(f"{row['operator']} {row['minutes']:.1f} min" for row in rows)
+    return f"(from the {plan.get('profile_mode', 'eager')} step) " + (
+        chosen or "no operator is worth tuning"
     )
 
 

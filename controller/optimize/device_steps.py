@@ -24,6 +24,25 @@ PROFILE_WARMUP, PROFILE_STEPS, PROFILE_TIMED_STEPS = 1, 3, 10
 CAPTURE_STEPS = 1
 
 
+def deployed_mode(cuda: bool) -> str:
+    """How the plan reads the model: as it deploys on a GPU, one replayed CUDA graph (an eager
+    step there is bound by the host's launches, so every operator's share would read small);
+    eagerly on a CPU, where nothing is captured."""
+    return "graph" if cuda else "eager"
+
+
+def seeded_spec(seed: Path | None, operator: str, agent: str) -> str:
+    """`seed:<profile>/<operator>+<agent>` where the seed profile ships `operator`, else
+    `agent`; the folder relative to the working directory where it lies inside it, so a
+    batch carried to another machine's checkout resumes."""
+    if seed is None or not (seed / operator / "solution" / "solution.json").is_file():
+        return agent
+    folder = seed.resolve()
+    if folder.is_relative_to(Path.cwd().resolve()):
+        folder = folder.relative_to(Path.cwd().resolve())
+    return f"seed:{folder.as_posix()}/{operator}+{agent}"
+
+
 class DeviceSteps:
     """Profiles and captures the driver, tunes through tune-all, checks the example model."""
 
@@ -36,8 +55,10 @@ class DeviceSteps:
         batches: list[int],
         inputs: int,
         say=print,
+        seed: Path | None = None,
     ) -> None:
         self.options, self.preflight, self.gpus = options, preflight, gpus
+        self.seed = seed
         self.size, self.batches, self.inputs, self.say = size, batches, inputs, say
         self._forwards: ExampleForwards | None = None
         self._cases = None
@@ -47,9 +68,11 @@ class DeviceSteps:
         from controller.profiling.hotspot_files import write_report
         from controller.profiling.hotspots import build_report
         from controller.profiling.profiled_run import profile_driver
+        from operators import triton_runtime
 
         step = load_driver(driver)
-        run = profile_driver(step, "eager", PROFILE_WARMUP, PROFILE_STEPS, PROFILE_TIMED_STEPS)
+        mode = deployed_mode(triton_runtime.cuda_available())
+        run = profile_driver(step, mode, PROFILE_WARMUP, PROFILE_STEPS, PROFILE_TIMED_STEPS)
         write_report(build_report(run, driver), folder)
 
     def capture(self, driver: list[str], folder: Path) -> None:
@@ -86,7 +109,9 @@ class DeviceSteps:
         if found:
             batch = found[-1]
         else:
-            options = self.options.model_copy(update={"max_minutes": minutes})
+            options = self.options.model_copy(
+                update={"max_minutes": minutes, "agent": self.agent_for(operator)}
+            )
             try:
                 batch = start_batch(folder, [operator], options, self.preflight, capture=capture)
             except (ControllerError, GateError, OperatorError) as error:  # this operator only
@@ -103,6 +128,10 @@ class DeviceSteps:
             speedup=row.speedup,
             reason=row.stop_reason,
         )
+
+    def agent_for(self, operator: str) -> str:
+        """The batch's agent, seeded with the seed profile's kernel where it ships one."""
+        return seeded_spec(self.seed, operator, self.options.agent)
 
     def numerics(self, label: str, selection: KernelSelection) -> VerifyReport:
         forwards = self._example()

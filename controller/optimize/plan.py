@@ -1,12 +1,13 @@
 """Which operators an optimize batch tunes, in what order, and with how many minutes each.
 
-Rule: an operator is a candidate when the profile attributes device time to its registry
-calls, the capture holds its calls, it has a production kernel, and (with `--operators`) it was
-asked for. Candidates are ranked by their device time per step, largest first. Without
-`--operators`, one is worth tuning when it holds at least `MIN_SHARE` of the step; an operator
-named there is tuned whatever its share. Each operator tuned gets `MIN_MINUTES`,
-and the rest of the budget is split in proportion to the shares; where the budget cannot give
-every worthy operator its minimum, the smallest shares are left out.
+The profile is the model's step as it deploys (one replayed CUDA graph on a GPU, `graph`), so a
+share is a share of the deployed step. Rule: an operator is a candidate when the profile
+attributes device time to its registry calls, the capture holds its calls, it has a production
+kernel, and (with `--operators`) it was asked for. Candidates are ranked by their device time
+per step, largest first. Without `--operators`, one is worth tuning when it holds at least
+`MIN_SHARE` of the step; an operator named there is tuned whatever its share. Each operator
+tuned gets `MIN_MINUTES`, and the rest of the budget is split in proportion to the shares; where
+the budget cannot give every worthy operator its minimum, the smallest shares are left out.
 """
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,6 +42,9 @@ class TuningPlan(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     budget_minutes: float
+    profile_mode: str = Field(
+        "eager", description="how the profile read the step: `graph` (as deployed) or `eager`"
+    )
     rows: list[OperatorShare]
 
     @property
@@ -105,4 +109,4 @@ def plan_tuning(
     for index in chosen:
         extra = spare * rows[index].share_of_step / total_share
         rows[index] = rows[index].model_copy(update={"minutes": round(MIN_MINUTES + extra, 3)})
-    return TuningPlan(budget_minutes=budget_minutes, rows=rows)
+    return TuningPlan(budget_minutes=budget_minutes, profile_mode=report.mode, rows=rows)

@@ -34,6 +34,8 @@ def render(folder: Path, outcome: OptimizeOutcome) -> str:
             "",
             "## Operators by share of the model's step",
             "",
+            f"Read from the {_mode_words(outcome.plan.profile_mode)}.",
+            "",
             "| operator | us/step | share | calls/step | minutes | not tuned because |",
             "| --- | ---: | ---: | ---: | ---: | --- |",
         ]
@@ -104,3 +106,7 @@ def _check(check: ModelCheck) -> list[str]:
         lines += [f"- batch {timing.batch}: {timing.described(ratio)}" for ratio in timing.ratios]
     lines += [f"- FAIL: {failure}" for failure in check.speed_failures]
     return lines
+
+
+def _mode_words(mode: str) -> str:
+    return "step as deployed, one replayed CUDA graph" if mode == "graph" else "eager step"

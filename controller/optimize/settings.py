@@ -21,3 +21,6 @@ class OptimizeSettings(BaseModel):
     size: str = Field(description="the example model's size that verify checks")
     batches: list[int] = Field(description="batch sizes the model is verified and timed at")
     inputs: int = Field(ge=1, description="input seeds per batch of the numerical gate")
+    seed_profile: str | None = Field(
+        None, description="the profile whose kernels start each operator's tune run"
+    )

@@ -186,7 +186,7 @@ def test_resume_refuses_a_task_package_with_another_digest(scripted_run, tmp_pat
     _, run_dir, _ = scripted_run
     task = shutil.copytree(run_dir / "prepared" / "task", tmp_path / "task")
     contract = json.loads((task / "contract.json").read_text())
-    contract["atol"] *= 4  # a looser contract is another task
+    contract["roundings"] *= 4  # another contract is another task
     (task / "contract.json").write_text(json.dumps(contract))
     arguments = tune_arguments(run_dir.parent, resume=run_dir, task=task)
     with pytest.raises(ControllerError, match="manifest field 'work_item.task_digest'"):

@@ -1,0 +1,105 @@
+"""`seed:<profile>/<operator>+<agent>`: a tune run starts from the kernel a profile ships (from
+any environment), judged by every gate here, then goes on with the inner agent; a seed whose
+files do not match their digests, or that ships no kernel for the operator, is refused."""
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from tune_fixtures import ENTRY, FakeEvaluator, journal, only_run, tune_arguments, write_script
+
+from controller.agents import make_agent
+from controller.agents.seeded_agent import SeededAgent
+from controller.cli.tune_command import run_tune
+from controller.errors import ControllerError
+from controller.optimize.device_steps import seeded_spec
+from gates.tasks.generation import render_package
+from operators import REGISTRY
+from operators.profiles import TUNED_ROOT
+
+H200 = TUNED_ROOT / "h200"
+
+
+def write_seed(root: Path, directive: str) -> Path:
+    """A profile `seed` shipping rms_norm's baseline with a fake-evaluator directive."""
+    files = render_package(REGISTRY.declaration("rms_norm"))
+    document = json.loads(files["solution/solution.json"])
+    entry = document["spec"]["entry_point"].split("::")[0]
+    for source in document["sources"]:
+        if source["path"] == entry:
+            source["content"] = source["content"].replace(
+                "TUNING = {", f"# fake-evaluator: {directive}\nTUNING = {{", 1
+            )
+    folder = root / "seed"
+    written = {"rms_norm/solution/solution.json": json.dumps(document)}
+    written.update({f"rms_norm/solution/{s['path']}": s["content"] for s in document["sources"]})
+    written["rms_norm/kernel.py"] = "kernel = None\napplies = None\n"
+    for relative, text in written.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text)
+    profile = {
+        "name": "seed",
+        "environment": json.loads((H200 / "profile.json").read_text())["environment"],
+        "operators": {"rms_norm": {"source": "rms_norm/kernel.py"}},
+        "files": {r: hashlib.sha256((folder / r).read_bytes()).hexdigest() for r in written},
+    }
+    (folder / "profile.json").write_text(json.dumps(profile))
+    return folder
+
+
+def test_the_spec_names_the_seed_and_the_agent_after_it():
+    agent = make_agent(f"seed:{H200}/rotate_qk+autotune")
+    assert isinstance(agent, SeededAgent) and agent.inner.spec == "autotune"
+    agent.check_available()
+    entry, files = agent.seed_files()
+    assert entry.startswith("operators/catalog/rotate_qk.py::")
+    assert "operators/catalog/rotate_qk.py" in files and "solution.json" not in files
+    assert make_agent(f"seed:{H200}/rotate_qk").inner.spec == "autotune"
+    assert seeded_spec(H200, "rotate_qk", "autotune:2").endswith("h200/rotate_qk+autotune:2")
+    assert seeded_spec(H200, "rms_norm", "autotune") == "autotune", "h200 ships no rms_norm"
+    assert seeded_spec(None, "rotate_qk", "autotune") == "autotune"
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("seed:nowhere", "use seed:"),
+        (f"seed:{H200}/rms_norm", "ships no kernel for 'rms_norm'"),
+        (f"seed:{H200}/rotate_qk+seed:x/y", "cannot seed a seed"),
+    ],
+)
+def test_a_bad_seed_is_a_one_line_error(spec, message):
+    with pytest.raises(ControllerError, match=message):
+        make_agent(spec).check_available()
+
+
+def test_a_seed_whose_files_moved_from_their_digests_is_refused(tmp_path):
+    copy = tmp_path / "h200"
+    shutil.copytree(H200, copy)
+    kernel = copy / "rotate_qk" / "solution" / "operators" / "catalog" / "rotate_qk.py"
+    kernel.write_text(kernel.read_text() + "\n# changed after install\n")
+    with pytest.raises(ControllerError, match="does not match its digest"):
+        make_agent(f"seed:{copy}/rotate_qk").check_available()
+
+
+def test_a_seeded_run_judges_the_seed_first_then_the_inner_agent_goes_on(tune_target, tmp_path):
+    seed = write_seed(tmp_path, "factor=0.5")
+    faster = {"tool": "edit", "path": ENTRY, "old": "factor=0.5", "new": "factor=0.4"}
+    script = write_script(tmp_path / "session.json", [], [faster])
+    arguments = tune_arguments(
+        tmp_path / "runs",
+        tune_target,
+        operator="rms_norm",
+        agent=f"seed:{seed}/rms_norm+scripted:{script}",
+        unfenced=True,
+        device="cuda",
+        max_attempts=2,
+    )
+    assert run_tune(arguments, evaluator=FakeEvaluator()) == 0
+    run_dir = only_run(tmp_path / "runs")
+    promoted = [event["attempt"] for event in journal(run_dir) if event.get("to") == "promoted"]
+    assert promoted == [1, 2]
+    diff = (run_dir / "attempts" / "0001" / "diff.patch").read_text()
+    assert "fake-evaluator: factor=0.5" in diff
