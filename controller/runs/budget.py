@@ -5,6 +5,10 @@ from pydantic import BaseModel, ConfigDict
 from controller.runs.history import Spend
 from controller.runs.manifest import RunLimits
 
+TIME_OVERRUN = 0.10
+"""A run may end this share past its time limit: an attempt that, as long as the longest so
+far, would end later is not started."""
+
 
 class BudgetStop(BaseModel):
     """Why no further attempt may start: which limit, and a sentence for the report."""
@@ -36,6 +40,15 @@ def budget_stop(limits: RunLimits, spend: Spend) -> BudgetStop | None:
         return BudgetStop(
             limit="wall_time",
             reason=f"time limit reached: {spend.elapsed_s / 60:.2f} of {limits.max_minutes} min",
+        )
+    expected_end = spend.elapsed_s + spend.longest_attempt_s
+    if expected_end > (1 + TIME_OVERRUN) * limits.max_minutes * 60:
+        return BudgetStop(
+            limit="wall_time",
+            reason=f"time limit near: {spend.elapsed_s / 60:.2f} of {limits.max_minutes} min "
+            f"used, and an attempt as long as the longest so far "
+            f"({spend.longest_attempt_s / 60:.2f} min) would end past it by more than "
+            f"{TIME_OVERRUN:.0%}",
         )
     if limits.max_tokens is not None and spend.tokens >= limits.max_tokens:
         return BudgetStop(

@@ -15,6 +15,7 @@ class Spend(BaseModel):
     calls: int = 0
     failed_calls: int = 0
     elapsed_s: float = 0.0
+    longest_attempt_s: float = 0.0  # agent start to verdicts, of the attempts judged so far
 
     @property
     def tokens(self) -> int:
@@ -72,8 +73,14 @@ def summarize(events: list[dict]) -> RunHistory:
     totals = dict.fromkeys(_USAGE_FIELDS, 0)
     published = None
     stops: list[str] = []
+    started_at: dict[int, float] = {}
+    longest = 0.0
     for event in events:
         kind, number = event.get("kind"), event.get("attempt")
+        if kind == "agent_started":
+            started_at[number] = float(event.get("elapsed_s", 0.0))
+        elif kind == "verdicts" and number in started_at:
+            longest = max(longest, float(event.get("elapsed_s", 0.0)) - started_at[number])
         if kind == "published":
             published = event.get("result", {})
         stop = _stop_sentence(event)
@@ -105,6 +112,7 @@ def summarize(events: list[dict]) -> RunHistory:
     spend = Spend(
         attempts=sum(1 for record in attempts.values() if record.started),
         elapsed_s=float(events[-1].get("elapsed_s", 0.0)) if events else 0.0,
+        longest_attempt_s=longest,
         **totals,
     )
     ordered = tuple(attempts[number] for number in sorted(attempts))

@@ -1,0 +1,28 @@
+"""A run's time limit holds within 10%: an attempt that, as long as the longest one so far,
+would end past the limit by more than that is not started."""
+
+from controller.runs.budget import budget_stop
+from controller.runs.history import Spend, summarize
+from controller.runs.manifest import RunLimits
+
+LIMITS = RunLimits(max_attempts=50, max_minutes=1.0)
+
+
+def test_an_attempt_that_would_end_too_late_is_not_started():
+    stop = budget_stop(LIMITS, Spend(attempts=2, elapsed_s=50.0, longest_attempt_s=20.0))
+    assert stop is not None and stop.limit == "wall_time" and "time limit near" in stop.reason
+
+
+def test_an_attempt_that_fits_within_the_overrun_starts():
+    assert budget_stop(LIMITS, Spend(attempts=2, elapsed_s=40.0, longest_attempt_s=25.0)) is None
+    assert budget_stop(LIMITS, Spend(attempts=0, elapsed_s=0.0)) is None
+
+
+def test_the_longest_attempt_is_read_from_the_journal():
+    events = [
+        {"kind": "agent_started", "attempt": 1, "elapsed_s": 1.0},
+        {"kind": "verdicts", "attempt": 1, "elapsed_s": 31.0, "passed": False},
+        {"kind": "agent_started", "attempt": 2, "elapsed_s": 32.0},
+        {"kind": "verdicts", "attempt": 2, "elapsed_s": 42.0, "passed": True},
+    ]
+    assert summarize(events).spend.longest_attempt_s == 30.0
