@@ -92,6 +92,42 @@ for part in "$@"; do
         tail -n 3 "$OUT/status_$op.txt" "$OUT/install.log" 2>/dev/null
       done
       [ -f tuned/h200/profile.json ] && verify_and_pack_h200 ;;
+    baselines)  # issue 44: every catalog operator's own baseline judged on this GPU (preflight)
+      for op in ${BASELINE_OPS:-split_kv_attention stacked_projection qkv_projection attention_output gated_gelu_projection rotate_qk}; do
+        python3 -m controller generate "$op" --output "$OUT/tasks" > /dev/null 2>&1
+        TAIL=0 run "baseline_$op" 200 python3 -m controller evaluate "$OUT/tasks/$op" \
+          --solution "$OUT/tasks/$op/solution" --device cuda --json
+        python3 -c 'import json, sys; d = json.loads(open(sys.argv[1]).read()[open(sys.argv[1]).read().index("{"):]); print(sys.argv[2], d["status"], d.get("integrity"), d["reason"][:400], d.get("library_calls", [])[:2])' "$OUT/baseline_$op.log" "$op"
+      done ;;
+    optimize)  # issue 44: one `controller optimize` on this GPU seeded from SEED_PROFILE (h200),
+      # publishing OPT_PROFILE (h100); its batch lives in .device-runs/ so a later device call
+      # that carries that folder resumes it; packed into $OUT/optimize-batch.tgz when unfinished
+      target=.device-target
+      if [ ! -d "$target/.git" ]; then
+        mkdir -p "$target" && cp pyproject.toml "$target/" && git -C "$target" init -q -b main \
+          && git -C "$target" add -A \
+          && git -C "$target" -c user.name=tune -c user.email=tune@localhost commit -qm target
+      fi
+      found=$(ls -d .device-runs/optimize-* 2>/dev/null | tail -n 1)
+      if [ -n "$found" ]; then
+        arguments=(--resume "$found" --runs-dir .device-runs)
+      else
+        arguments=(--profile "${OPT_PROFILE:-h100}" --seed-profile "${SEED_PROFILE:-h200}"
+          --budget-minutes "${OPT_MINUTES:-6}" --device cuda --size pi05 --fence landlock
+          --batch 1 --batch 8 --target "$target" --runs-dir .device-runs
+          --max-attempts "${OPT_ATTEMPTS:-2}" ${OPT_FLAGS:-} -- controller.profiling.example_driver:forward pi05 1)
+      fi
+      TAIL=60 run optimize "${OPT_SECONDS:-540}" python3 -m controller optimize "${arguments[@]}"
+      for folder in .device-runs/optimize-*; do
+        cp "$folder/evidence/report.md" "$OUT/optimize-report.md" 2>/dev/null
+        cp "$folder/plan.json" "$OUT/optimize-plan.json" 2>/dev/null
+        cp "$folder/profile/hotspots.md" "$OUT/optimize-hotspots.md" 2>/dev/null
+      done
+      if [ -f "tuned/${OPT_PROFILE:-h100}/profile.json" ]; then
+        tar czf "$OUT/tuned-${OPT_PROFILE:-h100}.tgz" "tuned/${OPT_PROFILE:-h100}"
+      fi
+      tar czf /tmp/optimize-batch.tgz --exclude='*/workspace' --exclude='*/candidate' .device-runs .device-target
+      split -b 15m -d /tmp/optimize-batch.tgz "$OUT/optimize-batch.tgz.part" ;;
     verify) verify_and_pack_h200 ;;  # the profile as it is in the tree (it loads once verified)
     kernels)  # where the forward's device time goes, by kernel, for each PROFILE:MODE
       for spec in ${KERNEL_SPECS:-stock:reduce-overhead none:graph}; do

@@ -149,41 +149,43 @@ def library_functions(facts) -> frozenset[int]:
     called (`facts` with operands), found by capturing the same products here, in the
     evaluator's own code, on fresh operands of the same dtypes, shapes, strides and
     alignment: a kernel in the candidate's graph with one of these handles is the library's."""
+    handles: set[int] = set()
+    for layout in {(fact.label, fact.operands) for fact in facts if fact.operands}:
+        handles.update(_product_kernels(*layout))
+    return frozenset(handles)
+
+
+@functools.lru_cache(maxsize=256)
+def _product_kernels(label: str, operands: tuple) -> frozenset[int]:
+    """The kernels one library product runs on operands laid out as `operands`."""
     import torch
 
-    handles: set[int] = set()
-    seen: set = set()
-    for fact in facts:
-        if not fact.operands or (fact.label, fact.operands) in seen:
-            continue
-        seen.add((fact.label, fact.operands))
-        namespace, name, overload = fact.label.split(".")
-        product = getattr(getattr(getattr(torch.ops, namespace), name), overload)
-        operands = [_fresh_operand(*layout) for layout in fact.operands]
-        stream = torch.cuda.Stream()
-        with torch.cuda.stream(stream):
-            product(*operands)  # the library's handles and workspace, outside the capture
-        stream.synchronize()
+    namespace, name, overload = label.split(".")
+    product = getattr(getattr(getattr(torch.ops, namespace), name), overload)
+    tensors = [_fresh_operand(*layout) for layout in operands]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        product(*tensors)  # the library's handles and workspace, outside the capture
+    torch.cuda.current_stream().wait_stream(side)
+    try:
+        graph = torch.cuda.CUDAGraph(keep_graph=True)
+    except TypeError:  # a torch without keep_graph
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            product(*operands)
-        handles.update(
-            node.function
-            for node in graph_nodes(graph.raw_cuda_graph())
-            if node.kind == "kernel" and node.function is not None
-        )
-    return frozenset(handles)
+    with torch.cuda.graph(graph):
+        product(*tensors)
+    return frozenset(
+        node.function
+        for node in graph_nodes(graph.raw_cuda_graph())
+        if node.kind == "kernel" and node.function is not None
+    )
 
 
 def _fresh_operand(dtype, shape, stride, alignment):
     """Zeros laid out as a candidate's operand was, at the same address modulo 256 bytes."""
     import torch
 
-    size = (
-        dtype.itemsize
-        if hasattr(dtype, "itemsize")
-        else torch.empty((), dtype=dtype).element_size()
-    )
+    size = torch.empty((), dtype=dtype).element_size()
     span = 1 + sum(
         (extent - 1) * step for extent, step in zip(shape, stride, strict=True) if extent
     )
