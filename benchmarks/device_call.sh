@@ -126,8 +126,9 @@ for part in "$@"; do
       if [ -f "tuned/${OPT_PROFILE:-h100}/profile.json" ]; then
         tar czf "$OUT/tuned-${OPT_PROFILE:-h100}.tgz" "tuned/${OPT_PROFILE:-h100}"
       fi
-      tar czf /tmp/optimize-batch.tgz --exclude='*/workspace' --exclude='*/candidate' .device-runs .device-target
-      split -b 15m -d /tmp/optimize-batch.tgz "$OUT/optimize-batch.tgz.part" ;;
+      mkdir -p "$OUT/optimize-runs" && (cd .device-runs && find . \( -name "*.json" -o -name "*.md" \
+        -o -name "*.txt" -o -name "*.jsonl" -o -name "*.log" \) -size -1M ! -path "*/fixtures/*" \
+        ! -path "*/workspace/*" -print0 | tar cf - --null -T - | tar xf - -C "$OUT/optimize-runs") ;;
     verify) verify_and_pack_h200 ;;  # the profile as it is in the tree (it loads once verified)
     kernels)  # where the forward's device time goes, by kernel, for each PROFILE:MODE
       for spec in ${KERNEL_SPECS:-stock:reduce-overhead none:graph}; do

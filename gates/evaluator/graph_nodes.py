@@ -145,19 +145,21 @@ def solution_kernel_facts(solution_dir: str) -> list[CompiledKernelFacts]:
 
 
 def library_functions(facts) -> frozenset[int]:
-    """CUfunction handles of the kernels the BLAS library runs for the products a candidate
-    called (`facts` with operands), found by capturing the same products here, in the
-    evaluator's own code, on fresh operands of the same dtypes, shapes, strides and
-    alignment: a kernel in the candidate's graph with one of these handles is the library's."""
+    """CUfunction handles of the kernels torch's libraries run for the ops a candidate may
+    call (`facts` with operands: the BLAS products where its task allows them, same-dtype
+    layout copies), found by capturing the same ops here, in the evaluator's own code, on fresh
+    operands of the same dtypes, shapes, strides and alignment: a kernel in the candidate's
+    graph with one of these handles is the library's."""
     handles: set[int] = set()
-    for layout in {(fact.label, fact.operands) for fact in facts if fact.operands}:
-        handles.update(_product_kernels(*layout))
+    calls = {(fact.label, fact.operands, fact.keywords) for fact in facts if fact.operands}
+    for call in calls:
+        handles.update(_product_kernels(*call))
     return frozenset(handles)
 
 
 @functools.lru_cache(maxsize=256)
-def _product_kernels(label: str, operands: tuple) -> frozenset[int]:
-    """The kernels one library product runs on operands laid out as `operands`."""
+def _product_kernels(label: str, operands: tuple, keywords: tuple = ()) -> frozenset[int]:
+    """The kernels one op runs on operands laid out as `operands`."""
     import torch
 
     namespace, name, overload = label.split(".")
@@ -165,15 +167,16 @@ def _product_kernels(label: str, operands: tuple) -> frozenset[int]:
     tensors = [_fresh_operand(*layout) for layout in operands]
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
+    options = dict(keywords)
     with torch.cuda.stream(side):
-        product(*tensors)  # the library's handles and workspace, outside the capture
+        product(*tensors, **options)  # the library's handles and workspace, outside capture
     torch.cuda.current_stream().wait_stream(side)
     try:
         graph = torch.cuda.CUDAGraph(keep_graph=True)
     except TypeError:  # a torch without keep_graph
         graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        product(*tensors)
+        product(*tensors, **options)
     return frozenset(
         node.function
         for node in graph_nodes(graph.raw_cuda_graph())

@@ -16,6 +16,7 @@ from gates.evaluator.cases import Case
 from gates.evaluator.detectors.call_state import CallState, check_state_unchanged
 from gates.evaluator.detectors.compute_fallback import (
     HOST_READ_FUNCTIONS,
+    LIBRARY_PRODUCTS,
     HostComputeFallback,
     ImportTimeCompute,
     OpPolicy,
@@ -273,7 +274,9 @@ class CandidateGuard:
                 f"{key}: {_first(foreign)} on a tensor over memory torch did not allocate"
             )
         self.library_calls.update(
-            f"{fact.label} {describe_operands(fact.operands)}" for fact in facts if fact.operands
+            f"{fact.label} {describe_operands(fact.operands)}"
+            for fact in facts
+            if fact.operands and fact.name in LIBRARY_PRODUCTS
         )
         host_reads = self.policy.host_reads(reads)
         if host_reads:

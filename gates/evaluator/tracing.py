@@ -58,7 +58,8 @@ class OpFact:
     narrows: bool
     side_stream: bool
     foreign_memory: bool
-    operands: tuple = ()  # a library product's operands: (dtype, shape, stride, offset bytes)
+    operands: tuple = ()  # a replayable op's tensors: (dtype, shape, stride, offset bytes)
+    keywords: tuple = ()  # its other keyword arguments, as sorted (name, value) pairs
 
 
 class Seal:
@@ -148,6 +149,13 @@ def _alignment(tensor: torch.Tensor) -> int:
         return 0
 
 
+def plain_keywords(kwargs: dict) -> tuple:
+    """Keyword arguments that are not tensors (memory format, dtype, device), hashable."""
+    return tuple(
+        sorted((key, value) for key, value in kwargs.items() if not isinstance(value, torch.Tensor))
+    )
+
+
 def describe_operands(operands: tuple) -> str:
     """`bfloat16[50, 1024] x bfloat16[1024, 4096]/(1, 1024)`: a library call's operands, for
     the evidence (strides where the operand is not contiguous)."""
@@ -204,6 +212,7 @@ class CandidateTracer(TorchDispatchMode):
         keeps = name in ("clone", "contiguous", "copy_", "_to_copy") and copy_keeps_values(
             name, args, kwargs
         )
+        replayable = name in LIBRARY_PRODUCTS or keeps  # library kernels a graph may hold
         return OpFact(
             name=name,
             overload=func._overloadname,
@@ -213,7 +222,8 @@ class CandidateTracer(TorchDispatchMode):
             narrows=narrows_precision(name, args, kwargs, result),
             side_stream=self.expected_stream is not None and self._on_side_stream(),
             foreign_memory=any(foreign_memory(t) for t in tensors),
-            operands=operand_layouts(args) if name in LIBRARY_PRODUCTS else (),
+            operands=operand_layouts(args) if replayable else (),
+            keywords=plain_keywords(kwargs) if replayable else (),
         )
 
     def _on_side_stream(self) -> bool:
