@@ -127,7 +127,7 @@ for part in "$@"; do
         tar czf "$OUT/tuned-${OPT_PROFILE:-h100}.tgz" "tuned/${OPT_PROFILE:-h100}"
       fi
       mkdir -p "$OUT/optimize-runs" && (cd .device-runs && find . \( -name "*.json" -o -name "*.md" \
-        -o -name "*.txt" -o -name "*.jsonl" -o -name "*.log" \) -size -1M ! -path "*/fixtures/*" \
+        -o -name "*.txt" -o -name "*.jsonl" -o -name "*.log" \) -size -900k ! -path "*/fixtures/*" \
         ! -path "*/workspace/*" -print0 | tar cf - --null -T - | tar xf - -C "$OUT/optimize-runs") ;;
     verify) verify_and_pack_h200 ;;  # the profile as it is in the tree (it loads once verified)
     kernels)  # where the forward's device time goes, by kernel, for each PROFILE:MODE
