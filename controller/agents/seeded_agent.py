@@ -58,7 +58,10 @@ class SeededAgent:
             )
         folder = self.profile_folder / self.operator / "solution"
         document = json.loads((folder / "solution.json").read_text())
-        files = {source["path"]: source["content"] for source in document.get("sources", [])}
+        files = {  # the files as installed (and digest-checked), not the manifest's copies
+            path.relative_to(folder).as_posix(): path.read_text()
+            for path in sorted(folder.rglob("*.py"))
+        }
         return document["spec"]["entry_point"], files
 
     def check_available(self) -> None:

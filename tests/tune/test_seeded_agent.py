@@ -56,6 +56,8 @@ def test_the_spec_names_the_seed_and_the_agent_after_it():
     entry, files = agent.seed_files()
     assert entry.startswith("operators/catalog/rotate_qk.py::")
     assert "operators/catalog/rotate_qk.py" in files and "solution.json" not in files
+    installed = H200 / "rotate_qk" / "solution" / "operators" / "catalog" / "rotate_qk.py"
+    assert files["operators/catalog/rotate_qk.py"] == installed.read_text(), "not as installed"
     assert make_agent(f"seed:{H200}/rotate_qk").inner.spec == "autotune"
     assert seeded_spec(H200, "rotate_qk", "autotune:2").endswith("h200/rotate_qk+autotune:2")
     assert seeded_spec(H200, "rms_norm", "autotune") == "autotune", "h200 ships no rms_norm"
