@@ -54,7 +54,7 @@ def decide(
         if not numerics:
             kept, reason = False, "dropped: the model's numerics fail with it"
         elif not ratios:
-            kept, reason = False, "dropped: the model was not timed (needs CUDA)"
+            kept, reason = False, "dropped: the model was not timed (timing needs CUDA)"
         elif all(ratio.faster_beyond_noise for ratio in ratios):
             kept, reason = True, f"kept: removing it makes the model slower ({figures})"
         else:

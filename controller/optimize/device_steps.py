@@ -189,6 +189,11 @@ class DeviceSteps:
         timing, told = time_fenced(request)
         if told:
             self.say(f"optimize: model timing: {told}")
+        if not timing:  # on a GPU: no kernel is dropped for a timing that never happened
+            raise OptimizeInterrupted(
+                f"the model could not be timed on this GPU ({told or 'no figures'}); the batch "
+                "stays resumable with --resume once the cause is fixed"
+            )
         return timing
 
     def _request(self, selection: KernelSelection, time_it: bool):

@@ -17,6 +17,7 @@ rewrites its record.
 
 import os
 import pickle
+import re
 import secrets
 import sys
 import tempfile
@@ -236,9 +237,17 @@ def new_nonce() -> str:
     return secrets.token_hex(16)
 
 
+EXCEPTION_LINE = re.compile(r"^[\w.]*(Error|Exception|Interrupt)\b.*")
+"""A traceback's final line, `torch.AcceleratorError: CUDA error: ...` say."""
+
+
 def _last_line(text: str) -> str:
+    """The line that says why the child failed: its last exception line where there is one (a
+    CUDA warning printed by a destructor after the traceback would hide it), else its last."""
     lines = [line for line in text.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
+    raised = [line for line in lines if EXCEPTION_LINE.match(line)]
+    chosen = raised[-1] if raised else (lines[-1] if lines else "")
+    return chosen[:300]
 
 
 def _child(request_path: Path, record_path: Path, outputs_path: Path) -> int:

@@ -121,7 +121,7 @@ def test_a_kernel_is_not_kept_where_the_model_was_not_timed_and_a_resume_keeps_t
     assert run_optimize(build_parser().parse_args(argv), steps=steps) == 1
     report = json.loads((only_batch(tmp_path / "runs") / "evidence" / "report.json").read_text())
     (decision,) = report["decisions"]
-    assert decision["reason"] == "dropped: the model was not timed (needs CUDA)"
+    assert decision["reason"] == "dropped: the model was not timed (timing needs CUDA)"
     assert not (tmp_path / "tuned" / "fast").exists()
 
     batch = str(only_batch(tmp_path / "runs"))
