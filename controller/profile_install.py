@@ -76,6 +76,7 @@ def install_export(export: Path, profile: str, tuned_root: Path, replace: bool =
         "weighted_speedup": described.get("weighted_speedup"),
         "device": described["device"],
         "layouts": described["layouts"],
+        "owns": described["owns"],
     }
     document["files"] = {
         path.relative_to(staging).as_posix(): file_digest(path)
@@ -122,12 +123,31 @@ def read_export(export: Path) -> dict[str, Any]:
     _refuse_environment_reads(export, solution, _task_baseline(operator, task, captured))
     evaluation = _promoting_evaluation(export)
     device = evaluation.get("device", "cpu")
+    owns = won_workloads(evaluation)
+    chosen = set(owns) if evaluation.get("timing") else None
     return {
         **described,
         "environment": described.get("environment") or _run_environment(export),
         "entry_point": solution.spec.entry_point,
         "device": device,
-        "layouts": verified_layouts(operator, device, task if captured else None),
+        "layouts": verified_layouts(operator, device, task if captured else None, chosen),
+        "owns": owns or {"*": "verified on every workload, not timed (no CUDA)"},
+    }
+
+
+def won_workloads(evaluation: dict) -> dict[str, str]:
+    """The workloads where the kernel was faster than the incumbent it replaced (the baseline
+    for a first promotion) with the evaluator's confidence, each with its figure: an installed
+    kernel applies only there, and elsewhere the call keeps the incumbent."""
+    promotion = (evaluation.get("timing") or {}).get("promotion") or {}
+    against = promotion.get("against") or {}
+    role = "incumbent" if "incumbent" in against else "baseline"
+    rows = (against.get(role) or {}).get("workloads") or {}
+    return {
+        name: f"x{1 / row['ratio']:.3f} [{1 / row['high']:.3f}, {1 / row['low']:.3f}] "
+        f"against the {role}"
+        for name, row in sorted(rows.items())
+        if row.get("high") is not None and 0 < row["high"] < 1 and row.get("low", 0) > 0
     }
 
 
@@ -163,10 +183,16 @@ def _task_baseline(operator: str, task: Path, captured: bool):
     return Solution.model_validate_json(files["solution/solution.json"])
 
 
-def verified_layouts(operator: str, device: str, captured_task: Path | None = None) -> list[list]:
-    """Each workload's argument signature: inputs as contiguous tensors on `device` (and a
-    captured task's layouts as the evaluator passed them), then the params positionally, by
-    keyword (sorted), and left out where they are the defaults."""
+def verified_layouts(
+    operator: str,
+    device: str,
+    captured_task: Path | None = None,
+    workloads: set[str] | None = None,
+) -> list[list]:
+    """Each workload's argument signature: a catalog task's workloads as contiguous tensors on
+    `device`, or a captured task's layouts as the evaluator passed them (only those it judged),
+    then the params positionally, by keyword (sorted), and left out where they are the
+    defaults. `workloads`: only these (the ones the kernel won), by their timing names."""
     import inspect
 
     import torch
@@ -179,7 +205,9 @@ def verified_layouts(operator: str, device: str, captured_task: Path | None = No
     defaults = _defaults(inspect.signature(declaration.preferred or declaration.reference))
     signatures: list[list] = []
     argument_layouts = []
-    for workload in declaration.workloads:
+    for workload in declaration.workloads if captured_task is None else ():
+        if workloads is not None and workload.name not in workloads:
+            continue
         tensors = []
         for spec in declaration.inputs:
             meta = torch.empty(
@@ -188,7 +216,7 @@ def verified_layouts(operator: str, device: str, captured_task: Path | None = No
             tensors.append(layout_of(meta))
         argument_layouts.append(tensors)
     if captured_task is not None:
-        argument_layouts += _captured_argument_layouts(declaration, captured_task)
+        argument_layouts += _captured_argument_layouts(declaration, captured_task, workloads)
     for layouts in argument_layouts:
         tensors = [layout.model_copy(update={"device_type": device}) for layout in layouts]
         params = declaration.params
@@ -205,14 +233,17 @@ def verified_layouts(operator: str, device: str, captured_task: Path | None = No
     return signatures
 
 
-def _captured_argument_layouts(declaration, task: Path) -> list[list]:
-    """Per captured workload, its input layouts viewed in the declared shapes (its cases)."""
+def _captured_argument_layouts(declaration, task: Path, chosen: set[str] | None) -> list[list]:
+    """Per captured workload (of `chosen`, by timing name), its input layouts viewed in the
+    declared shapes (its cases)."""
     from gates.evaluator.captured_cases import load_captured
     from operators.call_capture import in_declared_shape
     from operators.declaration import Workload
 
     layouts = []
     for workload in load_captured(task):
+        if chosen is not None and workload.uuid.split("-", 1)[-1] not in chosen:
+            continue
         plain = Workload(name=workload.uuid, axes=workload.axes)
         layouts.append(
             [

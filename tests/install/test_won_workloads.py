@@ -1,0 +1,40 @@
+"""An installed kernel applies only where it won: the workloads where its paired ratio against
+the incumbent it replaced (the baseline for a first promotion) was faster with the evaluator's
+confidence; elsewhere the call keeps the incumbent."""
+
+from controller.profile_install import verified_layouts, won_workloads
+from operators import REGISTRY
+
+
+def _evaluation(rows: dict, role: str = "baseline") -> dict:
+    return {"timing": {"promotion": {"against": {role: {"workloads": rows}}}}}
+
+
+def test_only_workloads_faster_with_confidence_are_owned():
+    rows = {
+        "action_b1": {"ratio": 0.5, "low": 0.49, "high": 0.51},  # won
+        "action_b8": {"ratio": 0.99, "low": 0.97, "high": 1.01},  # within noise: not owned
+        "prefix_b8": {"ratio": 1.2, "low": 1.1, "high": 1.3},  # lost
+    }
+    owns = won_workloads(_evaluation(rows))
+    assert list(owns) == ["action_b1"]
+    assert owns["action_b1"].startswith("x2.000") and "against the baseline" in owns["action_b1"]
+
+
+def test_a_later_promotion_is_owned_against_the_incumbent_it_replaced():
+    evaluation = _evaluation({"action_b1": {"ratio": 0.9, "low": 0.88, "high": 0.92}})
+    evaluation["timing"]["promotion"]["against"]["incumbent"] = {
+        "workloads": {"action_b1": {"ratio": 1.01, "low": 1.0, "high": 1.02}}
+    }
+    assert won_workloads(evaluation) == {}
+    assert won_workloads({"device": "cpu"}) == {}
+
+
+def test_the_layouts_installed_are_those_of_the_workloads_won():
+    everything = verified_layouts("rms_norm", "cuda")
+    won = verified_layouts("rms_norm", "cuda", workloads={"action_b1"})
+    assert 0 < len(won) < len(everything)
+    assert all(signature in everything for signature in won)
+    rows = [w.axes["tokens"] for w in REGISTRY.declaration("rms_norm").workloads]
+    assert len(everything) >= len(rows)
+    assert verified_layouts("rms_norm", "cuda", workloads=set()) == []
