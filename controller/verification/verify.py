@@ -145,9 +145,8 @@ def _detached(outputs: dict) -> dict:
 
 
 def reference_cases(forwards: "ExampleForwards | DriverForwards", batches: list[int], inputs: int):
-    return collect_references(
-        forwards.float32_reference, forwards.under("torch"), batches, list(range(inputs))
-    )
+    baselines = [forwards.under("torch"), forwards.under("stock")]
+    return collect_references(forwards.float32_reference, baselines, batches, list(range(inputs)))
 
 
 def verify_profile(
