@@ -97,6 +97,14 @@ def attention_output_reference(attended: torch.Tensor, weight: torch.Tensor) -> 
     return F.linear(merge_heads(attended), weight)
 
 
+@triton.jit
+def _nearest_bfloat16(x):
+    """x (FP32) rounded to the nearest BF16 value, ties to even: what a GPU's conversion does,
+    which the interpreter's (truncating) does not."""
+    bits = x.to(tl.uint32, bitcast=True)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).to(tl.float32, bitcast=True)
+
+
 @triton.jit(do_not_specialize=["tokens", "rows"])  # one compile serves every token count
 def _attention_output_kernel(
     a_ptr,
@@ -143,7 +151,7 @@ def _attention_output_kernel(
     keep = token_ok[:, None] & column_ok[None, :]
     place = (batch * tokens + token)[:, None] * outputs + column[None, :]
     if SPLITS == 1:
-        tl.store(out_ptr + place, acc.to(out_ptr.dtype.element_ty), mask=keep)
+        tl.store(out_ptr + place, _nearest_bfloat16(acc).to(out_ptr.dtype.element_ty), mask=keep)
     else:  # out_ptr is the FP32 partial sums, one (rows, outputs) slab per split
         tl.store(out_ptr + split * rows * outputs + place, acc, mask=keep)
 
@@ -156,7 +164,7 @@ def _add_splits_kernel(partial_ptr, out_ptr, count, SPLITS: tl.constexpr, BLOCK:
     total = tl.load(partial_ptr + index, mask=inside, other=0.0)
     for split in range(1, SPLITS):
         total += tl.load(partial_ptr + split * count + index, mask=inside, other=0.0)
-    tl.store(out_ptr + index, total.to(out_ptr.dtype.element_ty), mask=inside)
+    tl.store(out_ptr + index, _nearest_bfloat16(total).to(out_ptr.dtype.element_ty), mask=inside)
 
 
 def attention_output_kernel(attended: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
