@@ -46,11 +46,18 @@ def make_recorder(torch):
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class AtenRecorder(TorchDispatchMode):
-        """Appends `overload(inputs) -> outputs` for every ATen call, in order."""
+        """Appends `overload(inputs) -> outputs` for every ATen call, in order, and the call's
+        place in the dataflow: its non-tensor arguments and, per tensor argument, the call that
+        last produced or wrote that tensor (or, for a tensor no call produced, its contents'
+        digest)."""
 
         def __init__(self):
             super().__init__()
             self.calls: list[str] = []
+            self.dataflow: list[dict] = []
+            self._producers: dict[int, list] = {}
+            self._digests: dict[int, str] = {}
+            self._kept: list = []  # every tensor seen stays alive, so no id is reused
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -58,9 +65,67 @@ def make_recorder(torch):
             inputs = [describe(a, torch) for a in list(args) + list(kwargs.values())]
             outputs = describe(result if isinstance(result, tuple) else (result,), torch)
             self.calls.append(f"{func}({', '.join(i for i in inputs if i)}) -> {outputs}")
+            self.dataflow.append(self._node(func, args, kwargs, result))
             return result
 
+        def _node(self, func, args, kwargs, result) -> dict:
+            values = [*args, *(kwargs[key] for key in sorted(kwargs))]
+            node = {
+                "label": self.calls[-1],
+                "arguments": [self._reference(value) for value in values],
+                "keywords": sorted(kwargs),
+            }
+            index = len(self.dataflow)
+            produced = result if isinstance(result, tuple | list) else (result,)
+            for position, value in enumerate(produced):
+                if isinstance(value, torch.Tensor):
+                    self._kept.append(value)
+                    self._producers[id(value)] = ["call", index, position]
+            for value in _written(func, args, kwargs):  # written in place: produced here now
+                if isinstance(value, torch.Tensor):
+                    self._producers[id(value)] = ["call", index, -1]
+            return node
+
+        def _reference(self, value):
+            if isinstance(value, torch.Tensor):
+                if id(value) not in self._producers:
+                    self._kept.append(value)
+                    self._producers[id(value)] = ["input", _contents_digest(value, torch)]
+                return self._producers[id(value)]
+            if isinstance(value, list | tuple):
+                return [self._reference(item) for item in value]
+            if value is None or isinstance(value, bool | int | float | str):
+                return ["value", repr(value)]
+            if isinstance(value, torch.dtype | torch.device | torch.layout | torch.memory_format):
+                return ["value", str(value)]
+            return ["value", type(value).__name__]  # a generator, say: no address in a name
+
     return AtenRecorder
+
+
+def _written(func, args, kwargs) -> list:
+    """The arguments an op writes into (`add_`'s self, an `out=` tensor), by its schema."""
+    written = []
+    for position, argument in enumerate(func._schema.arguments):
+        alias = argument.alias_info
+        if alias is None or not alias.is_write:
+            continue
+        if argument.name in kwargs:
+            written.append(kwargs[argument.name])
+        elif position < len(args):
+            written.append(args[position])
+    return written
+
+
+def _contents_digest(tensor, torch) -> str:
+    """What a tensor no recorded call produced holds (a parameter, an input): its layout and
+    bytes, so the same value fed in another order is the same input."""
+    try:
+        flat = tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
+        data = hashlib.sha256(flat.numpy().tobytes()).hexdigest()[:16]
+    except (RuntimeError, TypeError):  # no storage to read (meta): its layout alone
+        data = "unreadable"
+    return f"{describe(tensor, torch)}#{data}"
 
 
 def output_digest(tensor, torch) -> dict:
@@ -112,6 +177,7 @@ def run_configuration(call, index: int, runtime, out: Path, tree: Path) -> dict:
     torch.save({k: v.detach().cpu() for k, v in outputs.items()}, tensors_file)
     return {
         "aten": recorder.calls,
+        "dataflow": recorder.dataflow,
         "calls": [
             [op, relative(file, tree), qualname, list(arguments), list(keywords), list(results), n]
             for (op, file, qualname, arguments, keywords, results), n in (calls or {}).items()

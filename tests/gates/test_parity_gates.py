@@ -1,4 +1,4 @@
-"""Gates 6-8 on the fixture target: ATen sequence, registry hits and bit-exact parity."""
+"""Gates 6-8 on the fixture target: ATen dataflow, registry hits and bit-exact parity."""
 
 from target_fixture import REQUEST, SITES, VISION, vision
 
@@ -24,19 +24,20 @@ def test_a_routing_that_adds_a_cast_changes_the_aten_sequence(
     candidate = probe(make_candidate({"model/vision.py": cast}))
     verdict = aten_sequence.check(base_probe, candidate, load_target_config(base_tree))
     assert not verdict.passed
-    assert verdict.summary.startswith("model.parity:tiny_batch1: ATen call ")
+    assert verdict.summary.startswith("model.parity:tiny_batch1: the ATen dataflow differs")
     assert "the candidate ran aten._to_copy.default(float32[1,8]@(8,1))" in verdict.summary
     assert "BASE ran aten.gelu.default(float32[1,8]@(8,1))" in verdict.summary
 
 
-def test_a_reordered_sum_keeps_the_sequence_but_changes_the_bits(
+def test_a_reordered_sum_changes_the_dataflow_and_the_bits(
     base_tree, base_probe, make_candidate, probe
 ):
     reordered = vision().replace("h = x + skip + bias", "h = x + (skip + bias)")
     assert reordered != vision()
     candidate = probe(make_candidate({"model/vision.py": reordered}))
     config = load_target_config(base_tree)
-    assert aten_sequence.check(base_probe, candidate, config).passed
+    dataflow = aten_sequence.check(base_probe, candidate, config)
+    assert not dataflow.passed and "is not in BASE's dataflow" in dataflow.summary
     verdict = bit_parity.check(base_probe, candidate, config)
     assert not verdict.passed
     # Which configuration first shows the reordering depends on the CPU's vector path (a batch
