@@ -10,7 +10,7 @@ from pathlib import Path
 from controller.agents.base import AgentSession, SessionResult, Usage
 from controller.agents.cli_launch import CliLaunch, json_lines, require_cli
 from controller.agents.cli_result import finish
-from controller.agents.key_proxy import PLACEHOLDER_KEY, KeyProxy
+from controller.agents.key_proxy import OPENAI_PATHS, PLACEHOLDER_KEY, KeyProxy, relay_record
 from controller.agents.pricing import price_for
 from controller.errors import ControllerError
 
@@ -72,7 +72,8 @@ class CodexCliAgent:
         argv += ["-m", self.model, "-c", 'model_provider="controller"']
         started = time.time()
         timeout_s = session.limits.turn_timeout_s
-        with KeyProxy(self.base_url, self._key() or "", "authorization", timeout_s) as proxy:
+        key = self._key() or ""
+        with KeyProxy(self.base_url, key, "authorization", timeout_s, OPENAI_PATHS) as proxy:
             table = self.provider_table(session, proxy.url)
             launch = CliLaunch(session, executable, proxy.port)
             env = {KEY_VARIABLE: PLACEHOLDER_KEY, "CODEX_HOME": str(launch.home)}
@@ -80,12 +81,14 @@ class CodexCliAgent:
             fenced = launch.run(argv, env, stdin=session.prompt)
         events, stray = json_lines(fenced.stdout)
         usage, reason, error, tools = self._read_events(events)
+        usage.calls, usage.failed_calls = proxy.forwarded, proxy.failed  # what reached the provider
         if reason == "finished" and usage.calls > session.limits.max_turns:
             reason = "turn_limit"
             error = (
                 f"codex made {usage.calls} model calls, over max_turns={session.limits.max_turns}"
             )
         transcript = events + [{"type": "unparsed", "line": line} for line in stray]
+        transcript += relay_record(proxy)
         return finish(session, fenced, started, transcript, usage, reason, error, tools, self.spec)
 
     def _read_events(self, events: list[dict]) -> tuple[Usage, str, str | None, list[str]]:

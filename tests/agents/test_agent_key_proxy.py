@@ -8,7 +8,7 @@ import anthropic
 import openai
 import pytest
 
-from controller.agents.key_proxy import PLACEHOLDER_KEY, KeyProxy
+from controller.agents.key_proxy import MAX_BODY_BYTES, OPENAI_PATHS, PLACEHOLDER_KEY, KeyProxy
 from tests.agents.conftest import SECRET_KEY
 from tests.agents.protocol_server import Failure, Reply
 
@@ -29,7 +29,7 @@ def test_anthropic_json_and_stream_pass_with_the_real_key(server):
 
 def test_openai_path_prefix_and_bearer_key(server):
     server.queue(Reply(text="ok"))
-    with KeyProxy(f"{server.url}/v1", SECRET_KEY, "authorization") as proxy:
+    with KeyProxy(f"{server.url}/v1", SECRET_KEY, "authorization", 600, OPENAI_PATHS) as proxy:
         client = openai.OpenAI(api_key=PLACEHOLDER_KEY, base_url=proxy.url, max_retries=0)
         reply = client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "x"}]
@@ -67,3 +67,33 @@ def test_unreachable_provider_is_a_502():
 def test_only_http_upstreams_are_accepted():
     with pytest.raises(ValueError, match="not an http"):
         KeyProxy("file:///etc/passwd", SECRET_KEY, "x-api-key")
+
+
+def test_the_relay_forwards_the_model_calls_and_refuses_anything_else(server):
+    """A model list, another path or method gets 403 and never reaches the provider with the
+    key; a body past the limit gets 413; every forwarded call is counted."""
+    import http.client
+
+    server.queue(Reply(text="ok"))
+    with KeyProxy(server.url, SECRET_KEY, "x-api-key") as proxy:
+        client = anthropic.Anthropic(api_key=PLACEHOLDER_KEY, base_url=proxy.url, max_retries=0)
+        client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+        answers = []
+        for method, path, headers in (
+            ("GET", "/v1/models", {}),
+            ("POST", "/v1/files", {}),
+            ("DELETE", "/v1/messages", {}),
+            ("POST", "/v1/messages", {"Content-Length": str(MAX_BODY_BYTES + 1)}),
+        ):
+            connection = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
+            connection.putrequest(method, path)
+            for name, value in headers.items():
+                connection.putheader(name, value)
+            connection.endheaders()
+            answers.append(connection.getresponse().status)
+            connection.close()
+        forwarded, refused = proxy.forwarded, list(proxy.refused)
+    assert answers == [403, 403, 403, 413]
+    assert forwarded == 1 and len(server.model_requests()) == 1
+    assert refused[0] == "GET /v1/models (403)" and refused[-1] == "POST /v1/messages (413)"
+    assert all(request.path.split("?")[0] == "/v1/messages" for request in server.requests)
