@@ -9,7 +9,7 @@ from pathlib import Path
 from controller.agents.base import AgentSession, SessionResult, Usage
 from controller.agents.cli_launch import CliLaunch, json_lines, require_cli
 from controller.agents.cli_result import finish
-from controller.agents.key_proxy import PLACEHOLDER_KEY, KeyProxy, relay_record
+from controller.agents.key_proxy import PLACEHOLDER_KEY, KeyProxy, relay_counts, relay_record
 from controller.agents.pricing import price_for
 from controller.errors import ControllerError
 
@@ -72,7 +72,7 @@ class ClaudeCliAgent:
             fenced = launch.run(argv, env, stdin=session.prompt)
         events, stray = json_lines(fenced.stdout)
         usage, reason, error, tools = self._read_stream(events)
-        usage.calls, usage.failed_calls = proxy.forwarded, proxy.failed  # what reached the provider
+        relay_counts(usage, proxy)  # never fewer calls than reached the provider
         transcript = events + [{"type": "unparsed", "line": line} for line in stray]
         transcript += relay_record(proxy)
         return finish(session, fenced, started, transcript, usage, reason, error, tools, self.spec)

@@ -10,7 +10,13 @@ from pathlib import Path
 from controller.agents.base import AgentSession, SessionResult, Usage
 from controller.agents.cli_launch import CliLaunch, json_lines, require_cli
 from controller.agents.cli_result import finish
-from controller.agents.key_proxy import OPENAI_PATHS, PLACEHOLDER_KEY, KeyProxy, relay_record
+from controller.agents.key_proxy import (
+    OPENAI_PATHS,
+    PLACEHOLDER_KEY,
+    KeyProxy,
+    relay_counts,
+    relay_record,
+)
 from controller.agents.pricing import price_for
 from controller.errors import ControllerError
 
@@ -81,7 +87,7 @@ class CodexCliAgent:
             fenced = launch.run(argv, env, stdin=session.prompt)
         events, stray = json_lines(fenced.stdout)
         usage, reason, error, tools = self._read_events(events)
-        usage.calls, usage.failed_calls = proxy.forwarded, proxy.failed  # what reached the provider
+        relay_counts(usage, proxy)  # never fewer calls than reached the provider
         if reason == "finished" and usage.calls > session.limits.max_turns:
             reason = "turn_limit"
             error = (

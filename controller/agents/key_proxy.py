@@ -5,7 +5,8 @@ TCP port it may reach); the relay swaps in the real key and forwards to the prov
 the answer back as it arrives. DNS and TLS also stay outside the fence. It serves the model
 calls and nothing else: a POST to one of the provider's generation paths the backend uses, with
 a body of at most `MAX_BODY_BYTES`; anything else is answered 403 (413 for a body too large)
-and recorded, and every call forwarded is counted, so the run's usage is the relay's count.
+and recorded, and every call forwarded is counted: a run's usage never shows fewer calls than
+it made.
 """
 
 from __future__ import annotations
@@ -180,3 +181,10 @@ def relay_record(proxy: KeyProxy) -> list[dict]:
     if proxy.refused:
         record["refused"] = list(proxy.refused)
     return [record]
+
+
+def relay_counts(usage, proxy: KeyProxy) -> None:
+    """Raise a session's call counts to what the relay forwarded: a CLI's own stream can miss
+    calls (retried, cut off), the relay sees every one that reached the provider."""
+    usage.calls = max(usage.calls, proxy.forwarded)
+    usage.failed_calls = max(usage.failed_calls, proxy.failed)

@@ -171,5 +171,6 @@ def test_cli_dying_mid_stream_is_an_error_with_its_stderr(tmp_path, make_session
     result = agent.run(make_session())
     assert result.exit_reason == "error"
     assert "code 139" in result.error and "Segmentation fault" in result.error
-    assert result.transcript[-1] == {"type": "unparsed", "line": "not json at all"}
+    assert result.transcript[-2] == {"type": "unparsed", "line": "not json at all"}
+    assert result.transcript[-1] == {"type": "relay", "forwarded": 0, "failed": 0}
     assert result.usage.calls == 1
