@@ -25,6 +25,16 @@ class ControllerError(Exception):
     """A run cannot start or resume as asked; the message says what was wrong and what to do."""
 
 
+class ProviderUnavailable(ControllerError):
+    """The model provider cannot serve the run now: rate-limited past the pause the controller
+    waits out, or the key refused. The run is left `interrupted` and resumes once the provider
+    answers; the attempt in flight is withdrawn, not counted (`usage`: what it spent)."""
+
+    def __init__(self, message: str, usage: dict | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
 def environment_failure(error: BaseException) -> str | None:
     """One line saying what ran out and where, or None when `error` is not environmental.
 
@@ -38,6 +48,8 @@ def environment_failure(error: BaseException) -> str | None:
     for number, what in ENVIRONMENT_ERRNOS.items():  # a tool (git) that met the same fault
         if os.strerror(number) in text:
             return f"{what}: {text}"
+    if isinstance(error, ProviderUnavailable):
+        return str(error).strip().splitlines()[0]
     from sandbox.errors import FenceError
 
     if isinstance(error, FenceError):

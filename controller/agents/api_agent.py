@@ -10,6 +10,7 @@ from types import ModuleType
 from controller.agents.base import AgentSession, SessionResult
 from controller.agents.chat_loop import (
     ChatLoop,
+    KeyRefused,
     MalformedReply,
     ProviderError,
     RetryPolicy,
@@ -17,7 +18,7 @@ from controller.agents.chat_loop import (
     TurnTimeout,
 )
 from controller.agents.pricing import price_for
-from controller.errors import ControllerError
+from controller.errors import ControllerError, ProviderUnavailable
 
 TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
@@ -32,11 +33,39 @@ def sdk_errors(sdk: ModuleType, timeout_s: float) -> Iterator[None]:
     except sdk.APIConnectionError as error:
         raise TransientError(f"connection failed: {error}") from error
     except sdk.APIStatusError as error:
-        if error.status_code in TRANSIENT_STATUS or error.status_code >= 500:
-            raise TransientError(f"HTTP {error.status_code}: {error.message}") from error
-        raise ProviderError(f"HTTP {error.status_code}: {error.message}") from error
+        status = error.status_code
+        if status in TRANSIENT_STATUS or status >= 500:
+            wait = retry_after_s(getattr(error.response, "headers", {}) or {})
+            raise TransientError(f"HTTP {status}: {error.message}", status, wait) from error
+        if status in (401, 403):
+            raise KeyRefused(f"HTTP {status}: {error.message}") from error
+        raise ProviderError(f"HTTP {status}: {error.message}") from error
     except (sdk.APIResponseValidationError, ValueError) as error:
         raise MalformedReply(str(error)) from error
+
+
+def retry_after_s(headers) -> float | None:
+    """The wait a provider asked for: `retry-after-ms`, or `retry-after` in seconds or as an
+    HTTP date; None when it asked for none."""
+    import email.utils
+    import time
+
+    value = headers.get("retry-after-ms")
+    if value:
+        with contextlib.suppress(ValueError):
+            return max(0.0, float(value) / 1000)
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 class ApiAgent:
@@ -84,4 +113,13 @@ class ApiAgent:
         """Hold the conversation here; only tool calls cross into the fence."""
         self.check_available()
         price, note = price_for(self.model)
-        return ChatLoop(self.provider(), price, note, self.retry).run(session)
+        try:
+            return ChatLoop(self.provider(), price, note, self.retry).run(session)
+        except ProviderUnavailable as error:
+            if "HTTP 401" in str(error) or "HTTP 403" in str(error):
+                raise ProviderUnavailable(
+                    f"{self.key_variable} was refused by the provider ({error}); set it to a "
+                    "valid key and resume the run",
+                    error.usage,
+                ) from None
+            raise

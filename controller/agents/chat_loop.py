@@ -11,10 +11,27 @@ from pydantic import BaseModel
 from controller.agents.base import AgentSession, SessionResult, TraceEvent, Usage
 from controller.agents.pricing import Price
 from controller.agents.tools import FencedTools, ToolOutcome
+from controller.errors import ProviderUnavailable
 
 
 class TransientError(Exception):
-    """The provider failed in a way worth retrying: 429, 529, 5xx, a dropped connection."""
+    """The provider failed in a way worth retrying: 429, 529, 5xx, a dropped connection.
+    `status` and `retry_after_s` (what the provider asked for) when it answered."""
+
+    def __init__(
+        self, message: str, status: int | None = None, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after_s = retry_after_s
+
+    @property
+    def rate_limited(self) -> bool:
+        return self.status in RATE_LIMIT_STATUS
+
+
+RATE_LIMIT_STATUS = frozenset({429, 529})
+"""Too many requests, overloaded: the provider asks to wait, the attempt is not at fault."""
 
 
 class MalformedReply(Exception):
@@ -27,6 +44,10 @@ class TurnTimeout(Exception):
 
 class ProviderError(Exception):
     """The provider refused the call in a way retrying cannot fix (bad key, bad request)."""
+
+
+class KeyRefused(ProviderError):
+    """The provider refused the key (HTTP 401 or 403): no attempt can succeed until it is set."""
 
 
 class ToolCall(BaseModel):
@@ -61,11 +82,15 @@ class ChatProvider(Protocol):
 
 
 class RetryPolicy(BaseModel, frozen=True):
-    """Exponential backoff for transient provider errors and malformed replies."""
+    """Exponential backoff for transient provider errors and malformed replies; rate limits
+    are waited out as the provider asks (`retry-after`), up to `max_pause_s` per model call,
+    and cost no retry."""
 
     attempts: int = 6
     base_s: float = 1.0
     max_s: float = 30.0
+    max_pause_s: float = 600.0
+    """The longest one model call waits out rate limits before the run is interrupted."""
 
     def delay_s(self, failure_number: int) -> float:
         """Seconds to wait after the n-th consecutive failure (1-based)."""
@@ -154,7 +179,8 @@ class ChatLoop:
     def _call(self, messages, session, usage: Usage, deadline: float) -> ModelReply:
         """One model call with retries; every attempt, failed or not, is counted."""
         last_problem = ""
-        for failure_number in range(1, self.retry.attempts + 1):
+        failure_number, paused_s = 0, 0.0
+        while failure_number < self.retry.attempts:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise LimitReached("timeout", f"session ran past wall_s={session.limits.wall_s}")
@@ -164,12 +190,29 @@ class ChatLoop:
             except TurnTimeout as timeout:
                 usage.failed_calls += 1
                 raise LimitReached("timeout", f"model call timed out: {timeout}") from None
+            except KeyRefused as refusal:
+                usage.failed_calls += 1
+                raise ProviderUnavailable(str(refusal), usage.model_dump(mode="json")) from None
             except ProviderError as refusal:
                 usage.failed_calls += 1
                 raise LimitReached("error", f"model call refused: {refusal}") from None
             except (TransientError, MalformedReply) as problem:
                 usage.failed_calls += 1
                 last_problem = f"{type(problem).__name__}: {problem}"
+                if isinstance(problem, TransientError) and problem.rate_limited:
+                    wait = max(problem.retry_after_s or 0.0, self.retry.base_s)
+                    if paused_s + wait > self.retry.max_pause_s:
+                        raise ProviderUnavailable(
+                            f"the provider kept refusing for rate limits ({problem}) past the "
+                            f"{self.retry.max_pause_s:.0f} s the controller waits; the attempt "
+                            "is not counted, resume the run later",
+                            usage.model_dump(mode="json"),
+                        ) from None
+                    paused_s += wait
+                    deadline += wait  # a pause the provider asked for costs the agent nothing
+                    self.sleep(wait)
+                    continue
+                failure_number += 1
                 if failure_number < self.retry.attempts:
                     self.sleep(self.retry.delay_s(failure_number))
                 continue

@@ -21,7 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from controller.candidate import capture_candidate, load_candidate
-from controller.errors import environment_failure, is_user_error
+from controller.errors import ProviderUnavailable, environment_failure, is_user_error
 from controller.flows.base import Flow, RunContext
 from controller.runs import records
 from controller.runs.budget import attempt_allowance, budget_stop
@@ -110,7 +110,10 @@ class Engine:
             except Exception as error:
                 self._environment_failure = environment_failure(error)
                 with signals_deferred():
-                    if self._environment_failure is not None:
+                    if isinstance(error, ProviderUnavailable):
+                        self._usage_in_flight = error.usage or self._usage_in_flight
+                        self._record_interruption(self._environment_failure, withdraw=True)
+                    elif self._environment_failure is not None:
                         self._record_interruption(self._environment_failure)
                     else:
                         self._record_failure(error)
@@ -361,14 +364,15 @@ class Engine:
                 return [verdict for verdict in verdicts if not verdict.passed]
         return []
 
-    def _record_interruption(self, reason: str) -> None:
-        """Journal `interrupted`; a disk too full even for that leaves a crash to resume from."""
+    def _record_interruption(self, reason: str, withdraw: bool = False) -> None:
+        """Journal `interrupted`; a disk too full even for that leaves a crash to resume from.
+        `withdraw`: the attempt in flight is not counted (the provider, not the agent, failed)."""
         try:
             self.journal = self.store.open_journal()  # an append may have been cut short
             self.state = self.store.state()
             if self.state.terminal or self.state.state == "interrupted":
                 return
-            self._close_attempt_in_flight(reason)
+            self._close_attempt_in_flight(reason, withdraw)
             self._transition("interrupted", reason=reason, resume_state=self.state.state)
         except OSError as error:
             if environment_failure(error) is None:
@@ -385,11 +389,11 @@ class Engine:
         self._close_attempt_in_flight(reason)
         self._transition("failed", reason=reason)
 
-    def _close_attempt_in_flight(self, reason: str) -> None:
-        """An agent session cut short is recorded as interrupted; it is never replayed."""
+    def _close_attempt_in_flight(self, reason: str, withdraw: bool = False) -> None:
+        """An agent session cut short is recorded as interrupted; it is never replayed. One the
+        provider could not serve is withdrawn: its spend is kept, the attempt runs again."""
         record = self.store.history().attempt(self.state.attempt)
         if self.state.state == "attempting" and record.started and not record.finished:
             usage = {"usage": self._usage_in_flight} if self._usage_in_flight else {}
-            self.journal.append(
-                "attempt_interrupted", attempt=self.state.attempt, reason=reason, **usage
-            )
+            kind = "attempt_withdrawn" if withdraw else "attempt_interrupted"
+            self.journal.append(kind, attempt=self.state.attempt, reason=reason, **usage)

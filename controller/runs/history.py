@@ -86,6 +86,11 @@ def summarize(events: list[dict]) -> RunHistory:
         stop = _stop_sentence(event)
         if stop:
             stops.append(stop)
+        if kind == "attempt_withdrawn":  # the provider failed it: spend kept, not counted
+            for field in _USAGE_FIELDS:
+                totals[field] += (event.get("usage") or {}).get(field, 0)
+            attempts.pop(number, None)
+            continue
         if kind not in {"agent_started", "agent_finished", "attempt_interrupted", "verdicts"}:
             continue
         record = attempts.get(number, AttemptHistory(number=number))

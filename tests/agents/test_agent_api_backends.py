@@ -8,7 +8,7 @@ from controller.agents import make_agent
 from controller.agents.anthropic_agent import AnthropicAgent
 from controller.agents.chat_loop import RetryPolicy
 from controller.agents.openai_agent import OpenAIAgent
-from controller.errors import ControllerError
+from controller.errors import ControllerError, ProviderUnavailable
 from tests.agents.conftest import SECRET_KEY
 from tests.agents.protocol_server import Call, Failure, Malformed, Reply
 
@@ -67,11 +67,28 @@ def test_transient_529_and_429_are_retried_and_counted(kind, server, make_sessio
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
-def test_persistent_overload_stops_with_error(kind, server, make_session):
+def test_rate_limits_are_waited_out_without_spending_retries(kind, server, make_session):
+    server.queue(*[Failure(529)] * 4, Failure(429, "rate_limit_error", "slow down"), Reply())
+    result = build(kind, server, retry=FAST_RETRY).run(make_session())
+    assert result.exit_reason == "finished"  # five refusals, three retries allowed
+    assert result.usage.calls == 6 and result.usage.failed_calls == 5
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_a_sustained_rate_limit_interrupts_the_run_past_the_pause_bound(kind, server, make_session):
     server.queue(*[Failure(529)] * 3)
+    bounded = FAST_RETRY.model_copy(update={"max_pause_s": 0.025})
+    with pytest.raises(ProviderUnavailable, match="rate limits") as stopped:
+        build(kind, server, retry=bounded).run(make_session())
+    assert stopped.value.usage["calls"] == 3 and stopped.value.usage["failed_calls"] == 3
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_persistent_server_errors_stop_with_error(kind, server, make_session):
+    server.queue(*[Failure(500, "api_error", "Internal")] * 3)
     result = build(kind, server, retry=FAST_RETRY).run(make_session())
     assert result.exit_reason == "error"
-    assert "3 times" in result.error and "529" in result.error
+    assert "3 times" in result.error and "500" in result.error
     assert result.usage.failed_calls == 3
 
 
@@ -134,11 +151,13 @@ def test_turn_timeout_stops_the_session(kind, server, make_session):
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
-def test_rejected_key_is_an_error_not_a_retry(kind, server, make_session):
+def test_a_rejected_key_stops_the_run_naming_the_variable(kind, server, make_session):
     server.queue(Failure(401, "authentication_error", "invalid x-api-key"))
-    result = build(kind, server, retry=FAST_RETRY).run(make_session())
-    assert result.exit_reason == "error" and "401" in result.error
-    assert result.usage.calls == 1
+    variable = "ANTHROPIC_API_KEY" if kind == "anthropic" else "OPENAI_API_KEY"
+    with pytest.raises(ProviderUnavailable, match=f"{variable} was refused") as stopped:
+        build(kind, server, retry=FAST_RETRY).run(make_session())
+    assert "401" in str(stopped.value) and len(str(stopped.value).splitlines()) == 1
+    assert stopped.value.usage["calls"] == 1
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
@@ -172,3 +191,13 @@ def test_unknown_model_is_priced_at_the_default_and_says_so(server, make_session
     result = build("openai", server, model="mystery-model").run(make_session())
     assert result.usage.dollars == pytest.approx(15.0)
     assert "not in the price table" in result.events[0].args["price_note"]
+
+
+def test_the_wait_a_provider_asks_for_is_read_from_its_headers():
+    from controller.agents.api_agent import retry_after_s
+
+    assert retry_after_s({"retry-after-ms": "1500"}) == 1.5
+    assert retry_after_s({"retry-after": "7"}) == 7.0
+    assert retry_after_s({"retry-after": "Thu, 01 Jan 1970 00:00:00 GMT"}) == 0.0
+    assert retry_after_s({"retry-after": "soon"}) is None
+    assert retry_after_s({}) is None

@@ -145,3 +145,32 @@ def test_the_trace_is_well_formed_chrome_trace_json(tmp_path, target):
             assert event["ts"] >= 0 and event["dur"] >= 0 and event["tid"] in {1, 2, 3, 4}
     gates = [e["name"] for e in trace["traceEvents"] if e.get("cat") == "gate"]
     assert gates == ["gate scope", "gate greeting"] * 2
+
+
+def test_a_provider_that_cannot_serve_interrupts_the_run_and_the_attempt_is_not_counted(
+    tmp_path, target
+):
+    """Rate-limited past the pause bound (or a refused key): the run is `interrupted` (exit 75),
+    the attempt in flight is withdrawn with its spend kept, and a resume runs it again."""
+    from controller.errors import ProviderUnavailable
+
+    class RateLimitedOnce(GreetingAgent):
+        def run(self, session):
+            if not self.sessions:
+                self.sessions.append(session)
+                raise ProviderUnavailable(
+                    "the provider kept refusing for rate limits", {"calls": 4, "failed_calls": 4}
+                )
+            return super().run(session)
+
+    store = new_tiny_run(tmp_path / "runs", target)
+    agent = RateLimitedOnce(good_from=1)
+    outcome = run_tiny(store, agent)
+    assert outcome.state == "interrupted" and outcome.exit_code == 75
+    assert "rate limits" in outcome.reason
+    spend = store.history().spend
+    assert spend.attempts == 0 and spend.calls == 4 and spend.failed_calls == 4
+    resumed = run_tiny(store, agent)
+    assert resumed.state == "done"
+    assert [session.attempt for session in agent.sessions] == [1, 1]
+    assert store.history().spend.attempts == 1
