@@ -6,6 +6,8 @@ import torch
 import triton
 import triton.language as tl
 
+from .rms_kernel import nearest_bfloat16
+
 
 @triton.autotune(
     configs=[triton.Config({}, num_warps=4), triton.Config({}, num_warps=8)],
@@ -19,7 +21,8 @@ def tuned_rows_kernel(x_ptr, w_ptr, out_ptr, hidden, eps, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + row * hidden + columns, mask=mask, other=0.0).to(tl.float32)
     w = tl.load(w_ptr + columns, mask=mask, other=0.0).to(tl.float32)
     inverse_rms = tl.rsqrt(tl.sum(x * x, axis=0) / hidden + eps)
-    tl.store(out_ptr + row * hidden + columns, x * inverse_rms * w, mask=mask)
+    y = nearest_bfloat16(x * inverse_rms * w)
+    tl.store(out_ptr + row * hidden + columns, y, mask=mask)
 
 
 def rms_norm(x, weight, eps=1e-6):

@@ -6,6 +6,14 @@ import triton.language as tl
 
 
 @triton.jit
+def nearest_bfloat16(x):
+    """x (FP32) rounded to the nearest BF16 value as a GPU converts it; the interpreter's
+    conversion truncates, which would be a rounding less accurate than stock's."""
+    bits = x.to(tl.uint32, bitcast=True)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def rms_rows_kernel(x_ptr, w_ptr, out_ptr, row_stride, hidden, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     columns = tl.arange(0, BLOCK)
@@ -13,7 +21,8 @@ def rms_rows_kernel(x_ptr, w_ptr, out_ptr, row_stride, hidden, eps, BLOCK: tl.co
     x = tl.load(x_ptr + row * row_stride + columns, mask=mask, other=0.0).to(tl.float32)
     w = tl.load(w_ptr + columns, mask=mask, other=0.0).to(tl.float32)
     inverse_rms = tl.rsqrt(tl.sum(x * x, axis=0) / hidden + eps)
-    tl.store(out_ptr + row * hidden + columns, x * inverse_rms * w, mask=mask)
+    y = nearest_bfloat16(x * inverse_rms * w)
+    tl.store(out_ptr + row * hidden + columns, y, mask=mask)
 
 
 def launch(
