@@ -29,7 +29,7 @@ from gates.registration.snapshots import (
 from gates.target import TargetConfig
 from gates.verdict import Verdict
 from operators import fp64_oracle
-from operators.accuracy import AccuracyCheck
+from operators.accuracy import AccuracyCheck, stock_loosening
 from operators.declaration import OperatorDeclaration
 
 GATE = "kernel_workloads"
@@ -54,6 +54,7 @@ def kernels_to_run(
             chosen[name] = after
             continue
         changed = before.preferred != after.preferred or before.resolved != after.resolved
+        changed = changed or before.stock != after.stock  # the stock sets the contract
         old, new = file_digests(base_tree, after.files), file_digests(candidate_tree, after.files)
         if changed or old != new:
             chosen[name] = before.model_copy(update={"preferred": after.preferred})
@@ -172,6 +173,8 @@ def _first_problem(
         except (TypeError, ValueError, RuntimeError) as error:
             return f"{where}: its reference outputs are malformed ({type(error).__name__})"
         for index, (output, got) in enumerate(zip(outputs, saved["got"], strict=True)):
+            if check.bounds and (loose := stock_loosening(check.bounds[index])):
+                return f"{name} at workload {case.workload} ({case.key}), output {output}: {loose}"
             violation = check.output_violation(index, output, got)
             if violation is not None:
                 return f"{where} breaks its {contract.mode} contract: {violation.describe()}"

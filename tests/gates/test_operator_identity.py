@@ -32,6 +32,16 @@ def _capped_rms_norm(x, weight, eps=1e-6):
 DECLARATION = DECLARATION.model_copy(update={"preferred": _capped_rms_norm})
 '''
 
+SLOPPY_STOCK = '''
+
+def _fp8_stock(x, weight, eps=1e-6):
+    """A "stock" that rounds through FP8: it would let any kernel that sloppy pass."""
+    return rms_norm_reference(x, weight, eps).to(torch.float8_e4m3fn).to(x.dtype)
+
+
+DECLARATION = DECLARATION.model_copy(update={"stock": _fp8_stock})
+'''
+
 SHADOW = '''\
 """A faster rms_norm."""
 
@@ -237,3 +247,19 @@ def test_a_profile_refusal_reads_the_same_from_two_copies_of_a_tree(tmp_path):
         except RuntimeError as error:
             lines.append(_last_line(error, tree))
     assert lines[0] == lines[1] and "tuned/h200" in lines[0]
+
+
+@pytest.mark.slow
+def test_a_stock_formulation_that_would_loosen_the_contract_is_rejected(
+    base_tree, base_snapshot, make_candidate, snapshot, runner, tmp_path
+):
+    tree = make_candidate(
+        {"operators/catalog/rms_norm.py": rms_norm_source(base_tree) + SLOPPY_STOCK}
+    )
+    candidate = snapshot(tree)
+    config = load_target_config(tree)
+    ran = kernel_workloads.check(
+        base_tree, tree, base_snapshot, candidate, config, runner, tmp_path, "nonce"
+    )
+    assert not ran.passed
+    assert "may not loosen the operator's own contract" in ran.summary, ran.summary

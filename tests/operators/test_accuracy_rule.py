@@ -142,3 +142,23 @@ def test_attention_that_also_rounds_its_large_scores_is_refused():
         for seed in SEEDS
     ]
     assert all(violation is not None for violation in refused), refused
+
+
+def test_a_declared_stock_sloppier_than_the_reference_is_refused_and_sdpa_is_not():
+    from operators.accuracy import stock_loosening
+
+    declaration = SCALED["split_kv_attention"]
+    for workload in declaration.workloads:
+        for distribution in DISTRIBUTIONS:
+            inputs = declaration.make_inputs(workload, 0, distribution, "cpu")
+            bound = AccuracyCheck.on_inputs(declaration, inputs).bounds[0]
+            assert stock_loosening(bound) is None, (workload.name, distribution)
+
+    def sloppy(*inputs, **params):
+        (exact,) = as_outputs(declaration.reference(*(_wide(t) for t in inputs), **params))
+        return exact.to(torch.float8_e4m3fn).to(torch.bfloat16)
+
+    inputs = declaration.make_inputs(declaration.workloads[0], 0, "normal", "cpu")
+    loose = declaration.model_copy(update={"stock": sloppy})
+    reason = stock_loosening(AccuracyCheck.on_inputs(loose, inputs).bounds[0])
+    assert reason is not None and "may not loosen" in reason
