@@ -17,7 +17,7 @@ stays within.
 import torch
 from pydantic import BaseModel, ConfigDict
 
-from operators.contract import ContractViolation, first_bit_difference
+from operators.contract import ContractViolation, first_bit_difference, layout_violation
 from operators.declaration import OperatorDeclaration, as_outputs
 from operators.fp64_oracle import fp64_outputs
 
@@ -168,19 +168,6 @@ def stock_loosening(bound: OutputBound) -> str | None:
         f"than {STOCK_SLACK}x the reference in the model dtype ({bound.reference_rms:.3g}): "
         "a stock formulation may not loosen the operator's own contract"
     )
-
-
-def layout_violation(name: str, got, expected: torch.Tensor) -> ContractViolation | None:
-    """A produced output that is not a plain tensor of the reference's dtype and shape."""
-    if type(got) is not torch.Tensor:
-        return ContractViolation(output=name, reason=f"type {type(got).__name__}, not Tensor")
-    if got.dtype != expected.dtype:
-        return ContractViolation(output=name, reason=f"dtype {got.dtype} != {expected.dtype}")
-    if tuple(got.shape) != tuple(expected.shape):
-        return ContractViolation(
-            output=name, reason=f"shape {tuple(got.shape)} != {tuple(expected.shape)}"
-        )
-    return None
 
 
 def error_figures(

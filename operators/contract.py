@@ -68,13 +68,9 @@ class Contract(BaseModel):
         """A screen against one reference output alone, for tests of a registration: bytes
         under `bit_exact`; otherwise each element within `roundings` BF16 steps of |expected|
         plus its RMS. Kernels are judged by `operators.accuracy`, which needs the inputs."""
-        if type(got) is not torch.Tensor:
-            return ContractViolation(output=name, reason=f"type {type(got).__name__}, not Tensor")
-        if got.dtype != expected.dtype or tuple(got.shape) != tuple(expected.shape):
-            return ContractViolation(
-                output=name,
-                reason=f"{got.dtype}{list(got.shape)} != {expected.dtype}{list(expected.shape)}",
-            )
+        layout = layout_violation(name, got, expected)
+        if layout is not None:
+            return layout
         got, expected = got.detach().cpu(), expected.detach().cpu()
         if self.mode == "bit_exact":
             return first_bit_difference(name, got, expected)
@@ -99,6 +95,19 @@ def _first_screen_violation(name: str, got, expected, share: float):
         got=float(got64.reshape(-1)[element]),
         expected=float(expected64.reshape(-1)[element]),
     )
+
+
+def layout_violation(name: str, got, expected: torch.Tensor) -> ContractViolation | None:
+    """A produced output that is not a plain tensor of the reference's dtype and shape."""
+    if type(got) is not torch.Tensor:
+        return ContractViolation(output=name, reason=f"type {type(got).__name__}, not Tensor")
+    if got.dtype != expected.dtype:
+        return ContractViolation(output=name, reason=f"dtype {got.dtype} != {expected.dtype}")
+    if tuple(got.shape) != tuple(expected.shape):
+        return ContractViolation(
+            output=name, reason=f"shape {tuple(got.shape)} != {tuple(expected.shape)}"
+        )
+    return None
 
 
 def first_bit_difference(name: str, got: torch.Tensor, expected: torch.Tensor):
