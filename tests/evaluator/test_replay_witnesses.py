@@ -13,6 +13,7 @@ from gates.evaluator.graph_timing import SECONDARY_EVERY, figure_replays
 from gates.evaluator.judge import CaseFailure, Errors, check_witnesses
 from gates.evaluator.replay_witnesses import MAX_WITNESSES, WitnessLog
 from operators import REGISTRY
+from operators.accuracy import AccuracyCheck
 
 DECLARATION = REGISTRY.declaration("rms_norm")
 WORKLOAD = DECLARATION.workloads[0]
@@ -113,9 +114,10 @@ def test_a_near_miss_in_a_replay_is_a_numerical_error_not_a_cheat():
 
     def near(inputs, index):
         (out,) = _right(inputs, index)
-        bound = DECLARATION.contract.atol + DECLARATION.contract.rtol * out.double().abs()
+        allowed = AccuracyCheck.on_inputs(DECLARATION, list(inputs)).bounds[0].max_abs
         nudged = out.double().clone()
-        nudged.view(-1)[0] += 3 * bound.view(-1)[0]
+        largest = int(nudged.abs().argmax())  # off by a few allowances, far from grossly
+        nudged.view(-1)[largest] += 3 * allowed
         return (nudged.to(out.dtype),)
 
     _replays(pool, log, 2 * SECONDARY_EVERY, near)
