@@ -82,7 +82,7 @@ def run_batch(
     def finished(operator: str, current: BatchRecord) -> None:
         done = sum(1 for name in current.operators if current.entries[name].finished)
         row = summarize_operator(folder, operator, current.entries[operator])
-        say(f"[{done}/{total}] {progress_text(row)}")
+        say(f"[{done}/{total}] {progress_text(row, current.options.device)}")
 
     workers.on_finished = finished
     record = workers.run(record, record.unfinished())
@@ -125,11 +125,12 @@ def _preflight_line(name: str, result) -> str:
     return f"preflight {name}: baseline PASSED, {result.baseline_us:.2f} us weighted"
 
 
-def progress_text(row) -> str:
+def progress_text(row, device: str = "cuda") -> str:
+    """One finished operator's line; the GPU slot it held is named only on CUDA."""
     speedup = f", x{row.speedup:.3f}" if row.speedup else ""
     weakest = (
         f" (weakest round x{row.weakest_round_speedup:.3f})" if row.weakest_round_speedup else ""
     )
-    where = f" on GPU {row.device}" if row.device else ""
+    where = f" on GPU {row.device}" if row.device and device == "cuda" else ""
     reason = f": {row.stop_reason}" if row.stop_reason else ""
     return f"{row.operator} {row.status}{where}{speedup}{weakest}{reason}"

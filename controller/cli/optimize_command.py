@@ -22,6 +22,8 @@ def add_parser(subparsers) -> None:
         "optimize",
         help="profile, tune, install and verify a driver's operators in one resumable batch",
         description=__doc__.splitlines()[0],
+        epilog="example: controller optimize --profile h100 --seed-profile h200 --device cuda "
+        "--batch 1 --batch 8 -- controller.profiling.example_driver:forward pi05 1",
     )
     parser.add_argument("--profile", metavar="NAME", help="the kernel profile to install")
     parser.add_argument(
@@ -66,7 +68,8 @@ def add_parser(subparsers) -> None:
         "driver",
         nargs="*",
         metavar="DRIVER",
-        help="after `--`: module:function [ARGS] or script.py [ARGS]",
+        help="after `--`: module:function [ARGS] or script.py [ARGS], e.g. "
+        "`-- controller.profiling.example_driver:forward pi05 1`",
     )
     parser.set_defaults(func=run)
 

@@ -68,6 +68,10 @@ def add_parser(subparsers) -> None:
     demo = actions.add_parser(
         "demo",
         help="register gelu_tanh in a scratch copy of the example target (scripted, offline)",
+        description="Register gelu_tanh for the example model's vision MLP in a scratch copy of "
+        "the example target, with a scripted agent: attempt 1 forgets a call site and is "
+        "rejected with feedback, attempt 2 passes every gate. Prints where the review branch "
+        "and the evidence are.",
     )
     demo.add_argument("--fence", choices=("landlock", "docker"), default="landlock")
     demo.add_argument("--unfenced", action="store_true", help="run without any fence")

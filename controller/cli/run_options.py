@@ -35,7 +35,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--agent",
         metavar="SPEC",
-        help="anthropic:<model>, openai:<model>, claude, codex or scripted:<file>",
+        help="anthropic:<model>, openai:<model>, claude, codex, scripted:<file>, "
+        "autotune[:<submissions>] (tune's default) or seed:<tuned/PROFILE>/<op>[+<agent>]",
     )
     group.add_argument("--base-url", metavar="URL", help="API server for the agent")
     group.add_argument(
@@ -49,7 +50,13 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run the agent without any fence (recorded in the manifest)",
     )
-    group.add_argument("--max-attempts", type=int, default=3, metavar="N")
+    group.add_argument(
+        "--max-attempts",
+        type=int,
+        default=3,
+        metavar="N",
+        help="attempts for the whole run, interrupted ones included (default: 3)",
+    )
     group.add_argument(
         "--max-minutes",
         type=float,

@@ -11,12 +11,22 @@ def add_parser(subparsers) -> None:
     status = subparsers.add_parser(
         "status",
         help="where a run stands: state, attempts, spend, whether a process is working on it",
+        description="Where a run (register, tune, tune-all batch or optimize) stands: its state, "
+        "attempts and their verdicts, spend, the incumbent's speedup where timed, and whether a "
+        "process is working on it. Reads the run folder; changes nothing.",
+        epilog="example: controller status runs/tune-20261206T082215Z-18d1ac",
     )
     report = subparsers.add_parser(
-        "report", help="a run's evidence report (built from the run folder as it is now)"
+        "report",
+        help="a run's evidence report (built from the run folder as it is now)",
+        description="Print a run's evidence report (Markdown, as evidence/report.md holds it), "
+        "or with --html write its self-contained review page and print the page's path.",
+        epilog="example: controller report runs/register-20261206T080000Z-1a2b3c --html",
     )
     for parser, handler in ((status, show_status), (report, show_report)):
-        parser.add_argument("run", metavar="RUN", help="run folder, or run id under --runs-dir")
+        parser.add_argument(
+            "run", metavar="RUN", help="run folder, or run id under --runs-dir (e.g. tune-...)"
+        )
         parser.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, metavar="DIR")
         parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
         parser.set_defaults(func=handler)

@@ -16,7 +16,12 @@ def add_parser(subparsers) -> None:
     )
     actions = parser.add_subparsers(dest="sandbox_action", metavar="ACTION", required=True)
 
-    probe = actions.add_parser("probe", help="show what each fence can enforce here")
+    probe = actions.add_parser(
+        "probe",
+        help="show what each fence can enforce here",
+        description="Show what each fence (Landlock, Docker) can enforce on this machine: the "
+        "Landlock ABI and its file and network rules, whether a Docker daemon answers.",
+    )
     probe.add_argument("--json", action="store_true", help="print machine-readable JSON")
     probe.set_defaults(func=run_probe)
 

@@ -1,9 +1,10 @@
 """`controller verify --profile NAME`: is the model still right under a kernel profile, and how
 fast is it end to end?
 
-The example model runs on N fixed input seeds per batch size: an FP32 reference and the BF16
-baseline (both `kernel_profile=torch`) and the profile. Each continuous output's errors against
-the FP32 reference may exceed the baseline's by at most 25% on average and 2x at worst;
+The example model runs on N fixed input seeds per batch size: an FP32 reference, the BF16
+baseline (per output the worse of `kernel_profile=torch` and `stock`) and the profile. Each
+continuous output's errors against the FP32 reference may exceed the baseline's by at most 25%
+on average and 2x at worst;
 discrete outputs must equal the baseline's. On CUDA the forward is also timed, captured in one
 CUDA graph, under the profile, none and stock (the references with SDPA attention), paired and
 interleaved over rounds; a profile not faster than none in every round fails. Last, the cases
@@ -27,7 +28,7 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "verify",
         help="check a kernel profile's model-level numerics and time the model end to end",
-        description=__doc__.splitlines()[0],
+        description=" ".join(__doc__.split("\n\n")[0].split()),
     )
     parser.add_argument(
         "--profile", required=True, metavar="NAME", help="an installed profile, auto or none"

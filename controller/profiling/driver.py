@@ -18,7 +18,9 @@ def add_driver_argument(parser) -> None:
         "driver",
         nargs="+",
         metavar="DRIVER",
-        help="after `--`: module:function [ARGS] or script.py [ARGS]",
+        help="after `--`: module:function [ARGS] or script.py [ARGS], e.g. "
+        "`-- controller.profiling.example_driver:forward pi05 1` (the example model at pi05 "
+        "size, batch 1)",
     )
 
 
