@@ -57,7 +57,7 @@ def show_status(arguments) -> int:
     print(f"run {status['run_id']}  flow {status['flow']}  state {status['state']}{reason}")
     print(
         f"attempts {spend['attempts']} of {limits['max_attempts']}: "
-        + (", ".join(f"{a['number']} {a['status']}" for a in status["attempts"]) or "none")
+        + (", ".join(f"attempt {a['number']} {a['status']}" for a in status["attempts"]) or "none")
     )
     print(
         f"spent {spend['tokens']} tokens, ${spend['dollars']:.4f}, {spend['calls']} calls "
