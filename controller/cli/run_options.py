@@ -139,6 +139,9 @@ def start_or_resume(
     reason = f": {outcome.reason}" if outcome.reason else ""
     print(f"controller: run {outcome.run_id} {outcome.state}{reason}", file=sys.stderr)
     print(f"controller: evidence in {store.evidence_dir / 'report.md'}", file=sys.stderr)
+    page = store.evidence_dir / "report.html"
+    if page.is_file():
+        print(f"controller: review page {page}", file=sys.stderr)
     command = resume_command(flow_name, store.run_dir)
     if not store.state().terminal and command:
         print(f"controller: resume with: {command}", file=sys.stderr)

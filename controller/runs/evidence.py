@@ -119,7 +119,11 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += ["## Interruptions", "", *[f"- {stop}" for stop in report["stops"]], ""]
     if report["published"]:
         lines += ["## Published", "", f"`{_compact(report['published'])}`", ""]
-    lines += ["Files: report.json (this, as data), trace.json (open in Perfetto).", ""]
+    lines += [
+        "Files: [report.html](report.html) (the review page: diffs, verdicts, charts, "
+        "transcript), report.json (this, as data), trace.json (open in Perfetto).",
+        "",
+    ]
     return "\n".join(lines)
 
 
