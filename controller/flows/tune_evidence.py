@@ -49,7 +49,10 @@ def write_tuning_evidence(store: RunStore, device: str) -> None:
             "latency_us": series,
         },
     )
-    write_atomic(evidence / PLOT, latency_svg(series))
+    if series:
+        write_atomic(evidence / PLOT, latency_svg(series))
+    else:  # nothing timed: no empty chart (the report says why)
+        (evidence / PLOT).unlink(missing_ok=True)
     report = evidence / "report.md"
     text = report.read_text() if report.is_file() else ""
     write_atomic(report, text.rstrip("\n") + "\n\n" + tuning_markdown(store, device) + "\n")
@@ -230,7 +233,11 @@ def tuning_markdown(store: RunStore, device: str) -> str:
     if tried or screened:
         lines.append("")
         lines.append("Each attempt's transcript.json says how its agent chose the point.")
-    lines += ["", "### Latency by attempt", "", f"![per-workload latency by attempt]({PLOT})", ""]
+    lines += ["", "### Latency by attempt", ""]
+    if (store.evidence_dir / PLOT).is_file():
+        lines += [f"![per-workload latency by attempt]({PLOT})", ""]
+    else:
+        lines += ["No chart: no attempt was timed (timing needs CUDA).", ""]
     return "\n".join(lines)
 
 

@@ -25,7 +25,10 @@ def write_screen_evidence(store: RunStore) -> None:
         {"attempt": attempt, **summary, "points": [p.model_dump() for p in points]},
     )
     title = f"screen of attempt {attempt}: {len(points)} points on {summary.get('device')}"
-    if matplotlib_available():
+    if not any(point.weighted_us is not None for point in points):
+        plot = None  # nothing timed: a chart would be empty
+        note = "No plot: no point was timed (on a CPU the interpreter checks correctness only)."
+    elif matplotlib_available():
         plot, note = "screen.png", ""
         (evidence / plot).write_bytes(plot_png(points, title))
     else:
@@ -96,7 +99,8 @@ def screen_markdown(attempt, summary, points, plot, note) -> str:
             lines.append(
                 f"- `{json.dumps(point.point, sort_keys=True)}` {point.status}: {point.reason}"
             )
-    lines += ["", f"![screened points]({plot})"]
+    if plot is not None:
+        lines += ["", f"![screened points]({plot})"]
     if note:
         lines += ["", note]
     return "\n".join(lines)

@@ -123,6 +123,10 @@ class RunPage(BaseModel):
     tuning_lines: list[str] = Field(default_factory=list)
     model_time: ModelTime | None = None
     report_markdown: str = Field("", description="report.md, for flows the page has no view of")
+    pictures: list[tuple[str, str]] = Field(
+        default_factory=list,
+        description="caption and data: URI of each picture the evidence folder holds",
+    )
     linked_pages: list[tuple[str, str]] = Field(
         default_factory=list, description="label and relative path of pages below this one"
     )

@@ -35,6 +35,11 @@ def run_html(run: RunPage) -> str:
             )
         else:
             parts.append("<p>No attempt was timed (timing needs CUDA).</p>")
+        parts += [
+            f"<figure class='picture'><img alt='{escape(caption)}' src='{uri}'>"
+            f"<figcaption>{escape(caption)}</figcaption></figure>"
+            for caption, uri in run.pictures
+        ]
     parts += model_time_html(run.model_time)
     if run.report_markdown:
         parts += ["<h2>Report</h2>", f"<pre class='report'>{escape(run.report_markdown)}</pre>"]

@@ -66,6 +66,7 @@ def read_run(run_dir: Path) -> RunPage:
             ("model calls", f"{totals['calls']} ({totals['failed_calls']} failed)"),
             ("active time", f"{totals['elapsed_s']:.1f} s"),
         ],
+        pictures=evidence_pictures(store.evidence_dir),
         published=_compact(report["published"]) if report["published"] else None,
         stops=report["stops"],
         speedups=_speedups(evaluations, incumbents),
@@ -228,3 +229,27 @@ def _outcome(report: dict[str, Any]) -> str:
 
 def _compact(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
+
+
+PICTURES = (
+    ("screen.png", "image/png", "The screen of the declared space: each point's weighted time."),
+    (
+        "screen.svg",
+        "image/svg+xml",
+        "The screen of the declared space: each point's weighted time.",
+    ),
+    ("latency.svg", "image/svg+xml", "Each timed attempt's latency against the baseline."),
+)
+
+
+def evidence_pictures(evidence: Path) -> list[tuple[str, str]]:
+    """The pictures the evidence folder holds, as data: URIs, so the page stays one file."""
+    import base64
+
+    found = []
+    for name, kind, caption in PICTURES:
+        path = evidence / name
+        if path.is_file():
+            data = base64.b64encode(path.read_bytes()).decode()
+            found.append((caption, f"data:{kind};base64,{data}"))
+    return found

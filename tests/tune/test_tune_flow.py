@@ -274,3 +274,24 @@ def test_bad_input_is_one_line_and_exit_code_2(tune_target, tmp_path, capsys, op
     error = capsys.readouterr().err.strip()
     assert error.startswith("controller: error: ") and message in error
     assert len(error.splitlines()) == 1
+
+
+def test_a_cpu_run_draws_no_empty_chart_and_says_why(tune_target, tmp_path):
+    script = write_script(tmp_path / "session.json", [mark("factor=0.5")])
+    arguments = tune_arguments(
+        tmp_path / "runs",
+        tune_target,
+        operator="rms_norm",
+        agent=f"scripted:{script}",
+        unfenced=True,
+        device="cpu",
+        max_attempts=1,
+    )
+    assert run_tune(arguments, evaluator=FakeEvaluator()) == 1  # nothing timed, none promoted
+    evidence = only_run(tmp_path / "runs") / "evidence"
+    assert not (evidence / "latency.svg").exists()
+    report = (evidence / "report.md").read_text()
+    assert "No chart: no attempt was timed (timing needs CUDA)." in report
+    assert "[report.html](report.html)" in report
+    page = (evidence / "report.html").read_text()
+    assert "No attempt was timed" in page and "data:image/svg+xml" not in page
