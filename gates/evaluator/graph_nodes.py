@@ -163,7 +163,10 @@ def _product_kernels(label: str, operands: tuple, keywords: tuple = ()) -> froze
     import torch
 
     namespace, name, overload = label.split(".")
-    product = getattr(getattr(getattr(torch.ops, namespace), name), overload)
+    packet = getattr(getattr(torch.ops, namespace), name)
+    # An `out=` overload writes where the candidate asked: the same library kernel runs for
+    # the overload that allocates, which needs no destination here.
+    product = getattr(packet, "default" if overload == "out" else overload)
     tensors = [_fresh_operand(*layout) for layout in operands]
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
