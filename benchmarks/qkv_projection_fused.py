@@ -61,6 +61,14 @@ def qkv_projection_reference(
 
 
 @triton.jit
+def _nearest_bfloat16(x):
+    """x (FP32) rounded to the nearest BF16 value, ties to even: what a GPU's conversion does,
+    which the interpreter's (truncating) does not."""
+    bits = x.to(tl.uint32, bitcast=True)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def _qkv_projection_kernel(
     x_ptr,
     wq_ptr,
@@ -112,7 +120,7 @@ def _qkv_projection_kernel(
     batch, token = row // tokens, row % tokens
     head, within = columns // HEAD_DIM, columns % HEAD_DIM
     place = (batch[:, None] * heads + head[None, :]) * tokens + token[:, None]
-    out = acc.to(out_ptr.dtype.element_ty)
+    out = _nearest_bfloat16(acc).to(out_ptr.dtype.element_ty)
     tl.store(out_ptr + place * HEAD_DIM + within[None, :], out, mask=row_mask[:, None])
 
 

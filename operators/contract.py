@@ -67,7 +67,8 @@ class Contract(BaseModel):
     ) -> ContractViolation | None:
         """A screen against one reference output alone, for tests of a registration: bytes
         under `bit_exact`; otherwise each element within `roundings` BF16 steps of |expected|
-        plus its RMS. Kernels are judged by `operators.accuracy`, which needs the inputs."""
+        plus its RMS (values under 2^-24 count as zero). Kernels are judged by
+        `operators.accuracy`, which needs the inputs."""
         layout = layout_violation(name, got, expected)
         if layout is not None:
             return layout
@@ -77,12 +78,17 @@ class Contract(BaseModel):
         return _first_screen_violation(name, got, expected, self.roundings * 2.0**-8)
 
 
+SCREEN_ZERO = 2.0**-24
+"""Below this, a value counts as zero for the screen (a tail computed as 1e-28 where the
+reference rounds to 0)."""
+
+
 def _first_screen_violation(name: str, got, expected, share: float):
     got64, expected64 = got.double(), expected.double()
     finite = torch.isfinite(expected64)
     scale = float(expected64[finite].square().mean().sqrt()) if bool(finite.any()) else 0.0
     error = torch.sub(got64, expected64).abs_()
-    bad = ~(error <= expected64.abs().add_(scale).mul_(share))
+    bad = ~(error <= expected64.abs().add_(scale).mul_(share).add_(SCREEN_ZERO))
     same = (got64 == expected64) | (torch.isnan(got64) & torch.isnan(expected64))
     bad &= ~same
     if not bool(bad.any()):

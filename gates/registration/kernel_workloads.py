@@ -94,7 +94,9 @@ def check(
     argv = [sys.executable, "-I", "-B", str(RUNNER_SCRIPT), "--tree", str(candidate_tree)]
     argv += ["--out", str(out), "--registry-module", config.registry_module]
     argv += ["--request", str(request), "--snapshot-script", str(SNAPSHOT_SCRIPT)]
-    argv += ["--oracle-script", str(ORACLE_SCRIPT)]
+    oracle = out / ORACLE_SCRIPT.name  # where the fenced runner may read it
+    oracle.write_bytes(ORACLE_SCRIPT.read_bytes())
+    argv += ["--oracle-script", str(oracle)]
     result = runner.run(argv, candidate_tree, writable=(out,), timeout=timeout)
     (out / "runner.log").write_text(result.output)
     if result.timed_out:

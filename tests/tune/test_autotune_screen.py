@@ -30,6 +30,7 @@ KERNEL = textwrap.dedent(
     import triton.language as tl
 
     from operators import triton_runtime  # noqa: F401
+    from operators.catalog.rounding import round_to_bfloat16
 
     TUNING = {"block": 128, "num_warps": 4}
     TUNING_SPACE = {"block": (64, 96, 128, 256), "num_warps": (1, 4)}
@@ -43,7 +44,8 @@ KERNEL = textwrap.dedent(
         x = tl.load(x_ptr + row * hidden + columns, mask=mask, other=0.0).to(tl.float32)
         w = tl.load(w_ptr + columns, mask=mask, other=0.0).to(tl.float32)
         inverse = tl.rsqrt(tl.sum(x * x, axis=0) / hidden + eps)
-        tl.store(out_ptr + row * hidden + columns, (x * inverse * w).to(tl.bfloat16), mask=mask)
+        y = round_to_bfloat16(x * inverse * w)  # to nearest, as a GPU converts
+        tl.store(out_ptr + row * hidden + columns, y.to(tl.bfloat16), mask=mask)
 
 
     def tiny_norm(x, weight, eps=1e-6):
@@ -120,7 +122,7 @@ def test_the_screen_visits_every_point_drops_failures_with_reasons_and_ranks_the
     assert by_block[96] == {"compile_error"}  # tl.arange needs a power of two
     reasons = {r.point["block"]: r.reason for r in records if not r.passed}
     assert "power of 2" in reasons[96]
-    assert reasons[64].startswith("tokens13: output 'y'") and "|got-ref|" in reasons[64]
+    assert reasons[64].startswith("tokens13: output 'y'") and "exceeds the bound" in reasons[64]
     assert {tuple(sorted(t.items())) for t in map(dict, timer.timed)} == {
         (("block", b), ("num_warps", w)) for b in (128, 256) for w in (1, 4)
     }  # only passing points are timed
