@@ -82,7 +82,9 @@ def test_a_failed_preflight_marks_only_its_operator_and_the_summary_says_so(
         "production kernel fails its own task; --no-preflight tunes it anyway" in printed
     )
     assert "preflight rms_norm: baseline PASSED, 5.00 us weighted" in printed
-    assert "[2/2] rms_norm rejected on GPU 0: attempt limit reached: 1 of 1 used" in printed
+    assert (
+        "[2/2] rms_norm rejected: attempt limit reached: 1 of 1 used" in printed
+    )  # no GPU named on a CPU
 
     batch = only_batch(tmp_path / "runs")
     record = json.loads((batch / "batch.json").read_text())
