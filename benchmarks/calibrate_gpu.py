@@ -25,10 +25,10 @@ import torch  # noqa: E402
 
 from gates.calibration.capture_calibration import calibrate_capture  # noqa: E402
 from gates.calibration.contract_file import DEFAULT_MARGIN  # noqa: E402
-from gates.calibration.judgement import fp64_excess  # noqa: E402
 from gates.calibration.measure import call_params, input_sets  # noqa: E402
 from gates.tasks.captured import captured_operators  # noqa: E402
 from operators import REGISTRY  # noqa: E402
+from operators.accuracy import AccuracyCheck  # noqa: E402
 from operators.call_capture import load_capture  # noqa: E402
 from operators.declaration import as_outputs  # noqa: E402
 
@@ -89,7 +89,7 @@ def main() -> int:
 
 
 def _recheck(folder: Path, name: str, operator, device) -> bool:
-    """The production kernel on other draws of every layout stays within the tolerance."""
+    """The production kernel on other draws of every layout keeps the contract."""
     declaration = REGISTRY.declaration(name)
     kernel = declaration.preferred or declaration.reference
     for layout in [item for item in load_capture(folder).layouts if item.operator == name]:
@@ -97,9 +97,9 @@ def _recheck(folder: Path, name: str, operator, device) -> bool:
         for inputs in input_sets(declaration, folder, layout, RECHECK_SEEDS, device)[1:]:
             with torch.no_grad():
                 outputs = list(as_outputs(kernel(*inputs, **params)))
-            excess = fp64_excess(operator, declaration, inputs, outputs, params)
-            if excess is not None:
-                print(f"  {name} {layout.key}: {excess}")
+            violation = AccuracyCheck.on_inputs(declaration, inputs, params).violation(outputs)
+            if violation is not None:
+                print(f"  {name} {layout.key}: {violation.describe()}")
                 return False
     return True
 
