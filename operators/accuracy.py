@@ -21,7 +21,8 @@ from pydantic import BaseModel, ConfigDict
 
 from operators.contract import ContractViolation, first_bit_difference, layout_violation
 from operators.declaration import OperatorDeclaration, as_outputs
-from operators.fp64_oracle import fp64_outputs
+from operators.error_measure import ErrorFigures, error_figures
+from operators.fp64_oracle import fp64_outputs, fp64_terms
 
 RMS_RATIO = 1.25
 """A candidate's RMS error may be this many times the worse baseline's."""
@@ -52,17 +53,6 @@ class OutputBound(BaseModel):
     stock_rms: float
     stock_max_abs: float
     floor_rms: float = 0.0
-
-
-class ErrorFigures(BaseModel):
-    """How far one output lies from the oracle on the finite elements, and whether any
-    element is not finite where the oracle and the reference in the model's dtype are."""
-
-    model_config = ConfigDict(frozen=True)
-
-    rms: float
-    max_abs: float
-    broken: int = 0
 
 
 class AccuracyCheck:
@@ -132,7 +122,7 @@ class AccuracyCheck:
 
         def terms() -> list[torch.Tensor]:
             with torch.no_grad():
-                return list(fp64_outputs(declaration.reference, magnitudes(copies), params))
+                return list(fp64_terms(declaration.reference, copies, params))
 
         return cls(declaration, reference, exact, stock, terms)
 
@@ -198,28 +188,6 @@ def stock_loosening(bound: OutputBound) -> str | None:
     )
 
 
-def error_figures(
-    got: torch.Tensor, exact: torch.Tensor, reference: torch.Tensor | None = None
-) -> ErrorFigures:
-    """RMS and largest absolute error against the FP64 `exact` over the elements where it (and
-    the `reference` in the model's dtype, when given) is finite; `broken` counts elements not
-    finite there."""
-    exact = exact.detach().double()
-    got64 = got.detach().to(exact.device, torch.float64)
-    measured = torch.isfinite(exact)
-    if reference is not None:
-        measured &= torch.isfinite(reference.detach().to(exact.device, torch.float64))
-    if not bool(measured.any()):
-        return ErrorFigures(rms=0.0, max_abs=0.0)
-    broken = int((measured & ~torch.isfinite(got64)).sum())
-    error = torch.sub(got64, exact)[measured & torch.isfinite(got64)].abs_()
-    if not error.numel():
-        return ErrorFigures(rms=0.0, max_abs=0.0, broken=broken)
-    return ErrorFigures(
-        rms=float(error.square().mean().sqrt()), max_abs=float(error.max()), broken=broken
-    )
-
-
 def describe_excess(figures: ErrorFigures, bound: OutputBound) -> str:
     """The figures against their bounds, naming the baseline they come from."""
     return (
@@ -229,15 +197,6 @@ def describe_excess(figures: ErrorFigures, bound: OutputBound) -> str:
         f"reference in the model dtype (RMS {bound.reference_rms:.3g}, max "
         f"{bound.reference_max_abs:.3g}))"
     )
-
-
-def magnitudes(inputs: list) -> list:
-    """Each floating input's absolute values (others as they are): the reference on these
-    gives the size of the terms behind each output element."""
-    return [
-        value.abs() if isinstance(value, torch.Tensor) and value.is_floating_point() else value
-        for value in inputs
-    ]
 
 
 def _copy(value):

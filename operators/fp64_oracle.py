@@ -42,3 +42,12 @@ def fp64_outputs(reference, inputs: list[torch.Tensor], params: dict) -> tuple[t
         result = reference(*wide, **params)
     outputs = tuple(result) if isinstance(result, tuple | list) else (result,)
     return tuple(t.double() for t in outputs)
+
+
+def fp64_terms(reference, inputs: list, params: dict) -> tuple[torch.Tensor, ...]:
+    """The reference in FP64 on each floating input's magnitude: the size of the terms behind
+    each output element (what the accuracy rule's floors scale with)."""
+    magnitudes = [
+        t.abs() if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs
+    ]
+    return fp64_outputs(reference, magnitudes, params)

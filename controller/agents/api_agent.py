@@ -115,11 +115,9 @@ class ApiAgent:
         price, note = price_for(self.model)
         try:
             return ChatLoop(self.provider(), price, note, self.retry).run(session)
-        except ProviderUnavailable as error:
-            if "HTTP 401" in str(error) or "HTTP 403" in str(error):
-                raise ProviderUnavailable(
-                    f"{self.key_variable} was refused by the provider ({error}); set it to a "
-                    "valid key and resume the run",
-                    error.usage,
-                ) from None
-            raise
+        except KeyRefused as refusal:
+            raise ProviderUnavailable(
+                f"{self.key_variable} was refused by the provider ({refusal}); set it to a "
+                "valid key and resume the run",
+                refusal.usage,
+            ) from None

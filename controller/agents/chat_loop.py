@@ -47,7 +47,10 @@ class ProviderError(Exception):
 
 
 class KeyRefused(ProviderError):
-    """The provider refused the key (HTTP 401 or 403): no attempt can succeed until it is set."""
+    """The provider refused the key (HTTP 401 or 403): no attempt can succeed until it is set.
+    The backend names the variable to set; `usage`: what the session spent before."""
+
+    usage: dict | None = None
 
 
 class ToolCall(BaseModel):
@@ -192,7 +195,8 @@ class ChatLoop:
                 raise LimitReached("timeout", f"model call timed out: {timeout}") from None
             except KeyRefused as refusal:
                 usage.failed_calls += 1
-                raise ProviderUnavailable(str(refusal), usage.model_dump(mode="json")) from None
+                refusal.usage = usage.model_dump(mode="json")
+                raise
             except ProviderError as refusal:
                 usage.failed_calls += 1
                 raise LimitReached("error", f"model call refused: {refusal}") from None

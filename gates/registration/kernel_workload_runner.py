@@ -34,8 +34,7 @@ def run_case(declaration, case: dict, out_file: Path, oracle=None) -> str | None
         exact = oracle.fp64_outputs(declaration.reference, _copies(inputs), declaration.params)
         stock = getattr(declaration, "stock", None) or declaration.reference
         saved["exact"] = [_plain(t) for t in exact]
-        sizes = [t.abs() if t.is_floating_point() else t for t in _copies(inputs)]
-        terms = oracle.fp64_outputs(declaration.reference, sizes, declaration.params)
+        terms = oracle.fp64_terms(declaration.reference, _copies(inputs), declaration.params)
         saved["terms"] = [_plain(t) for t in terms]
         saved["stock"] = [
             _plain(t) for t in _as_tuple(stock(*_copies(inputs), **declaration.params))

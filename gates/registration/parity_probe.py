@@ -121,8 +121,7 @@ def _contents_digest(tensor, torch) -> str:
     """What a tensor no recorded call produced holds (a parameter, an input): its layout and
     bytes, so the same value fed in another order is the same input."""
     try:
-        flat = tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
-        data = hashlib.sha256(flat.numpy().tobytes()).hexdigest()[:16]
+        data = output_digest(tensor, torch)["sha256"][:16]
     except (RuntimeError, TypeError):  # no storage to read (meta): its layout alone
         data = "unreadable"
     return f"{describe(tensor, torch)}#{data}"
