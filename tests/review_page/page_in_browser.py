@@ -1,7 +1,8 @@
 """Open a run's review page in headless Chromium the way a reviewer would, and return what
 the browser saw: console errors, the attempts and gates on the page, the charts as drawn
-(their data groups' rendered sizes and point counts) and a screenshot. Skips the calling test,
-with the reason, only where no browser is installed."""
+(their data groups' rendered sizes and point counts), anything the page would fetch (a data:
+URI is part of the page) and a screenshot. Skips the calling test, with the reason, only where
+no browser is installed."""
 
 import sys
 from pathlib import Path
@@ -39,7 +40,9 @@ SEEN = """(() => {
     }),
     transcripts: document.querySelectorAll('details.transcript').length,
     manifest: document.body.textContent.includes('the frozen manifest'),
-    external: [...document.querySelectorAll('[src], link[href]')].map((e) => e.outerHTML),
+    external: [...document.querySelectorAll('[src], link[href]')]
+      .filter((e) => !(e.getAttribute('src') || e.getAttribute('href') || '').startsWith('data:'))
+      .map((e) => e.outerHTML),
   };
 })()"""
 
