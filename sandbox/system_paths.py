@@ -6,9 +6,11 @@ import sys
 from pathlib import Path
 
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# Only the /etc entries programs need to start, resolve users and verify TLS; never shadow or keys.
+# Only the /etc entries programs need to start (a shell's start-up files included), resolve
+# users and verify TLS; never shadow or keys.
 ETC_ENTRIES = (
     "alternatives",
+    "bash.bashrc",
     "ca-certificates",
     "ca-certificates.conf",
     "gai.conf",
@@ -26,6 +28,8 @@ ETC_ENTRIES = (
     "nsswitch.conf",
     "os-release",
     "passwd",
+    "profile",
+    "profile.d",
     "protocols",
     "resolv.conf",
     "services",

@@ -46,6 +46,9 @@ class AgentSession(BaseModel):
     """Budgets for this session."""
     attempt: int = 1
     """1-based attempt number within the run."""
+    scratch: Path | None = None
+    """A writable folder outside the workspace, kept for the whole session (each fenced command
+    gets a fresh TMPDIR); its contents never become part of the candidate."""
 
 
 class Usage(BaseModel):

@@ -8,11 +8,11 @@ import tempfile
 from pathlib import Path
 
 from controller.agents.base import AgentSession
+from controller.agents.fence_toolbelt import with_project_tools, write_login_profile
 from controller.agents.tools import updated_policy
 from controller.errors import ControllerError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 def find_cli(name: str, explicit: str | Path | None = None) -> Path | None:
@@ -55,21 +55,23 @@ class CliLaunch:
         self.home = Path(tempfile.mkdtemp(prefix="agent-home-"))
         root = install_root(executable)
         policy = session.policy
-        self.policy = updated_policy(
-            policy,
-            readable=_merged(policy.readable, [root, *session.context]),
-            writable=_merged(policy.writable, [self.home]),
-            allow_tcp=(proxy_port,),
-            timeout_s=session.limits.wall_s,
+        self.policy = with_project_tools(
+            updated_policy(
+                policy,
+                readable=_merged(policy.readable, [root, *session.context]),
+                writable=_merged(policy.writable, [self.home]),
+                allow_tcp=(proxy_port,),
+                timeout_s=session.limits.wall_s,
+            ),
+            scratch=session.scratch,
+            first_on_path=executable.parent,
         )
+        write_login_profile(self.home, self.policy.env_values["PATH"])
 
     def run(self, argv: list[str], env_values: dict[str, str], stdin: str = ""):
-        """Run the CLI in the fence with exactly these variables (plus HOME and PATH)."""
-        values = {
-            "HOME": str(self.home),
-            "PATH": f"{self.executable.parent}:{SYSTEM_PATH}",
-            **env_values,
-        }
+        """Run the CLI in the fence with exactly these variables (plus HOME and PATH: its own
+        folder, then the project's tools, then the system's)."""
+        values = {"HOME": str(self.home), **env_values}
         policy = self.policy.model_copy(update={"env_values": {**self.policy.env_values, **values}})
         try:
             return self.session.fence.run(

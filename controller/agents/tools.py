@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from controller.agents.base import AgentSession, TraceEvent
+from controller.agents.fence_toolbelt import with_project_tools
 
 OUTPUT_LIMIT = 12_000
 """Characters of tool output handed back to the model (head and tail kept)."""
@@ -103,8 +104,9 @@ class FencedTools:
             path for path in extra_readable if path not in tuple(policy.readable)
         )
         readable += tuple(path for path in session.context if path not in readable)
-        self.policy = updated_policy(
-            policy, readable=readable, timeout_s=session.limits.turn_timeout_s
+        self.policy = with_project_tools(
+            updated_policy(policy, readable=readable, timeout_s=session.limits.turn_timeout_s),
+            scratch=session.scratch,
         )
 
     def call(self, name: str, arguments: dict) -> ToolOutcome:

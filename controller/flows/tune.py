@@ -24,6 +24,7 @@ from controller.review_page import write_review_page
 from controller.runs.budget import BudgetStop
 from controller.runs.records import START_FOLDER
 from controller.runs.store import write_json_atomic
+from gates.changes.ruff_rules import base_configuration
 from gates.tuning import GATE_NAMES
 from gates.tuning.suite import Evaluator, TuningCheck, check_tuning_attempt
 from gates.verdict import Verdict
@@ -99,7 +100,8 @@ class TuneFlow:
     def make_workspace(
         self, run: RunContext, attempt: int, attempt_dir: Path
     ) -> tuple[Path, list[Path]]:
-        """solution/ (the incumbent's), task/ and history/ (read-only); start/ keeps a copy."""
+        """solution/ (the incumbent's), task/ and history/ (read-only), and BASE's ruff
+        configuration file (read-only) so the agent lints as the gate does; start/ keeps a copy."""
         start = attempt_dir / START_FOLDER
         staging = attempt_dir / f"{START_FOLDER}.partial"
         shutil.rmtree(staging, ignore_errors=True)
@@ -110,12 +112,18 @@ class TuneFlow:
         shutil.copytree(self.task_dir(run), staging / TASK, ignore=ignore)
         history = [summary.model_dump(mode="json") for summary in self._summaries(run)]
         write_json_atomic(staging / HISTORY / "attempts.json", history)
+        configuration = base_configuration(run.base_path)
+        if configuration is not None:  # the agent's own `ruff` then agrees with the ruff gate
+            shutil.copy2(configuration, staging / configuration.name)
         os.replace(staging, start)
         workspace = attempt_dir / "workspace"
         shutil.rmtree(workspace, ignore_errors=True)
         shutil.copytree(start, workspace)
         _commit_workspace(workspace)
-        return workspace, [workspace / TASK, workspace / HISTORY]
+        protected = [workspace / TASK, workspace / HISTORY]
+        if configuration is not None:
+            protected.append(workspace / configuration.name)
+        return workspace, protected
 
     def context_paths(self, run: RunContext) -> list[Path]:
         return []

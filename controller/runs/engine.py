@@ -246,6 +246,8 @@ class Engine:
         context_paths = tuple(self.flow.context_paths(self.context)) + tuple(protected)
         limits = self.manifest.limits
         allowance = attempt_allowance(limits, self.store.history().spend)
+        scratch = directory / "scratch"
+        scratch.mkdir()
         session = AgentSession(
             workspace=workspace,
             prompt=prompt,
@@ -260,6 +262,7 @@ class Engine:
                 wall_s=allowance.wall_s,
             ),
             attempt=number,
+            scratch=scratch,
         )
         self.journal.append("agent_started", attempt=number)
         self.progress.note(f"attempt {number}: started (agent {self.manifest.agent.spec})")

@@ -39,6 +39,8 @@ class Failure:
     status: int
     kind: str = "overloaded_error"
     message: str = "Overloaded"
+    retry_after: str = "0"
+    """The `retry-after` header a 429 or 529 carries (seconds)."""
 
 
 @dataclass

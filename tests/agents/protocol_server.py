@@ -129,7 +129,7 @@ def _handler_for(server: ProtocolServer):
             elif isinstance(reply, Failure):
                 anthropic = self.path.startswith("/v1/messages")
                 error = (formats.anthropic_error if anthropic else formats.openai_error)(reply)
-                self._json(reply.status, error)
+                self._json(reply.status, error, retry_after=reply.retry_after)
             else:
                 render(body, reply)
 
@@ -153,15 +153,15 @@ def _handler_for(server: ProtocolServer):
 
             self._sse(response_events(reply, body.get("model", "model")))
 
-        def _json(self, status: int, payload: dict) -> None:
-            self._raw(status, "application/json", json.dumps(payload).encode())
+        def _json(self, status: int, payload: dict, retry_after: str = "0") -> None:
+            self._raw(status, "application/json", json.dumps(payload).encode(), retry_after)
 
-        def _raw(self, status: int, content_type: str, data: bytes) -> None:
+        def _raw(self, status: int, content_type: str, data: bytes, retry_after: str = "0") -> None:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             if status in (429, 529):
-                self.send_header("retry-after", "0")
+                self.send_header("retry-after", retry_after)
             self.end_headers()
             # The client may have given up first (a turn timeout test).
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):

@@ -6,6 +6,7 @@ CLI cannot be made to do offline on purpose: dying mid-stream.
 
 from __future__ import annotations
 
+import json
 import stat
 
 import pytest
@@ -128,6 +129,35 @@ def test_codex_rejected_key_is_an_error(server, make_session):
     result = codex(server).run(make_session())
     assert result.exit_reason == "error" and "401" in result.error
     assert result.usage.failed_calls >= 1
+
+
+PROJECT_TOOLS = (
+    "python -c 'import torch, controller; print(42 * 1000 + 17)' && ruff --version"
+    " && pytest --version && controller evaluate --help | head -1"
+)
+
+
+@needs_claude
+def test_claude_runs_the_projects_tools_in_the_fence(server, make_session):
+    server.queue(
+        Reply(calls=[Call("Bash", {"command": PROJECT_TOOLS, "description": "tools"})]),
+        Reply(text="The tools answer."),
+    )
+    result = claude(server).run(make_session())
+    assert result.exit_reason == "finished", result.error
+    output = json.dumps(server.model_requests()[-1].body)
+    assert "42017" in output and "ruff 0" in output and "usage: controller evaluate" in output
+    assert "bashrc" not in output and "Permission denied" not in output
+
+
+@needs_codex
+def test_codex_runs_the_projects_tools_in_the_fence(server, make_session):
+    server.queue(Reply(calls=[Call("exec_command", {"cmd": PROJECT_TOOLS})]), Reply(text="ok"))
+    result = codex(server).run(make_session())
+    assert result.exit_reason == "finished", result.error
+    output = json.dumps(server.model_requests()[-1].body)
+    assert "42017" in output and "ruff 0" in output and "usage: controller evaluate" in output
+    assert "bashrc" not in output and "Permission denied" not in output
 
 
 @pytest.mark.parametrize("kind", ["claude", "codex"])

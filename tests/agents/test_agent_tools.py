@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -85,3 +86,57 @@ def test_tool_timeout_is_reported(make_session):
     tools = FencedTools(make_session(turn_timeout_s=1))
     ran = tools.call("bash", {"command": "sleep 30"})
     assert not ran.ok and "timed out" in ran.output
+
+
+@pytest.fixture(scope="module")
+def rms_norm_task(tmp_path_factory):
+    """A generated task package, as a tune workspace holds it."""
+    from controller.cli import main
+
+    parent = tmp_path_factory.mktemp("tasks")
+    assert main(["generate", "rms_norm", "--output", str(parent)]) == 0
+    return parent / "rms_norm"
+
+
+@pytest.mark.parametrize("fence", ["landlock", pytest.param("docker", marks=pytest.mark.docker)])
+def test_the_projects_tools_run_in_the_fence_and_its_checkout_stays_unreadable(
+    fence, make_session, workspace, rms_norm_task
+):
+    """`controller evaluate` judges a solution, python with torch, pytest and ruff answer from
+    PATH, a shell starts without an error, and the installed packages are readable without the
+    checkout around them."""
+    from controller.agents.fence_toolbelt import project_package_folders
+
+    shutil.copytree(rms_norm_task, workspace / "task")
+    shutil.copytree(rms_norm_task / "solution", workspace / "solution")
+    session = make_session().model_copy(update={"fence": get_fence(fence)})
+    tools = FencedTools(session)
+    ran = tools.call(
+        "bash",
+        {
+            "command": "python -c 'import torch, controller, gates, operators; print(\"imports\")'"
+            " && pytest --version && ruff --version"
+            " && controller evaluate task --solution solution --device cpu | tail -1"
+            " && bash -lc true"
+            " && (bash -ic true 2>&1 | grep -v 'job control\\|process group' || true)"
+        },
+    )
+    assert ran.ok, ran.output
+    assert "imports" in ran.output and "pytest" in ran.output and "ruff" in ran.output
+    assert "rms_norm: PASSED" in ran.output
+    assert "Permission denied" not in ran.output and "bashrc" not in ran.output
+    checkout = project_package_folders()[0].parent
+    for private in (checkout / "pyproject.toml", checkout / ".git" / "HEAD"):
+        if private.exists():
+            refused = tools.call("bash", {"command": f"cat {private}"})
+            assert not refused.ok, private
+
+
+def test_the_scratch_folder_outlives_each_command_and_no_other_folder_opens(make_session, tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    tools = FencedTools(make_session().model_copy(update={"scratch": scratch}))
+    assert tools.call("bash", {"command": "echo kept > $SCRATCH/note && echo $TMPDIR > t"}).ok
+    assert tools.call("bash", {"command": "cat $SCRATCH/note"}).output.endswith("kept\n")
+    assert not tools.call("bash", {"command": f"echo x > {tmp_path}/beside"}).ok
+    assert not (tmp_path / "beside").exists()

@@ -1,0 +1,102 @@
+"""A tune run driven the way a real coding agent drives it: the Anthropic backend against the
+loopback API server, under Landlock, on the CPU with the real evaluator.
+
+The agent breaks the kernel, runs `controller evaluate` inside the fence and reads the failure,
+fixes it and sees PASSED, runs pytest and ruff, and its attempt is judged by every gate. A 429
+asking for a 20 s pause arrives mid-session: the run waits it out and goes on.
+"""
+
+import json
+import time
+
+import pytest
+from tune_fixtures import only_run, tune_arguments
+
+from controller.cli.tune_command import run_tune
+from tests.agents.protocol_server import Call, Failure, ProtocolServer, Reply
+
+KERNEL = "solution/operators/catalog/rms_norm.py"
+SCALED = "x * inverse_rms[:, None] * weight[None, :]"  # the fix puts the weight back
+UNSCALED = "x * inverse_rms[:, None]"
+WARPS_4, WARPS_2 = '"num_warps": 4', '"num_warps": 2'  # and tries other launch settings
+EVALUATE = "controller evaluate task --solution solution --device cpu 2>&1 | tail -3"
+PYTEST = "pytest -q -p no:cacheprovider"
+QUICK_TEST = (
+    "import torch\n\n\ndef test_the_reference_keeps_the_shape():\n"
+    "    assert torch.ones(2, 3).shape == (2, 3)\n"
+)
+
+
+def bash(command: str) -> Call:
+    return Call("bash", {"command": command})
+
+
+def tool_results(request) -> list[str]:
+    """The text of every tool result the agent sent back in one model request."""
+    texts = []
+    for message in request.body.get("messages", []):
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_result":
+                inner = block.get("content")
+                texts.append(inner if isinstance(inner, str) else json.dumps(inner))
+    return texts
+
+
+@pytest.mark.slow
+def test_the_agent_evaluates_fixes_tests_and_lints_inside_landlock(
+    tune_target, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
+    with ProtocolServer(default=Reply(text="The kernel passes; done.")) as server:
+        server.queue(
+            Reply(calls=[Call("edit", {"path": KERNEL, "old": SCALED, "new": UNSCALED})]),
+            Reply(calls=[bash(EVALUATE)]),
+            Failure(429, "rate_limit_error", "slow down", retry_after="20"),
+            Reply(
+                calls=[
+                    Call("edit", {"path": KERNEL, "old": UNSCALED, "new": SCALED}),
+                    Call("edit", {"path": KERNEL, "old": WARPS_4, "new": WARPS_2}),
+                ]
+            ),
+            Reply(calls=[bash(EVALUATE)]),
+            Reply(
+                calls=[
+                    bash(f"printf '{QUICK_TEST}' > $SCRATCH/test_quick.py"),
+                    bash(f"cd $SCRATCH && {PYTEST} test_quick.py 2>&1 | tail -1"),
+                    bash("ruff check solution && ruff format --check solution"),
+                    bash("bash -lc true"),
+                ]
+            ),
+        )
+        arguments = tune_arguments(
+            tmp_path / "runs",
+            tune_target,
+            operator="rms_norm",
+            agent="anthropic:claude-test",
+            base_url=server.url,
+            fence="landlock",
+            device="cpu",
+            max_attempts=1,
+        )
+        started = time.monotonic()
+        run_tune(arguments)
+        waited = time.monotonic() - started
+        requests = server.model_requests()
+    seen = [tool_results(request) for request in requests]
+    after_broken_evaluate, after_fixed_evaluate, after_checks = seen[3][-1], seen[5][-1], seen[6]
+    assert "INCORRECT" in after_broken_evaluate, after_broken_evaluate
+    assert "rms_norm: PASSED" in after_fixed_evaluate, after_fixed_evaluate
+    pytest_line, ruff_output, shell = after_checks[-3:]
+    assert "1 passed" in pytest_line, pytest_line
+    assert "All checks passed!" in ruff_output and "already formatted" in ruff_output, ruff_output
+    assert "exit code 0" in shell and "stderr" not in shell, shell  # start-up prints no error
+    assert waited >= 20  # the 429's retry-after was honoured, not retried at once
+
+    run_dir = only_run(tmp_path / "runs")
+    check = json.loads((run_dir / "attempts" / "0001" / "check.json").read_text())
+    passed = {
+        gate: verdict["passed"]
+        for gate, verdict in zip(check["gates"], check["verdicts"], strict=True)
+    }
+    assert passed["scope"] and passed["ruff"] and passed["correctness"], check
