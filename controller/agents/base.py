@@ -49,6 +49,8 @@ class AgentSession(BaseModel):
     scratch: Path | None = None
     """A writable folder outside the workspace, kept for the whole session (each fenced command
     gets a fresh TMPDIR); its contents never become part of the candidate."""
+    usage_log: Path | None = None
+    """Where the running usage is appended after every model call (`usage_log.UsageLog`)."""
 
 
 class Usage(BaseModel):

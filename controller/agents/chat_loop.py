@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from controller.agents.base import AgentSession, SessionResult, TraceEvent, Usage
 from controller.agents.pricing import Price
 from controller.agents.tools import FencedTools, ToolOutcome
+from controller.agents.usage_log import UsageLog
 from controller.errors import ProviderUnavailable
 
 
@@ -147,6 +148,7 @@ class ChatLoop:
         system = system_prompt(session)
         messages = self.provider.opening_messages(system, session.prompt)
         usage = Usage()
+        log = UsageLog(session.usage_log)
         tools = FencedTools(session)
         turn_events: list[TraceEvent] = []
         deadline = time.monotonic() + session.limits.wall_s
@@ -154,7 +156,7 @@ class ChatLoop:
         try:
             for turn in range(1, session.limits.max_turns + 1):
                 started = time.time()
-                reply = self._call(messages, session, usage, deadline)
+                reply = self._call(messages, session, usage, deadline, log)
                 turn_events.append(self._turn_event(turn, started, reply))
                 messages.append(reply.message)
                 self._check_budget(session, usage)
@@ -179,17 +181,24 @@ class ChatLoop:
             transcript=transcript, usage=usage, exit_reason=reason, error=error, events=events
         )
 
-    def _call(self, messages, session, usage: Usage, deadline: float) -> ModelReply:
-        """One model call with retries; every attempt, failed or not, is counted."""
+    def _call(self, messages, session, usage: Usage, deadline: float, log: UsageLog) -> ModelReply:
+        """One model call with retries; every attempt, failed or not, is counted and logged
+        before the next begins."""
         last_problem = ""
-        failure_number, paused_s = 0, 0.0
+        failure_number, paused_s, pause = 0, 0.0, 0.0
         while failure_number < self.retry.attempts:
+            if pause:  # only once the failed call is on disk
+                self.sleep(pause)
+                pause = 0.0
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise LimitReached("timeout", f"session ran past wall_s={session.limits.wall_s}")
             usage.calls += 1
             try:
                 reply = self.provider.send(messages, min(session.limits.turn_timeout_s, remaining))
+                usage.input_tokens += reply.input_tokens
+                usage.output_tokens += reply.output_tokens
+                usage.dollars += self.price.dollars(reply.input_tokens, reply.output_tokens)
             except TurnTimeout as timeout:
                 usage.failed_calls += 1
                 raise LimitReached("timeout", f"model call timed out: {timeout}") from None
@@ -214,16 +223,16 @@ class ChatLoop:
                         ) from None
                     paused_s += wait
                     deadline += wait  # a pause the provider asked for costs the agent nothing
-                    self.sleep(wait)
+                    pause = wait
                     continue
                 failure_number += 1
                 if failure_number < self.retry.attempts:
-                    self.sleep(self.retry.delay_s(failure_number))
+                    pause = self.retry.delay_s(failure_number)
                 continue
-            usage.input_tokens += reply.input_tokens
-            usage.output_tokens += reply.output_tokens
-            usage.dollars += self.price.dollars(reply.input_tokens, reply.output_tokens)
-            return reply
+            else:
+                return reply
+            finally:
+                log.record(usage)
         raise LimitReached(
             "error", f"model call failed {self.retry.attempts} times; last: {last_problem}"
         )

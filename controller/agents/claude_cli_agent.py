@@ -11,6 +11,7 @@ from controller.agents.cli_launch import CliLaunch, json_lines, require_cli
 from controller.agents.cli_result import finish
 from controller.agents.key_proxy import PLACEHOLDER_KEY, KeyProxy, relay_counts, relay_record
 from controller.agents.pricing import price_for
+from controller.agents.usage_log import UsageLog
 from controller.errors import ControllerError
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -66,7 +67,15 @@ class ClaudeCliAgent:
         }
         started = time.time()
         upstream = self.base_url or DEFAULT_BASE_URL
-        with KeyProxy(upstream, self._key() or "", "x-api-key", limits.turn_timeout_s) as proxy:
+        relay = KeyProxy(
+            upstream,
+            self._key() or "",
+            "x-api-key",
+            limits.turn_timeout_s,
+            usage_log=UsageLog(session.usage_log),
+            price=price_for(self.model or "claude")[0],
+        )
+        with relay as proxy:
             env["ANTHROPIC_BASE_URL"] = proxy.url
             launch = CliLaunch(session, executable, proxy.port)
             fenced = launch.run(argv, env, stdin=session.prompt)

@@ -18,6 +18,7 @@ from controller.agents.key_proxy import (
     relay_record,
 )
 from controller.agents.pricing import price_for
+from controller.agents.usage_log import UsageLog
 from controller.errors import ControllerError
 
 DEFAULT_MODEL = "gpt-5"
@@ -79,7 +80,16 @@ class CodexCliAgent:
         started = time.time()
         timeout_s = session.limits.turn_timeout_s
         key = self._key() or ""
-        with KeyProxy(self.base_url, key, "authorization", timeout_s, OPENAI_PATHS) as proxy:
+        relay = KeyProxy(
+            self.base_url,
+            key,
+            "authorization",
+            timeout_s,
+            OPENAI_PATHS,
+            usage_log=UsageLog(session.usage_log),
+            price=price_for(self.model)[0],
+        )
+        with relay as proxy:
             table = self.provider_table(session, proxy.url)
             launch = CliLaunch(session, executable, proxy.port)
             env = {KEY_VARIABLE: PLACEHOLDER_KEY, "CODEX_HOME": str(launch.home)}

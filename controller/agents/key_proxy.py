@@ -6,7 +6,8 @@ the answer back as it arrives. DNS and TLS also stay outside the fence. It serve
 calls and nothing else: a POST to one of the provider's generation paths the backend uses, with
 a body of at most `MAX_BODY_BYTES`; anything else is answered 403 (413 for a body too large)
 and recorded, and every call forwarded is counted: a run's usage never shows fewer calls than
-it made.
+it made. Each answer's reported tokens are read as it passes and, with a `UsageLog`, the running
+usage is written to disk after every call.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+from controller.agents.base import Usage
+from controller.agents.pricing import Price
+from controller.agents.relay_usage import reported_usage
+from controller.agents.usage_log import UsageLog
+
 PLACEHOLDER_KEY = "key-held-by-the-controller"
 DROPPED_REQUEST_HEADERS = {"host", "x-api-key", "authorization", "connection", "content-length"}
 DROPPED_RESPONSE_HEADERS = {"transfer-encoding", "content-length", "connection", "keep-alive"}
@@ -26,6 +32,10 @@ MAX_BODY_BYTES = 32 << 20
 ANTHROPIC_PATHS = frozenset({"/v1/messages", "/v1/messages/count_tokens"})
 OPENAI_PATHS = frozenset({"/responses", "/chat/completions"})
 """Relative to an OpenAI-compatible base URL, which carries its own `/v1`."""
+COUNTING_PATHS = frozenset({"/v1/messages/count_tokens"})
+"""Forwarded, free, and not a model call."""
+USAGE_READ_BYTES = 8 << 20
+"""How much of one answer is kept to read its usage (an answer's usage comes early or last)."""
 
 
 class KeyProxy:
@@ -38,6 +48,8 @@ class KeyProxy:
         key_header: str,
         timeout_s: float = 600,
         allowed_paths: frozenset[str] = ANTHROPIC_PATHS,
+        usage_log: UsageLog | None = None,
+        price: Price | None = None,
     ):
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -52,6 +64,9 @@ class KeyProxy:
         self.forwarded = 0  # model calls relayed, answered or not
         self.failed = 0  # of those, answered with an error status or not at all
         self.refused: list[str] = []  # `METHOD path (status)` of each request not relayed
+        self.usage = Usage()  # what the answers reported, call by call
+        self.usage_log = usage_log
+        self.price = price
         self._lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self.httpd.daemon_threads = True
@@ -72,6 +87,21 @@ class KeyProxy:
                 self.host, self.upstream_port, timeout=self.timeout_s
             )
         return http.client.HTTPConnection(self.host, self.upstream_port, timeout=self.timeout_s)
+
+    def account(self, model_call: bool, answer: bytes) -> None:
+        """Add one answer's reported tokens and log the running usage (model calls only)."""
+        if not model_call:
+            return
+        input_tokens, output_tokens = reported_usage(answer)
+        with self._lock:
+            self.usage.calls = self.forwarded
+            self.usage.failed_calls = self.failed
+            self.usage.input_tokens += input_tokens
+            self.usage.output_tokens += output_tokens
+            if self.price is not None:
+                self.usage.dollars += self.price.dollars(input_tokens, output_tokens)
+            if self.usage_log is not None:
+                self.usage_log.record(self.usage)
 
     def __enter__(self) -> KeyProxy:
         self.thread.start()
@@ -126,8 +156,9 @@ def _handler_for(proxy: KeyProxy):
 
         def _forward(self, length: int) -> None:
             body = self.rfile.read(length) if length else None
+            model_call = self.path.split("?", 1)[0] not in COUNTING_PATHS
             with proxy._lock:
-                proxy.forwarded += 1
+                proxy.forwarded += model_call
             headers = {
                 name: value
                 for name, value in self.headers.items()
@@ -140,18 +171,22 @@ def _handler_for(proxy: KeyProxy):
                 upstream = connection.getresponse()
             except OSError as error:
                 with proxy._lock:
-                    proxy.failed += 1
+                    proxy.failed += model_call
+                proxy.account(model_call, b"")
                 self._fail(f"the provider could not be reached: {error}")
                 return
             if upstream.status >= 400:
                 with proxy._lock:
-                    proxy.failed += 1
+                    proxy.failed += model_call
+            answer = b""
             try:
-                self._relay(upstream)
+                answer = self._relay(upstream)
             finally:
                 connection.close()
+                proxy.account(model_call, answer)
 
-        def _relay(self, upstream: http.client.HTTPResponse) -> None:
+        def _relay(self, upstream: http.client.HTTPResponse) -> bytes:
+            """Stream the answer back; return what was kept of it for reading its usage."""
             self.send_response(upstream.status, upstream.reason)
             for name, value in upstream.getheaders():
                 if name.lower() not in DROPPED_RESPONSE_HEADERS:
@@ -159,10 +194,14 @@ def _handler_for(proxy: KeyProxy):
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
+            kept = bytearray()
             with contextlib.suppress(OSError):
                 while chunk := upstream.read1(CHUNK_BYTES):
+                    if len(kept) < USAGE_READ_BYTES:
+                        kept += chunk
                     self.wfile.write(chunk)
                     self.wfile.flush()
+            return bytes(kept)
 
         def _fail(self, message: str) -> None:
             data = message.encode()
@@ -184,7 +223,12 @@ def relay_record(proxy: KeyProxy) -> list[dict]:
 
 
 def relay_counts(usage, proxy: KeyProxy) -> None:
-    """Raise a session's call counts to what the relay forwarded: a CLI's own stream can miss
-    calls (retried, cut off), the relay sees every one that reached the provider."""
-    usage.calls = max(usage.calls, proxy.forwarded)
-    usage.failed_calls = max(usage.failed_calls, proxy.failed)
+    """A CLI session's calls are the requests the relay forwarded (a CLI's own stream can miss
+    calls, retried or cut off, or count tool calls as turns); its tokens and dollars never fall
+    below what the answers reported."""
+    if proxy.forwarded:
+        usage.calls = proxy.forwarded
+        usage.failed_calls = proxy.failed
+    usage.input_tokens = max(usage.input_tokens, proxy.usage.input_tokens)
+    usage.output_tokens = max(usage.output_tokens, proxy.usage.output_tokens)
+    usage.dollars = max(usage.dollars, proxy.usage.dollars)

@@ -221,12 +221,14 @@ class Engine:
                 "attempt_interrupted",
                 attempt=number,
                 reason="the controller stopped during the agent session",
+                **self._logged_usage(number),
             )
             return "feedback", {}
         return self._run_agent(number)
 
     def _run_agent(self, number: int) -> tuple[str, dict]:
         from controller.agents.base import AgentLimits, AgentSession
+        from controller.agents.usage_log import FILE_NAME as USAGE_LOG
 
         directory = self.store.attempt_dir(number)
         if directory.exists():  # left by a process that died before the session started
@@ -263,6 +265,7 @@ class Engine:
             ),
             attempt=number,
             scratch=scratch,
+            usage_log=directory / USAGE_LOG,
         )
         self.journal.append("agent_started", attempt=number)
         self.progress.note(f"attempt {number}: started (agent {self.manifest.agent.spec})")
@@ -392,11 +395,19 @@ class Engine:
         self._close_attempt_in_flight(reason)
         self._transition("failed", reason=reason)
 
+    def _logged_usage(self, number: int) -> dict:
+        """The spend a cut-short session logged call by call (`usage_log`), as journal fields."""
+        from controller.agents.usage_log import FILE_NAME, last_usage
+
+        logged = last_usage(self.store.attempt_dir(number) / FILE_NAME)
+        return {"usage": logged} if logged else {}
+
     def _close_attempt_in_flight(self, reason: str, withdraw: bool = False) -> None:
         """An agent session cut short is recorded as interrupted; it is never replayed. One the
         provider could not serve is withdrawn: its spend is kept, the attempt runs again."""
         record = self.store.history().attempt(self.state.attempt)
         if self.state.state == "attempting" and record.started and not record.finished:
             usage = {"usage": self._usage_in_flight} if self._usage_in_flight else {}
+            usage = usage or self._logged_usage(self.state.attempt)
             kind = "attempt_withdrawn" if withdraw else "attempt_interrupted"
             self.journal.append(kind, attempt=self.state.attempt, reason=reason, **usage)

@@ -112,6 +112,7 @@ def test_codex_runs_a_command_and_reports_usage(server, workspace, make_session)
     assert result.exit_reason == "finished", result.error
     assert (workspace / "kernel.py").read_text() == "BLOCK = 128\n"
     assert result.usage.input_tokens == 800 and result.usage.output_tokens == 50
+    assert result.usage.calls == len(server.model_requests()) == 2  # requests, not tool calls
     assert [event.name for event in result.events if event.category == "tool_call"] == ["bash"]
     assert_key_stayed_outside(server, result)
 

@@ -97,3 +97,52 @@ def test_the_relay_forwards_the_model_calls_and_refuses_anything_else(server):
     assert forwarded == 1 and len(server.model_requests()) == 1
     assert refused[0] == "GET /v1/models (403)" and refused[-1] == "POST /v1/messages (413)"
     assert all(request.path.split("?")[0] == "/v1/messages" for request in server.requests)
+
+
+def test_the_relay_logs_each_answers_usage_before_the_next_call(server, tmp_path):
+    """Whole and streamed Anthropic answers, an OpenAI Responses stream and a chat completion:
+    each call's reported tokens reach the log on disk as the call ends; a count_tokens request
+    is forwarded but is not a model call; a refused call is counted as failed."""
+    from controller.agents.pricing import price_for
+    from controller.agents.usage_log import UsageLog, last_usage
+
+    log = tmp_path / "usage.jsonl"
+    server.queue(
+        Reply(text="plain", input_tokens=100, output_tokens=5),
+        Reply(text="streamed", input_tokens=300, output_tokens=7),
+        Failure(500, "api_error", "broken"),
+    )
+    price = price_for("claude-sonnet-4-6")[0]
+    with KeyProxy(server.url, SECRET_KEY, "x-api-key", usage_log=UsageLog(log), price=price) as p:
+        client = anthropic.Anthropic(api_key=PLACEHOLDER_KEY, base_url=p.url, max_retries=0)
+        message = {"role": "user", "content": "hi"}
+        client.messages.create(model="m", max_tokens=10, messages=[message])
+        assert last_usage(log)["input_tokens"] == 100  # on disk before the next call
+        with client.messages.stream(model="m", max_tokens=10, messages=[message]) as stream:
+            stream.get_final_message()
+        with pytest.raises(anthropic.InternalServerError):
+            client.messages.create(model="m", max_tokens=10, messages=[message])
+    logged = last_usage(log)
+    assert logged["calls"] == 3 and logged["failed_calls"] == 1
+    assert logged["input_tokens"] == 400 and logged["output_tokens"] == 12
+    assert logged["dollars"] == pytest.approx(price.dollars(400, 12))
+
+
+def test_usage_is_read_from_every_answer_shape():
+    from controller.agents.relay_usage import reported_usage
+
+    anthropic_stream = (
+        b'event: message_start\ndata: {"type": "message_start", "message": {"usage": '
+        b'{"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 1}}}\n\n'
+        b'event: message_delta\ndata: {"type": "message_delta", "usage": {"output_tokens": 42}}\n\n'
+    )
+    responses_stream = (
+        b'data: {"type": "response.created", "response": {"usage": null}}\n\n'
+        b'data: {"type": "response.completed", "response": {"usage": '
+        b'{"input_tokens": 700, "output_tokens": 30}}}\n\n'
+    )
+    chat = b'{"choices": [], "usage": {"prompt_tokens": 55, "completion_tokens": 6}}'
+    assert reported_usage(anthropic_stream) == (100, 42)
+    assert reported_usage(responses_stream) == (700, 30)
+    assert reported_usage(chat) == (55, 6)
+    assert reported_usage(b"not json at all") == (0, 0)

@@ -3,18 +3,26 @@ loopback API server, under Landlock, on the CPU with the real evaluator.
 
 The agent breaks the kernel, runs `controller evaluate` inside the fence and reads the failure,
 fixes it and sees PASSED, runs pytest and ruff, and its attempt is judged by every gate. A 429
-asking for a 20 s pause arrives mid-session: the run waits it out and goes on.
+asking for a 20 s pause arrives mid-session: the run waits it out and goes on. Killed mid-call,
+the run resumes with every answered call's usage in its totals.
 """
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
-from tune_fixtures import only_run, tune_arguments
+from tune_fixtures import journal, only_run, tune_arguments
 
 from controller.cli.tune_command import run_tune
+from controller.runs.store import RunStore
 from tests.agents.protocol_server import Call, Failure, ProtocolServer, Reply
 
+REPO = Path(__file__).resolve().parents[2]
 KERNEL = "solution/operators/catalog/rms_norm.py"
 SCALED = "x * inverse_rms[:, None] * weight[None, :]"  # the fix puts the weight back
 UNSCALED = "x * inverse_rms[:, None]"
@@ -100,3 +108,53 @@ def test_the_agent_evaluates_fixes_tests_and_lints_inside_landlock(
         for gate, verdict in zip(check["gates"], check["verdicts"], strict=True)
     }
     assert passed["scope"] and passed["ruff"] and passed["correctness"], check
+
+
+@pytest.mark.slow
+def test_a_sigkill_mid_call_loses_no_usage_and_the_run_resumes(tune_target, tmp_path, monkeypatch):
+    """Killed while the agent's third model call is in flight: the two answered calls are in
+    the run's totals after --resume, exactly as the server counted them."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    runs = tmp_path / "runs"
+    with ProtocolServer(default=Reply(text="done")) as server:
+        server.queue(
+            Reply(calls=[bash("true")], input_tokens=1000, output_tokens=50),
+            Reply(calls=[bash("true")], input_tokens=2000, output_tokens=60),
+            Reply(text="never seen", delay_s=120),
+        )
+        command = [
+            sys.executable, "-m", "controller", "tune", "run", "--target", str(tune_target),
+            "--operator", "rms_norm", "--agent", "anthropic:claude-test", "--base-url",
+            server.url, "--fence", "landlock", "--device", "cpu", "--max-attempts", "2",
+            "--runs-dir", str(runs),
+        ]  # fmt: skip
+        environment = {**os.environ, "PYTHONPATH": str(REPO)}
+        process = subprocess.Popen(
+            command,
+            cwd=REPO,
+            env=environment,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while len(server.model_requests()) < 3:
+                assert process.poll() is None, "the run ended before its third call"
+                assert time.monotonic() < deadline, "the third call never came"
+                time.sleep(0.1)
+            time.sleep(0.5)
+        finally:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        answered = server.model_requests()[:2]
+        assert len(answered) == 2
+        run_dir = only_run(runs)
+        resumed = tune_arguments(runs, resume=str(run_dir), max_attempts=2)
+        run_tune(resumed)
+    spend = RunStore(run_dir).history().spend
+    interrupted = [e for e in journal(run_dir) if e["kind"] == "attempt_interrupted"]
+    assert interrupted[0]["usage"]["input_tokens"] == 3000
+    assert interrupted[0]["usage"]["output_tokens"] == 110
+    assert interrupted[0]["usage"]["calls"] == 2
+    assert spend.input_tokens >= 3000 and spend.calls >= 3  # the resumed attempt's call too
