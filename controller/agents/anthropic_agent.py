@@ -13,15 +13,19 @@ from controller.agents.chat_loop import (
 from controller.agents.tools import TOOL_SPECS, ToolOutcome
 
 MAX_OUTPUT_TOKENS = 8192
+CACHE_CONTROL = {"type": "ephemeral"}
 
 
 class AnthropicProvider:
     """Speaks the Messages API through the official SDK, one call at a time."""
 
-    def __init__(self, client: anthropic.Anthropic, model: str, system: str = ""):
+    def __init__(
+        self, client: anthropic.Anthropic, model: str, system: str = "", caching: bool = True
+    ):
         self.client = client
         self.model = model
         self.system = system
+        self.caching = caching
         self.tools = [
             {"name": s["name"], "description": s["description"], "input_schema": s["parameters"]}
             for s in TOOL_SPECS
@@ -36,22 +40,49 @@ class AnthropicProvider:
             response = self.client.messages.create(
                 model=self.model,
                 max_tokens=MAX_OUTPUT_TOKENS,
-                system=self.system,
-                messages=messages,
-                tools=self.tools,
+                system=self._system_blocks(),
+                messages=self._cached(messages),
+                tools=self._cached_tools(),
                 timeout=timeout_s,
             )
         return self._reply(response)
+
+    # Prompt caching: the stable prefix (tools, system, the task and every earlier turn) is
+    # marked so each call reads it from the cache and pays full price only for what is new.
+    # Three breakpoints of the four allowed: tools, system, and the newest message, which moves
+    # forward each turn (the stored conversation is never marked).
+
+    def _cached_tools(self) -> list[dict]:
+        if not self.caching or not self.tools:
+            return self.tools
+        return [*self.tools[:-1], {**self.tools[-1], "cache_control": CACHE_CONTROL}]
+
+    def _system_blocks(self):
+        if not self.caching or not self.system:
+            return self.system
+        return [{"type": "text", "text": self.system, "cache_control": CACHE_CONTROL}]
+
+    def _cached(self, messages: list[dict]) -> list[dict]:
+        if not self.caching or not messages:
+            return messages
+        last = messages[-1]
+        content = last.get("content")
+        if isinstance(content, str):
+            blocks = [{"type": "text", "text": content}]
+        elif isinstance(content, list) and content:
+            blocks = [dict(block) for block in content]
+        else:
+            return messages
+        blocks[-1] = {**blocks[-1], "cache_control": CACHE_CONTROL}
+        return [*messages[:-1], {**last, "content": blocks}]
 
     def _reply(self, response) -> ModelReply:
         try:
             blocks = [block.model_dump(exclude_none=True) for block in response.content]
             usage = response.usage
-            input_tokens = (
-                usage.input_tokens
-                + (usage.cache_creation_input_tokens or 0)
-                + (usage.cache_read_input_tokens or 0)
-            )
+            cache_write = usage.cache_creation_input_tokens or 0
+            cache_read = usage.cache_read_input_tokens or 0
+            input_tokens = usage.input_tokens + cache_write + cache_read
             output_tokens = usage.output_tokens
         except (AttributeError, TypeError) as error:
             raise MalformedReply(f"reply lacks content or usage: {error}") from error
@@ -71,6 +102,8 @@ class AnthropicProvider:
             tool_calls=calls,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
+            cache_write_tokens=cache_write,
+            cache_read_tokens=cache_read,
         )
 
     def tool_result_messages(self, results: list[tuple[ToolCall, ToolOutcome]]) -> list[dict]:

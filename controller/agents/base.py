@@ -57,10 +57,15 @@ class Usage(BaseModel):
     """What a session spent, including calls that failed or could not be parsed."""
 
     input_tokens: int = 0
+    """Every input token, the cached ones below among them."""
     output_tokens: int = 0
     dollars: float = 0.0
     calls: int = 0
     failed_calls: int = 0
+    cache_write_tokens: int = 0
+    """Input tokens written to the provider's prompt cache (billed above the input price)."""
+    cache_read_tokens: int = 0
+    """Input tokens read from the provider's prompt cache (billed at a fraction of it)."""
 
     @property
     def total_tokens(self) -> int:

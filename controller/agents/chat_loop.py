@@ -71,6 +71,8 @@ class ModelReply(BaseModel):
     tool_calls: list[ToolCall]
     input_tokens: int
     output_tokens: int
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
 
 
 class ChatProvider(Protocol):
@@ -198,7 +200,14 @@ class ChatLoop:
                 reply = self.provider.send(messages, min(session.limits.turn_timeout_s, remaining))
                 usage.input_tokens += reply.input_tokens
                 usage.output_tokens += reply.output_tokens
-                usage.dollars += self.price.dollars(reply.input_tokens, reply.output_tokens)
+                usage.cache_write_tokens += reply.cache_write_tokens
+                usage.cache_read_tokens += reply.cache_read_tokens
+                usage.dollars += self.price.dollars(
+                    reply.input_tokens,
+                    reply.output_tokens,
+                    reply.cache_write_tokens,
+                    reply.cache_read_tokens,
+                )
             except TurnTimeout as timeout:
                 usage.failed_calls += 1
                 raise LimitReached("timeout", f"model call timed out: {timeout}") from None
@@ -259,6 +268,8 @@ class ChatLoop:
             "model": self.provider.model,
             "input_tokens": reply.input_tokens,
             "output_tokens": reply.output_tokens,
+            "cache_write_tokens": reply.cache_write_tokens,
+            "cache_read_tokens": reply.cache_read_tokens,
             "tool_calls": [call.name for call in reply.tool_calls],
         }
         if self.price_note:

@@ -11,6 +11,7 @@ from controller.agents.cli_launch import CliLaunch, json_lines, require_cli
 from controller.agents.cli_result import finish
 from controller.agents.key_proxy import PLACEHOLDER_KEY, KeyProxy, relay_counts, relay_record
 from controller.agents.pricing import price_for
+from controller.agents.relay_usage import ReportedTokens
 from controller.agents.usage_log import UsageLog
 from controller.errors import ControllerError
 
@@ -110,9 +111,11 @@ class ClaudeCliAgent:
         usage.calls = len(message_ids) + usage.failed_calls
         if result is None:
             return usage, "error", None, tools
-        usage.input_tokens, usage.output_tokens = session_tokens(result)
+        tokens = session_tokens(result)
+        usage.input_tokens, usage.output_tokens = tokens.input, tokens.output
+        usage.cache_write_tokens, usage.cache_read_tokens = tokens.cache_write, tokens.cache_read
         price, _ = price_for(model)
-        estimate = price.dollars(usage.input_tokens, usage.output_tokens)
+        estimate = price.dollars(*tokens)
         usage.dollars = max(float(result.get("total_cost_usd") or 0.0), estimate)
         subtype = result.get("subtype", "")
         if subtype in RESULT_REASONS:
@@ -125,30 +128,25 @@ class ClaudeCliAgent:
         return usage, "finished", None, tools
 
 
-def session_tokens(result: dict) -> tuple[int, int]:
-    """Input and output tokens of the whole session from the final `result` event.
+def session_tokens(result: dict) -> ReportedTokens:
+    """The whole session's tokens from the final `result` event: input (cached included),
+    output, cache writes and cache reads.
 
     `modelUsage` sums every model the CLI called; older streams only carry `usage`.
     """
     per_model = result.get("modelUsage") or {}
     if per_model:
-        counts = [
-            (
-                entry.get("inputTokens", 0)
-                + entry.get("cacheReadInputTokens", 0)
-                + entry.get("cacheCreationInputTokens", 0),
-                entry.get("outputTokens", 0),
-            )
-            for entry in per_model.values()
-        ]
+        names = ("inputTokens", "outputTokens", "cacheCreationInputTokens", "cacheReadInputTokens")
+        entries = list(per_model.values())
     else:
-        entry = result.get("usage") or {}
-        counts = [
-            (
-                entry.get("input_tokens", 0)
-                + entry.get("cache_read_input_tokens", 0)
-                + entry.get("cache_creation_input_tokens", 0),
-                entry.get("output_tokens", 0),
-            )
-        ]
-    return sum(count[0] for count in counts), sum(count[1] for count in counts)
+        names = (
+            "input_tokens",
+            "output_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        )
+        entries = [result.get("usage") or {}]
+    fresh, output, write, read = (
+        sum(int(entry.get(name) or 0) for entry in entries) for name in names
+    )
+    return ReportedTokens(fresh + write + read, output, write, read)

@@ -121,8 +121,9 @@ class CodexCliAgent:
             elif kind == "turn.completed":
                 turns_completed += 1
                 counts = event.get("usage") or {}
-                usage.input_tokens += int(counts.get("input_tokens", 0))
-                usage.output_tokens += int(counts.get("output_tokens", 0))
+                usage.input_tokens += int(counts.get("input_tokens") or 0)
+                usage.output_tokens += int(counts.get("output_tokens") or 0)
+                usage.cache_read_tokens += int(counts.get("cached_input_tokens") or 0)
             elif kind == "turn.failed":
                 failure = (event.get("error") or {}).get("message") or "turn failed"
             elif kind == "error":
@@ -130,7 +131,9 @@ class CodexCliAgent:
                 failure = failure or event.get("message")
         usage.calls = len(tools) + turns_completed + usage.failed_calls
         price, _ = price_for(self.model)
-        usage.dollars = price.dollars(usage.input_tokens, usage.output_tokens)
+        usage.dollars = price.dollars(
+            usage.input_tokens, usage.output_tokens, cache_read_tokens=usage.cache_read_tokens
+        )
         if turns_completed and not any(event.get("type") == "turn.failed" for event in events):
             return usage, "finished", None, tools
         return usage, "error", f"codex failed: {failure}" if failure else None, tools

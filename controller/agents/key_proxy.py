@@ -92,14 +92,16 @@ class KeyProxy:
         """Add one answer's reported tokens and log the running usage (model calls only)."""
         if not model_call:
             return
-        input_tokens, output_tokens = reported_usage(answer)
+        tokens = reported_usage(answer)
         with self._lock:
             self.usage.calls = self.forwarded
             self.usage.failed_calls = self.failed
-            self.usage.input_tokens += input_tokens
-            self.usage.output_tokens += output_tokens
+            self.usage.input_tokens += tokens.input
+            self.usage.output_tokens += tokens.output
+            self.usage.cache_write_tokens += tokens.cache_write
+            self.usage.cache_read_tokens += tokens.cache_read
             if self.price is not None:
-                self.usage.dollars += self.price.dollars(input_tokens, output_tokens)
+                self.usage.dollars += self.price.dollars(*tokens)
             if self.usage_log is not None:
                 self.usage_log.record(self.usage)
 
@@ -229,6 +231,6 @@ def relay_counts(usage, proxy: KeyProxy) -> None:
     if proxy.forwarded:
         usage.calls = proxy.forwarded
         usage.failed_calls = proxy.failed
-    usage.input_tokens = max(usage.input_tokens, proxy.usage.input_tokens)
-    usage.output_tokens = max(usage.output_tokens, proxy.usage.output_tokens)
+    for field in ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens"):
+        setattr(usage, field, max(getattr(usage, field), getattr(proxy.usage, field)))
     usage.dollars = max(usage.dollars, proxy.usage.dollars)

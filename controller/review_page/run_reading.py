@@ -15,7 +15,7 @@ from controller.review_page.page_model import (
     TimeFigure,
 )
 from controller.review_page.transcript_steps import cut, transcript_steps
-from controller.runs.evidence import build_report
+from controller.runs.evidence import build_report, token_line
 from controller.runs.records import load_verdicts, read_json
 from controller.runs.store import RunStore
 
@@ -58,10 +58,7 @@ def read_run(run_dir: Path) -> RunPage:
         ],
         costs=[
             ("attempts", f"{totals['attempts']} (interrupted ones included)"),
-            (
-                "tokens",
-                f"{totals['tokens']} ({totals['input_tokens']} in, {totals['output_tokens']} out)",
-            ),
+            ("tokens", token_line(totals)),
             ("dollars", f"${totals['dollars']:.4f}"),
             ("model calls", f"{totals['calls']} ({totals['failed_calls']} failed)"),
             ("active time", f"{totals['elapsed_s']:.1f} s"),

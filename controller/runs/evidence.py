@@ -109,8 +109,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "## Costs",
         "",
         f"- attempts: {totals['attempts']} (interrupted ones included)",
-        f"- tokens: {totals['tokens']} ({totals['input_tokens']} in, "
-        f"{totals['output_tokens']} out); dollars: ${totals['dollars']:.4f}",
+        f"- tokens: {token_line(totals)}; dollars: ${totals['dollars']:.4f}",
         f"- model calls: {totals['calls']} ({totals['failed_calls']} failed)",
         f"- active time: {totals['elapsed_s']:.1f} s",
         "",
@@ -125,6 +124,15 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def token_line(totals: dict) -> str:
+    """Tokens in and out, with the input read from and written to the prompt cache apart."""
+    line = f"{totals['tokens']} ({totals['input_tokens']} in, {totals['output_tokens']} out)"
+    read, written = totals.get("cache_read_tokens", 0), totals.get("cache_write_tokens", 0)
+    if read or written:
+        line += f"; of the input, {read} read from the prompt cache, {written} written to it"
+    return line
 
 
 def _attempt_lines(attempt: dict[str, Any]) -> list[str]:

@@ -14,6 +14,10 @@ class Spend(BaseModel):
     dollars: float = 0.0
     calls: int = 0
     failed_calls: int = 0
+    cache_write_tokens: int = 0
+    """Of the input tokens, those written to the provider's prompt cache."""
+    cache_read_tokens: int = 0
+    """Of the input tokens, those read from it (billed at a fraction)."""
     elapsed_s: float = 0.0
     longest_attempt_s: float = 0.0  # agent start to verdicts, of the attempts judged so far
 
@@ -64,7 +68,15 @@ class RunHistory(BaseModel):
         return AttemptHistory(number=number)
 
 
-_USAGE_FIELDS = ("input_tokens", "output_tokens", "dollars", "calls", "failed_calls")
+_USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "dollars",
+    "calls",
+    "failed_calls",
+    "cache_write_tokens",
+    "cache_read_tokens",
+)
 
 
 def summarize(events: list[dict]) -> RunHistory:

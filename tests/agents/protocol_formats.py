@@ -30,6 +30,8 @@ class Reply:
     input_tokens: int = 100
     output_tokens: int = 20
     delay_s: float = 0.0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
 
 
 @dataclass
@@ -64,7 +66,12 @@ def anthropic_message(reply: Reply, model: str) -> dict:
         "content": content,
         "stop_reason": "tool_use" if reply.calls else "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+        "usage": {
+            "input_tokens": reply.input_tokens,
+            "output_tokens": reply.output_tokens,
+            "cache_creation_input_tokens": reply.cache_write_tokens,
+            "cache_read_input_tokens": reply.cache_read_tokens,
+        },
     }
 
 
@@ -72,7 +79,7 @@ def anthropic_events(reply: Reply, model: str) -> list[tuple[str, dict]]:
     """The SSE sequence of a streamed message: start, blocks with deltas, delta with usage, stop."""
     whole = anthropic_message(reply, model)
     start = dict(whole, content=[], stop_reason=None)
-    start["usage"] = {"input_tokens": reply.input_tokens, "output_tokens": 1}
+    start["usage"] = dict(whole["usage"], output_tokens=1)
     events = [("message_start", {"type": "message_start", "message": start})]
     for index, block in enumerate(whole["content"]):
         if block["type"] == "text":

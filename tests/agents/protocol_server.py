@@ -7,6 +7,7 @@ with its headers so a test can check which credentials reached the server.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import threading
 import time
@@ -15,9 +16,10 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from tests.agents import protocol_formats as formats
+from tests.agents.prompt_cache import PromptCache
 from tests.agents.protocol_formats import Call, Failure, Malformed, Reply
 
-__all__ = ["Call", "Failure", "Malformed", "ProtocolServer", "Reply", "Request"]
+__all__ = ["Call", "Failure", "Malformed", "PromptCache", "ProtocolServer", "Reply", "Request"]
 
 
 @dataclass
@@ -34,7 +36,9 @@ class Request:
 class ProtocolServer:
     """Serves /v1/messages, /v1/chat/completions and /v1/responses on 127.0.0.1 in a thread."""
 
-    def __init__(self, default: Reply | None = None):
+    def __init__(self, default: Reply | None = None, prompt_cache: PromptCache | None = None):
+        self.prompt_cache = prompt_cache
+        """When set, Anthropic answers report the tokens the request earns under caching."""
         self.replies: deque = deque()
         self.default = default or Reply(text="Done.")
         self.requests: list[Request] = []
@@ -135,6 +139,14 @@ def _handler_for(server: ProtocolServer):
 
         def _anthropic(self, body: dict, reply: Reply) -> None:
             model = body.get("model", "model")
+            if server.prompt_cache is not None:
+                earned = server.prompt_cache.usage(body)
+                reply = dataclasses.replace(
+                    reply,
+                    input_tokens=earned["input_tokens"],
+                    cache_write_tokens=earned["cache_creation_input_tokens"],
+                    cache_read_tokens=earned["cache_read_input_tokens"],
+                )
             if body.get("stream"):
                 self._sse([(name, data) for name, data in formats.anthropic_events(reply, model)])
             else:

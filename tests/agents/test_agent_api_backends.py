@@ -201,3 +201,45 @@ def test_the_wait_a_provider_asks_for_is_read_from_its_headers():
     assert retry_after_s({"retry-after": "Thu, 01 Jan 1970 00:00:00 GMT"}) == 0.0
     assert retry_after_s({"retry-after": "soon"}) is None
     assert retry_after_s({}) is None
+
+
+def _ten_turn_session(make_session, caching: bool):
+    """A 10-turn session (nine tool turns, then an answer) against a server that keeps a
+    prompt cache; returns the session's usage."""
+    from controller.agents.anthropic_agent import AnthropicProvider
+    from tests.agents.protocol_server import PromptCache, ProtocolServer
+
+    class Agent(AnthropicAgent):
+        def provider(self):
+            provider = super().provider()
+            return AnthropicProvider(provider.client, provider.model, caching=caching)
+
+    with ProtocolServer(prompt_cache=PromptCache()) as server:
+        server.queue(*[Reply(calls=[Call("bash", {"command": "seq 1 150"})])] * 9, Reply())
+        agent = Agent("claude-sonnet-4-6", base_url=server.url, api_key=SECRET_KEY)
+        result = agent.run(make_session(prompt="Tune the kernel. " * 400))
+        marked = [r for r in server.model_requests() if "cache_control" in str(r.body)]
+    assert result.exit_reason == "finished" and result.usage.calls == 10
+    assert bool(marked) == caching
+    return result.usage
+
+
+def test_prompt_caching_bills_a_ten_turn_session_at_most_40_percent_of_its_input(make_session):
+    """The stable prefix (tools, system, task, earlier turns) is read from the cache each turn;
+    the billed input, by the published cache prices, falls to at most 40% of the uncached."""
+    from controller.agents.pricing import price_for
+
+    price = price_for("claude-sonnet-4-6")[0]
+    cached = _ten_turn_session(make_session, caching=True)
+    uncached = _ten_turn_session(make_session, caching=False)
+
+    def billed_input(usage) -> float:
+        return price.dollars(
+            usage.input_tokens, 0, usage.cache_write_tokens, usage.cache_read_tokens
+        )
+
+    assert uncached.cache_read_tokens == uncached.cache_write_tokens == 0
+    assert cached.cache_read_tokens > 0 and cached.cache_write_tokens > 0
+    assert cached.input_tokens == uncached.input_tokens  # the same tokens, billed differently
+    assert billed_input(cached) <= 0.4 * billed_input(uncached), (cached, uncached)
+    assert cached.dollars < uncached.dollars

@@ -205,3 +205,25 @@ def test_cli_dying_mid_stream_is_an_error_with_its_stderr(tmp_path, make_session
     assert result.transcript[-2] == {"type": "unparsed", "line": "not json at all"}
     assert result.transcript[-1] == {"type": "relay", "forwarded": 0, "failed": 0}
     assert result.usage.calls == 1
+
+
+@needs_claude
+def test_claudes_cached_spend_is_priced_as_the_cli_prices_it(make_session):
+    """With the server keeping a prompt cache, the controller's estimate from the session's
+    tokens (cache reads and writes apart) agrees with the CLI's own dollar figure."""
+    from controller.agents.claude_cli_agent import session_tokens
+    from controller.agents.pricing import price_for
+    from tests.agents.protocol_server import PromptCache, ProtocolServer
+
+    with ProtocolServer(prompt_cache=PromptCache()) as server:
+        server.queue(
+            *[Reply(calls=[Call("Bash", {"command": "seq 1 50", "description": "n"})])] * 3,
+            Reply(text="done"),
+        )
+        result = claude(server).run(make_session())
+    assert result.exit_reason == "finished", result.error
+    (final,) = [event for event in result.transcript if event.get("type") == "result"]
+    tokens = session_tokens(final)
+    assert tokens.cache_read > 0 and result.usage.cache_read_tokens == tokens.cache_read
+    estimate = price_for("claude-sonnet-4-6")[0].dollars(*tokens)
+    assert estimate == pytest.approx(final["total_cost_usd"], rel=0.05)

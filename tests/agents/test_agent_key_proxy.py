@@ -142,7 +142,12 @@ def test_usage_is_read_from_every_answer_shape():
         b'{"input_tokens": 700, "output_tokens": 30}}}\n\n'
     )
     chat = b'{"choices": [], "usage": {"prompt_tokens": 55, "completion_tokens": 6}}'
-    assert reported_usage(anthropic_stream) == (100, 42)
-    assert reported_usage(responses_stream) == (700, 30)
-    assert reported_usage(chat) == (55, 6)
-    assert reported_usage(b"not json at all") == (0, 0)
+    cached_responses = (
+        b'data: {"type": "response.completed", "response": {"usage": {"input_tokens": 900, '
+        b'"input_tokens_details": {"cached_tokens": 800}, "output_tokens": 9}}}\n\n'
+    )
+    assert reported_usage(anthropic_stream) == (100, 42, 0, 90)
+    assert reported_usage(responses_stream) == (700, 30, 0, 0)
+    assert reported_usage(cached_responses) == (900, 9, 0, 800)
+    assert reported_usage(chat) == (55, 6, 0, 0)
+    assert reported_usage(b"not json at all") == (0, 0, 0, 0)
