@@ -35,11 +35,15 @@ class AnthropicProvider:
         self.system = system
         return [{"role": "user", "content": prompt}]
 
-    def send(self, messages: list[dict], timeout_s: float) -> ModelReply:
+    max_output_tokens = MAX_OUTPUT_TOKENS
+
+    def send(
+        self, messages: list[dict], timeout_s: float, max_output_tokens: int | None = None
+    ) -> ModelReply:
         with sdk_errors(anthropic, timeout_s):
             response = self.client.messages.create(
                 model=self.model,
-                max_tokens=MAX_OUTPUT_TOKENS,
+                max_tokens=min(max_output_tokens or MAX_OUTPUT_TOKENS, MAX_OUTPUT_TOKENS),
                 system=self._system_blocks(),
                 messages=self._cached(messages),
                 tools=self._cached_tools(),

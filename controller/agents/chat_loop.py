@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -9,8 +10,9 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from controller.agents.base import AgentSession, SessionResult, TraceEvent, Usage
+from controller.agents.call_allowance import InputBound, input_bound, output_allowance
 from controller.agents.pricing import Price
-from controller.agents.tools import FencedTools, ToolOutcome
+from controller.agents.tools import TOOL_SPECS, FencedTools, ToolOutcome
 from controller.agents.usage_log import UsageLog
 from controller.errors import ProviderUnavailable
 
@@ -82,7 +84,12 @@ class ChatProvider(Protocol):
 
     def opening_messages(self, system: str, prompt: str) -> list[dict]: ...
 
-    def send(self, messages: list[dict], timeout_s: float) -> ModelReply: ...
+    max_output_tokens: int
+    """The most output tokens one call asks for when no cap is closer."""
+
+    def send(
+        self, messages: list[dict], timeout_s: float, max_output_tokens: int | None = None
+    ) -> ModelReply: ...
 
     def tool_result_messages(self, results: list[tuple[ToolCall, ToolOutcome]]) -> list[dict]: ...
 
@@ -155,10 +162,21 @@ class ChatLoop:
         turn_events: list[TraceEvent] = []
         deadline = time.monotonic() + session.limits.wall_s
         reason, error = "turn_limit", None
+        fixed_characters = len(system) + len(json.dumps(TOOL_SPECS))
+        last: InputBound | None = None
         try:
             for turn in range(1, session.limits.max_turns + 1):
                 started = time.time()
-                reply = self._call(messages, session, usage, deadline, log)
+                bound = input_bound(messages, fixed_characters, last)
+                allowance = output_allowance(
+                    session.limits, usage, self.price, bound, self.provider.max_output_tokens
+                )
+                if allowance.stop:
+                    raise LimitReached(allowance.stop, allowance.message)
+                reply = self._call(
+                    messages, session, usage, deadline, log, allowance.max_output_tokens
+                )
+                last = InputBound(messages=len(messages), input_tokens=reply.input_tokens)
                 turn_events.append(self._turn_event(turn, started, reply))
                 messages.append(reply.message)
                 self._check_budget(session, usage)
@@ -183,7 +201,15 @@ class ChatLoop:
             transcript=transcript, usage=usage, exit_reason=reason, error=error, events=events
         )
 
-    def _call(self, messages, session, usage: Usage, deadline: float, log: UsageLog) -> ModelReply:
+    def _call(
+        self,
+        messages,
+        session,
+        usage: Usage,
+        deadline: float,
+        log: UsageLog,
+        max_output_tokens: int | None,
+    ) -> ModelReply:
         """One model call with retries; every attempt, failed or not, is counted and logged
         before the next begins."""
         last_problem = ""
@@ -197,7 +223,8 @@ class ChatLoop:
                 raise LimitReached("timeout", f"session ran past wall_s={session.limits.wall_s}")
             usage.calls += 1
             try:
-                reply = self.provider.send(messages, min(session.limits.turn_timeout_s, remaining))
+                timeout_s = min(session.limits.turn_timeout_s, remaining)
+                reply = self.provider.send(messages, timeout_s, max_output_tokens)
                 usage.input_tokens += reply.input_tokens
                 usage.output_tokens += reply.output_tokens
                 usage.cache_write_tokens += reply.cache_write_tokens

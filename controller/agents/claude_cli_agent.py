@@ -75,6 +75,7 @@ class ClaudeCliAgent:
             limits.turn_timeout_s,
             usage_log=UsageLog(session.usage_log),
             price=price_for(self.model or "claude")[0],
+            limits=session.limits,
         )
         with relay as proxy:
             env["ANTHROPIC_BASE_URL"] = proxy.url
@@ -83,6 +84,8 @@ class ClaudeCliAgent:
         events, stray = json_lines(fenced.stdout)
         usage, reason, error, tools = self._read_stream(events)
         relay_counts(usage, proxy)  # never fewer calls than reached the provider
+        if proxy.cap_reached is not None:  # the relay refused a call the caps had no room for
+            reason, error = proxy.cap_reached.stop, proxy.cap_reached.message
         transcript = events + [{"type": "unparsed", "line": line} for line in stray]
         transcript += relay_record(proxy)
         return finish(session, fenced, started, transcript, usage, reason, error, tools, self.spec)

@@ -88,6 +88,7 @@ class CodexCliAgent:
             OPENAI_PATHS,
             usage_log=UsageLog(session.usage_log),
             price=price_for(self.model)[0],
+            limits=session.limits,
         )
         with relay as proxy:
             table = self.provider_table(session, proxy.url)
@@ -98,6 +99,8 @@ class CodexCliAgent:
         events, stray = json_lines(fenced.stdout)
         usage, reason, error, tools = self._read_events(events)
         relay_counts(usage, proxy)  # never fewer calls than reached the provider
+        if proxy.cap_reached is not None:  # the relay refused a call the caps had no room for
+            reason, error = proxy.cap_reached.stop, proxy.cap_reached.message
         if reason == "finished" and usage.calls > session.limits.max_turns:
             reason = "turn_limit"
             error = (

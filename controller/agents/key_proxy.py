@@ -7,7 +7,9 @@ calls and nothing else: a POST to one of the provider's generation paths the bac
 a body of at most `MAX_BODY_BYTES`; anything else is answered 403 (413 for a body too large)
 and recorded, and every call forwarded is counted: a run's usage never shows fewer calls than
 it made. Each answer's reported tokens are read as it passes and, with a `UsageLog`, the running
-usage is written to disk after every call.
+usage is written to disk after every call; with the session's limits, a call the token or
+dollar cap has no room for is refused and every other call's output limit is lowered to what
+is left (`relay_caps`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,14 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-from controller.agents.base import Usage
-from controller.agents.pricing import Price
+from controller.agents.base import AgentLimits, Usage
+from controller.agents.call_allowance import (
+    CHARACTERS_PER_TOKEN_BOUND,
+    Allowance,
+    output_allowance,
+)
+from controller.agents.pricing import DEFAULT_PRICE, Price
+from controller.agents.relay_caps import cap_refusal, capped_body
 from controller.agents.relay_usage import reported_usage
 from controller.agents.usage_log import UsageLog
 
@@ -34,6 +42,8 @@ OPENAI_PATHS = frozenset({"/responses", "/chat/completions"})
 """Relative to an OpenAI-compatible base URL, which carries its own `/v1`."""
 COUNTING_PATHS = frozenset({"/v1/messages/count_tokens"})
 """Forwarded, free, and not a model call."""
+NO_CEILING = 1 << 30
+"""The relay lowers a CLI's own output limit, never sets a tighter one of its own."""
 USAGE_READ_BYTES = 8 << 20
 """How much of one answer is kept to read its usage (an answer's usage comes early or last)."""
 
@@ -50,6 +60,7 @@ class KeyProxy:
         allowed_paths: frozenset[str] = ANTHROPIC_PATHS,
         usage_log: UsageLog | None = None,
         price: Price | None = None,
+        limits: AgentLimits | None = None,
     ):
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -67,6 +78,8 @@ class KeyProxy:
         self.usage = Usage()  # what the answers reported, call by call
         self.usage_log = usage_log
         self.price = price
+        self.limits = limits
+        self.cap_reached: Allowance | None = None  # the caps refused a call
         self._lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self.httpd.daemon_threads = True
@@ -87,6 +100,14 @@ class KeyProxy:
                 self.host, self.upstream_port, timeout=self.timeout_s
             )
         return http.client.HTTPConnection(self.host, self.upstream_port, timeout=self.timeout_s)
+
+    def allowance(self, body_bytes: int) -> Allowance:
+        """What the session's caps leave the next call (its input bounded by its size)."""
+        bound = body_bytes // CHARACTERS_PER_TOKEN_BOUND + 1
+        with self._lock:
+            return output_allowance(
+                self.limits, self.usage, self.price or DEFAULT_PRICE, bound, NO_CEILING
+            )
 
     def account(self, model_call: bool, answer: bytes) -> None:
         """Add one answer's reported tokens and log the running usage (model calls only)."""
@@ -144,12 +165,12 @@ def _handler_for(proxy: KeyProxy):
                 return
             self._forward(length)
 
-        def _refuse(self, status: int, message: str) -> None:
+        def _refuse(self, status: int, message: str, body: bytes | None = None) -> None:
             with proxy._lock:
                 proxy.refused.append(f"{self.command} {self.path[:200]} ({status})")
-            data = message.encode()
+            data = body or message.encode()
             self.send_response(status)
-            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Type", "application/json" if body else "text/plain")
             self.send_header("Content-Length", str(len(data)))
             self.send_header("Connection", "close")
             self.end_headers()
@@ -158,7 +179,16 @@ def _handler_for(proxy: KeyProxy):
 
         def _forward(self, length: int) -> None:
             body = self.rfile.read(length) if length else None
-            model_call = self.path.split("?", 1)[0] not in COUNTING_PATHS
+            path = self.path.split("?", 1)[0]
+            model_call = path not in COUNTING_PATHS
+            if model_call and proxy.limits is not None:
+                allowance = proxy.allowance(len(body or b""))
+                if allowance.stop:
+                    proxy.cap_reached = allowance
+                    self._refuse(400, allowance.message or "", cap_refusal(path, allowance.message))
+                    return
+                if allowance.max_output_tokens is not None:
+                    body = capped_body(body or b"{}", path, allowance.max_output_tokens)
             with proxy._lock:
                 proxy.forwarded += model_call
             headers = {

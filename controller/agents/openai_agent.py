@@ -14,6 +14,9 @@ from controller.agents.chat_loop import (
 )
 from controller.agents.tools import TOOL_SPECS, ToolOutcome
 
+MAX_OUTPUT_TOKENS = 16384
+"""The output tokens one call asks for at most when a token or dollar cap is set."""
+
 
 class OpenAIProvider:
     """Speaks Chat Completions through the official SDK, one call at a time."""
@@ -26,10 +29,15 @@ class OpenAIProvider:
     def opening_messages(self, system: str, prompt: str) -> list[dict]:
         return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
 
-    def send(self, messages: list[dict], timeout_s: float) -> ModelReply:
+    max_output_tokens = MAX_OUTPUT_TOKENS
+
+    def send(
+        self, messages: list[dict], timeout_s: float, max_output_tokens: int | None = None
+    ) -> ModelReply:
+        capped = {} if max_output_tokens is None else {"max_completion_tokens": max_output_tokens}
         with sdk_errors(openai, timeout_s):
             response = self.client.chat.completions.create(
-                model=self.model, messages=messages, tools=self.tools, timeout=timeout_s
+                model=self.model, messages=messages, tools=self.tools, timeout=timeout_s, **capped
             )
         return self._reply(response)
 

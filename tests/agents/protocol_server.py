@@ -38,7 +38,8 @@ class ProtocolServer:
 
     def __init__(self, default: Reply | None = None, prompt_cache: PromptCache | None = None):
         self.prompt_cache = prompt_cache
-        """When set, Anthropic answers report the tokens the request earns under caching."""
+        """When set, answers report the input tokens the request holds (four characters each),
+        Anthropic's split by what its prompt cache earns."""
         self.replies: deque = deque()
         self.default = default or Reply(text="Done.")
         self.requests: list[Request] = []
@@ -126,6 +127,9 @@ def _handler_for(server: ProtocolServer):
 
         def _answer(self, body: dict, render) -> None:
             reply = server.next_reply()
+            cap = body.get("max_tokens") or body.get("max_completion_tokens")
+            if isinstance(reply, Reply) and isinstance(cap, int):  # an answer stops at its cap
+                reply = dataclasses.replace(reply, output_tokens=min(reply.output_tokens, cap))
             if isinstance(reply, Reply) and reply.delay_s:
                 time.sleep(reply.delay_s)
             if isinstance(reply, Malformed):
@@ -154,6 +158,9 @@ def _handler_for(server: ProtocolServer):
 
         def _chat(self, body: dict, reply: Reply) -> None:
             model = body.get("model", "model")
+            if server.prompt_cache is not None:  # counted the same way, nothing cached
+                sent = json.dumps(body.get("messages")) + json.dumps(body.get("tools"))
+                reply = dataclasses.replace(reply, input_tokens=max(1, len(sent) // 4))
             if body.get("stream"):
                 chunks = formats.chat_completion_chunks(reply, model)
                 self._sse([(None, chunk) for chunk in chunks] + [(None, "[DONE]")])

@@ -117,22 +117,48 @@ def test_unparseable_tool_arguments_are_counted_and_reported(server, workspace, 
     assert (workspace / "kernel.py").read_text() == "BLOCK = 64\n"
 
 
-@pytest.mark.parametrize("kind", BACKENDS)
-def test_token_limit_stops_the_session(kind, server, make_session):
-    busy = Reply(calls=[Call("list", {})], input_tokens=100, output_tokens=20)
-    server.queue(busy, busy, busy, busy)
-    result = build(kind, server).run(make_session(max_tokens=200))
-    assert result.exit_reason == "token_limit"
-    assert result.usage.total_tokens == 240 and result.usage.calls == 2
+def _counting_server():
+    from tests.agents.protocol_server import PromptCache, ProtocolServer
+
+    server = ProtocolServer(prompt_cache=PromptCache())
+    server.default = Reply(calls=[Call("list", {})], output_tokens=20)
+    return server
+
+
+def _output_caps(server) -> list[int]:
+    return [
+        request.body.get("max_tokens") or request.body.get("max_completion_tokens")
+        for request in server.model_requests()
+    ]
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
-def test_dollar_limit_stops_the_session(kind, server, make_session):
-    costly = Reply(calls=[Call("list", {})], input_tokens=100_000, output_tokens=10_000)
-    server.queue(costly, costly, costly)
-    result = build(kind, server, model="claude-opus-4").run(make_session(max_dollars=3.0))
-    assert result.exit_reason == "dollar_limit"
-    assert result.usage.calls == 2 and result.usage.dollars == pytest.approx(4.5)
+def test_a_token_cap_stops_the_session_before_it_is_passed(kind, make_session):
+    """The server counts the input the requests really hold: the session stops before a call
+    that could pass the cap, and each call asks for no more output than is left."""
+    with _counting_server() as server:
+        result = build(kind, server).run(make_session(max_tokens=4000))
+        caps = _output_caps(server)
+    assert result.exit_reason == "token_limit" and "no room" in result.error
+    assert result.usage.calls >= 2 and result.usage.total_tokens <= 4000
+    assert all(cap < 4000 for cap in caps) and caps == sorted(caps, reverse=True)
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_a_dollar_cap_stops_the_session_before_it_is_passed(kind, make_session):
+    with _counting_server() as server:
+        agent = build(kind, server, model="claude-opus-4")
+        result = agent.run(make_session(max_dollars=0.06))
+    assert result.exit_reason == "dollar_limit" and "no room" in result.error
+    assert result.usage.calls >= 2 and result.usage.dollars <= 0.06
+
+
+def test_an_answer_asking_for_more_than_is_left_is_capped(server, make_session):
+    """A long answer cannot overshoot: the call's max_tokens is what the cap leaves."""
+    server.queue(Reply(calls=[Call("list", {})], input_tokens=10, output_tokens=50_000))
+    result = build("anthropic", server).run(make_session(max_tokens=5_000))
+    assert result.usage.total_tokens <= 5_000
+    assert 4_000 < result.usage.output_tokens < 5_000
 
 
 @pytest.mark.parametrize("kind", BACKENDS)

@@ -227,3 +227,26 @@ def test_claudes_cached_spend_is_priced_as_the_cli_prices_it(make_session):
     assert tokens.cache_read > 0 and result.usage.cache_read_tokens == tokens.cache_read
     estimate = price_for("claude-sonnet-4-6")[0].dollars(*tokens)
     assert estimate == pytest.approx(final["total_cost_usd"], rel=0.05)
+
+
+@pytest.mark.parametrize("kind", [pytest.param("claude", marks=needs_claude),
+                                  pytest.param("codex", marks=needs_codex)])  # fmt: skip
+def test_a_cli_session_stops_before_its_token_cap_is_passed(kind, make_session):
+    """The server counts the input each request holds; the relay lowers every call's output
+    limit to what is left and refuses the call the cap has no room for."""
+    from tests.agents.protocol_server import PromptCache, ProtocolServer
+
+    command = (
+        Call("Bash", {"command": "true", "description": "t"})
+        if kind == "claude"
+        else Call("exec_command", {"cmd": "true"})
+    )
+    with ProtocolServer(prompt_cache=PromptCache()) as server:
+        server.default = Reply(calls=[command], output_tokens=20)
+        agent = claude(server) if kind == "claude" else codex(server)
+        cap = 120_000
+        result = agent.run(make_session(max_tokens=cap))
+        answered = len(server.model_requests())
+    assert result.exit_reason == "token_limit", (result.error, result.usage)
+    assert result.usage.total_tokens <= cap and result.usage.calls >= 2, result.usage
+    assert answered == result.usage.calls
