@@ -11,7 +11,9 @@ from sandbox.unfenced import Unfenced
 FENCE_NAMES = ("landlock", "docker", "none")
 UNFENCED_WARNING = (
     "WARNING: running UNFENCED (--unfenced): the command can read, write and reach everything "
-    "this user can; only the timeout, process-group kill and environment allowlist apply."
+    "this user can; only the timeout, process-group kill and environment allowlist apply. "
+    "API keys are kept out of the controller's /proc environment, but a command running as "
+    "root can still read the controller's memory."
 )
 
 

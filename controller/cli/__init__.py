@@ -50,8 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from controller.agents.key_custody import refuse_same_user_inspection, scrub_initial_environment
+
+    scrub_initial_environment()  # no API key left readable in /proc/PID/environ
     parser = build_parser()
     arguments = parser.parse_args(argv)
+    if getattr(arguments, "unfenced", False):
+        refuse_same_user_inspection()  # unfenced commands run as this user
     try:
         return int(arguments.func(arguments) or 0)
     except OSError as error:

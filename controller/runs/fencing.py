@@ -29,6 +29,10 @@ def bind_fence(choice: FenceChoice, placeholder_workspace: Path) -> FenceBinding
     from sandbox.fence import get_fence
 
     fence = get_fence(UNFENCED_NAME if choice.unfenced else choice.name, unfenced=choice.unfenced)
+    if choice.unfenced:  # agent commands run as this user: keep them out of this process
+        from controller.agents.key_custody import refuse_same_user_inspection
+
+        refuse_same_user_inspection()
 
     def policy_for(workspace: Path, readable: Sequence[Path]) -> Any:
         return attempt_policy(choice.policy, workspace, readable)
