@@ -10,10 +10,12 @@ from controller.agents.chat_loop import (
     ModelReply,
     ToolCall,
 )
+from controller.agents.provider_preflight import anthropic_check
 from controller.agents.tools import TOOL_SPECS, ToolOutcome
 
 MAX_OUTPUT_TOKENS = 8192
 CACHE_CONTROL = {"type": "ephemeral"}
+DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
 class AnthropicProvider:
@@ -133,3 +135,8 @@ class AnthropicAgent(ApiAgent):
     def provider(self):
         client = anthropic.Anthropic(api_key=self._key(), base_url=self.base_url, max_retries=0)
         return AnthropicProvider(client, self.model)
+
+    def preflight(self) -> None:
+        """One line and exit 2 before the run when the URL, key or model is wrong."""
+        base = self.base_url or DEFAULT_BASE_URL
+        anthropic_check(self.spec, base, self._key() or "", self.model, self.key_variable)

@@ -11,6 +11,7 @@ from controller.agents.cli_launch import CliLaunch, json_lines, require_cli
 from controller.agents.cli_result import finish
 from controller.agents.key_proxy import PLACEHOLDER_KEY, KeyProxy, relay_counts, relay_record
 from controller.agents.pricing import price_for
+from controller.agents.provider_preflight import anthropic_check
 from controller.agents.relay_usage import ReportedTokens
 from controller.agents.usage_log import UsageLog
 from controller.errors import ControllerError
@@ -46,6 +47,12 @@ class ClaudeCliAgent:
             raise ControllerError(
                 f"agent {self.spec} needs ANTHROPIC_API_KEY in the controller's environment"
             )
+
+    def preflight(self) -> None:
+        """One line and exit 2 before the run when the URL, key or model is wrong (without a
+        model, the key and the URL are checked on the model list)."""
+        base = self.base_url or DEFAULT_BASE_URL
+        anthropic_check(self.spec, base, self._key() or "", self.model or "", "ANTHROPIC_API_KEY")
 
     def run(self, session: AgentSession) -> SessionResult:
         """Launch the CLI once for this attempt and read its stream into the result."""

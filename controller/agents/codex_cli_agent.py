@@ -18,6 +18,7 @@ from controller.agents.key_proxy import (
     relay_record,
 )
 from controller.agents.pricing import price_for
+from controller.agents.provider_preflight import openai_check
 from controller.agents.usage_log import UsageLog
 from controller.errors import ControllerError
 
@@ -69,6 +70,10 @@ class CodexCliAgent:
         return (
             "{" + ", ".join(f"{key} = {json.dumps(value)}" for key, value in fields.items()) + "}"
         )
+
+    def preflight(self) -> None:
+        """One line and exit 2 before the run when the URL, key or model is wrong."""
+        openai_check(self.spec, self.base_url, self._key() or "", self.model, KEY_VARIABLE)
 
     def run(self, session: AgentSession) -> SessionResult:
         """Launch the CLI once for this attempt and read its JSONL events into the result."""

@@ -12,8 +12,10 @@ from controller.agents.chat_loop import (
     ModelReply,
     ToolCall,
 )
+from controller.agents.provider_preflight import openai_check
 from controller.agents.tools import TOOL_SPECS, ToolOutcome
 
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_OUTPUT_TOKENS = 16384
 """The output tokens one call asks for at most when a token or dollar cap is set."""
 
@@ -99,3 +101,8 @@ class OpenAIAgent(ApiAgent):
     def provider(self):
         client = openai.OpenAI(api_key=self._key(), base_url=self.base_url, max_retries=0)
         return OpenAIProvider(client, self.model)
+
+    def preflight(self) -> None:
+        """One line and exit 2 before the run when the URL, key or model is wrong."""
+        base = self.base_url or DEFAULT_BASE_URL
+        openai_check(self.spec, base, self._key() or "", self.model, self.key_variable)

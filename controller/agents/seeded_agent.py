@@ -69,6 +69,12 @@ class SeededAgent:
         self.seed_files()
         self.inner.check_available()
 
+    def preflight(self) -> None:
+        """The inner agent's provider check, when it has one (later attempts are its own)."""
+        check = getattr(self.inner, "preflight", None)
+        if check is not None:
+            check()
+
     def run(self, session: AgentSession) -> SessionResult:
         if session.attempt > 1:
             return self.inner.run(session)

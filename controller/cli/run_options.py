@@ -131,6 +131,8 @@ def start_or_resume(
         raise ControllerError(f"manifest field 'gates' {list(manifest.gates)} no longer matches")
     agent = agent or make_agent(manifest.agent.spec, base_url=manifest.agent.base_url)
     agent.check_available()
+    if store is None and hasattr(agent, "preflight"):  # a new run: URL, key and model answer
+        agent.preflight()
     fence = bind_fence(manifest.fence, Path(manifest.target))
     if store is None:
         store = RunStore.create(arguments.runs_dir, manifest)

@@ -40,6 +40,10 @@ class ProtocolServer:
         self.prompt_cache = prompt_cache
         """When set, answers report the input tokens the request holds (four characters each),
         Anthropic's split by what its prompt cache earns."""
+        self.models: set[str] | None = None
+        """The models GET /v1/models/<id> knows; None: any model."""
+        self.key_refused = False
+        """When set, GET /v1/models answers 401 as for a wrong key."""
         self.replies: deque = deque()
         self.default = default or Reply(text="Done.")
         self.requests: list[Request] = []
@@ -92,7 +96,20 @@ def _handler_for(server: ProtocolServer):
 
         def do_GET(self) -> None:
             self._record({})
-            self._json(404, {"error": {"type": "not_found_error", "message": self.path}})
+            path = self.path.split("?")[0]
+            model = path.removeprefix("/v1/models").strip("/")
+            known = server.models is None or model in server.models
+            if server.key_refused:
+                self._json(401, {"error": {"type": "authentication_error", "message": "bad key"}})
+            elif path.startswith("/v1/models") and (not model or known):
+                self._json(
+                    200,
+                    {"id": model, "type": "model", "object": "model"}
+                    if model
+                    else {"data": [{"id": name} for name in sorted(server.models or [])]},
+                )
+            else:
+                self._json(404, {"error": {"type": "not_found_error", "message": path}})
 
         def do_HEAD(self) -> None:
             self.send_response(200)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from controller.agents import make_agent
@@ -269,3 +271,36 @@ def test_prompt_caching_bills_a_ten_turn_session_at_most_40_percent_of_its_input
     assert cached.input_tokens == uncached.input_tokens  # the same tokens, billed differently
     assert billed_input(cached) <= 0.4 * billed_input(uncached), (cached, uncached)
     assert cached.dollars < uncached.dollars
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_a_run_with_a_bad_url_key_or_model_stops_in_one_line_before_it_starts(
+    kind, server, tmp_path, monkeypatch, capsys
+):
+    """`controller tune run` refuses with exit 2 and one line, creating no run, when the base
+    URL does not answer, the key is refused or the model is not offered."""
+    from controller.cli import main
+
+    variable = "ANTHROPIC_API_KEY" if kind == "anthropic" else "OPENAI_API_KEY"
+    monkeypatch.setenv(variable, "test-key")
+    server.models = {"claude-sonnet-4-6"}
+    base = server.url if kind == "anthropic" else f"{server.url}/v1"
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    dead = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    closed.close()
+    cases = [
+        ("unknown", "no-such-model", base, "does not offer model 'no-such-model'"),
+        ("unreachable", "claude-sonnet-4-6", dead, "cannot reach"),
+        ("refused", "claude-sonnet-4-6", base, f"refused {variable}"),
+    ]
+    for name, model, url, expected in cases:
+        server.key_refused = name == "refused"
+        runs = tmp_path / name
+        argv = ["tune", "run", "--operator", "rms_norm", "--agent", f"{kind}:{model}"]
+        argv += ["--base-url", url, "--fence", "landlock", "--device", "cpu"]
+        assert main([*argv, "--runs-dir", str(runs)]) == 2, name
+        error = capsys.readouterr().err.strip().splitlines()
+        assert len(error) == 1 and expected in error[0], (name, error)
+        assert not runs.exists() or not any(runs.iterdir()), name
+    assert not server.model_requests()  # no session started
