@@ -17,6 +17,7 @@ from controller.agents.cli_launch import REPO_ROOT
 from controller.agents.codex_cli_agent import CodexCliAgent
 from controller.agents.key_proxy import PLACEHOLDER_KEY
 from controller.errors import ControllerError
+from sandbox.fence import get_fence
 from tests.agents.conftest import SECRET_KEY
 from tests.agents.protocol_server import Call, Failure, Reply
 
@@ -138,13 +139,18 @@ PROJECT_TOOLS = (
 )
 
 
+FENCES = ["landlock", pytest.param("docker", marks=pytest.mark.docker)]
+
+
 @needs_claude
-def test_claude_runs_the_projects_tools_in_the_fence(server, make_session):
+@pytest.mark.parametrize("fence", FENCES)
+def test_claude_runs_the_projects_tools_in_the_fence(fence, server, make_session):
     server.queue(
         Reply(calls=[Call("Bash", {"command": PROJECT_TOOLS, "description": "tools"})]),
         Reply(text="The tools answer."),
     )
-    result = claude(server).run(make_session())
+    session = make_session().model_copy(update={"fence": get_fence(fence)})
+    result = claude(server).run(session)
     assert result.exit_reason == "finished", result.error
     output = json.dumps(server.model_requests()[-1].body)
     assert "42017" in output and "ruff 0" in output and "usage: controller evaluate" in output
@@ -152,9 +158,11 @@ def test_claude_runs_the_projects_tools_in_the_fence(server, make_session):
 
 
 @needs_codex
-def test_codex_runs_the_projects_tools_in_the_fence(server, make_session):
+@pytest.mark.parametrize("fence", FENCES)
+def test_codex_runs_the_projects_tools_in_the_fence(fence, server, make_session):
     server.queue(Reply(calls=[Call("exec_command", {"cmd": PROJECT_TOOLS})]), Reply(text="ok"))
-    result = codex(server).run(make_session())
+    session = make_session().model_copy(update={"fence": get_fence(fence)})
+    result = codex(server).run(session)
     assert result.exit_reason == "finished", result.error
     output = json.dumps(server.model_requests()[-1].body)
     assert "42017" in output and "ruff 0" in output and "usage: controller evaluate" in output
