@@ -127,6 +127,21 @@ def time_chart(chart_id: str, figures: list[TimeFigure], unit: str) -> Chart:
     return Chart(chart_id=chart_id, svg=_svg(figure, chart_id), points=len(figures))
 
 
+def share_chart(chart_id: str, shares: list[tuple[str, float]]) -> Chart:
+    """One horizontal bar per name: its share (0 to 1) of a whole, labelled in percent."""
+    figure, axes = _figure(chart_id, max(1.6, 0.32 * len(shares) + 0.9))
+    names = [name for name, _ in shares]
+    values = [100 * share for _, share in shares]
+    axes.barh(range(len(names)), values, color=SERIES_COLOURS[0], gid=f"{chart_id}-data-0")
+    for index, value in enumerate(values):
+        axes.annotate(f"{value:.1f}%", (value, index), xytext=(3, 0),
+                      textcoords="offset points", va="center", fontsize=8)  # fmt: skip
+    axes.set_yticks(range(len(names)), names)
+    axes.invert_yaxis()
+    axes.set_xlabel("% of the model's step")
+    return Chart(chart_id=chart_id, svg=_svg(figure, chart_id), points=len(shares))
+
+
 def _figure(chart_id: str, height: float):
     from matplotlib.figure import Figure
 

@@ -1,6 +1,6 @@
 """A run folder of a flow the page has no special view of (an optimize batch): what was
-asked, its report.md as written, the model's time from its verify files, and links to the
-pages of the runs it holds."""
+asked, its report.md rendered, the plan's shares of the model's step (from report.json), the
+model's time from its verify files, and links to the pages of the runs it holds."""
 
 import json
 import os
@@ -33,7 +33,7 @@ def read_other_run(run_dir: Path) -> RunPage:
         asked=[
             ("flow", manifest.flow),
             ("target", f"{manifest.target} at BASE {manifest.base_commit}"),
-            ("work item", json.dumps(manifest.work_item, sort_keys=True, default=str)),
+            *_work_item_rows(manifest.work_item),
             ("agent", manifest.agent.spec),
             ("manifest digest", manifest.digest()),
         ],
@@ -42,7 +42,32 @@ def read_other_run(run_dir: Path) -> RunPage:
         costs=[],
         report_markdown=report.read_text() if report.is_file() else "",
         model_time=model_time_from_verify(store.run_dir),
+        plan_shares=_plan_shares(store.evidence_dir / "report.json"),
         linked_pages=[
             (path.parent.parent.name, os.path.relpath(path, store.evidence_dir)) for path in below
         ],
     )
+
+
+def _plan_shares(report: Path) -> list[tuple[str, float]]:
+    """The plan's operators with their share of the step, largest first; none where the
+    report holds no plan."""
+    plan = (read_json(report, {}) or {}).get("plan") or {}
+    rows = [
+        (str(row.get("operator")), float(row.get("share_of_step") or 0.0))
+        for row in plan.get("rows") or []
+        if isinstance(row, dict)
+    ]
+    return sorted(rows, key=lambda row: -row[1])
+
+
+def _work_item_rows(work_item: dict) -> list[tuple[str, str]]:
+    """One row per setting that was set (nested settings flattened to `outer.inner`)."""
+    rows = []
+    for key, value in sorted(work_item.items()):
+        if isinstance(value, dict):
+            rows += [(f"{key}.{k}", v) for k, v in _work_item_rows(value)]
+        elif value not in (None, [], {}, ""):
+            shown = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+            rows.append((key, shown))
+    return rows

@@ -123,6 +123,10 @@ class RunPage(BaseModel):
     tuning_lines: list[str] = Field(default_factory=list)
     model_time: ModelTime | None = None
     report_markdown: str = Field("", description="report.md, for flows the page has no view of")
+    plan_shares: list[tuple[str, float]] = Field(
+        default_factory=list,
+        description="operator and its share of the model's step, as an optimize plan read it",
+    )
     pictures: list[tuple[str, str]] = Field(
         default_factory=list,
         description="caption and data: URI of each picture the evidence folder holds",

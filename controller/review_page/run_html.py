@@ -3,8 +3,9 @@ its diff, its gates (details folded) and its transcript (folded), then the costs
 
 from html import escape
 
-from controller.review_page.charts import latency_chart, speedup_chart, time_chart
+from controller.review_page.charts import latency_chart, share_chart, speedup_chart, time_chart
 from controller.review_page.diff_html import diff_html
+from controller.review_page.markdown_html import markdown_html
 from controller.review_page.page_frame import facts, figure, page
 from controller.review_page.page_model import AttemptView, GateView, ModelTime, RunPage
 
@@ -40,9 +41,19 @@ def run_html(run: RunPage) -> str:
             f"<figcaption>{escape(caption)}</figcaption></figure>"
             for caption, uri in run.pictures
         ]
+    if run.plan_shares:
+        chart = share_chart("plan-shares", run.plan_shares)
+        parts += [
+            "<h2>Where the model's step goes</h2>",
+            figure(chart, "Each registered operator's share of the model's step, as the plan "
+                   "read it; the largest shares got the tuning budget."),
+        ]  # fmt: skip
     parts += model_time_html(run.model_time)
     if run.report_markdown:
-        parts += ["<h2>Report</h2>", f"<pre class='report'>{escape(run.report_markdown)}</pre>"]
+        parts += [
+            "<h2>Report</h2>",
+            f"<div class='report'>{markdown_html(run.report_markdown)}</div>",
+        ]
     if run.linked_pages:
         parts += ["<h2>Runs it holds</h2>", "<ul>"]
         parts += [
