@@ -2,14 +2,14 @@
 
 Run from the repository root on a GPU machine: `OUT=$OUT python benchmarks/attention_gpu.py`
 (about six minutes; writes $OUT/attention_gpu.json after every workload and prints a table).
-Per attention workload it first holds the new kernel (benchmarks/split_kv_attention_split_dim.py,
+Per attention workload it first holds the new kernel (kernels/split_kv_attention_split_dim.py,
 the operator file the scripted tune session ships) to the operator's contract on every input
 distribution, then times as CUDA-graph per-call time: the production kernel, the new kernel at
 its TUNING, BF16 `scaled_dot_product_attention` over the concatenated K/V (GQA) as a PyTorch
 user writes it, and a sweep of the workload's regime settings (each variant checked before it
 is timed). A graph holds CALLS calls rotating over INPUT_SETS input sets (warm L2); roles'
 replays are interleaved; the figure is the median replay over CALLS. The fastest variant per
-regime is what `python benchmarks/attention_session.py --tuning-from attention_gpu.json`
+regime is what `python kernels/attention_session.py --tuning-from attention_gpu.json`
 writes into the kernel's TUNING. `--device cpu --quick` runs the same code under the Triton
 interpreter at scaled-down sizes (host clock, no graphs, one variant), to check the script.
 """
@@ -24,6 +24,7 @@ from pathlib import Path
 BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS.parent))
 sys.path.insert(0, str(BENCHMARKS))  # its siblings by their own names, whoever imports it
+sys.path.insert(0, str(BENCHMARKS.parent / "kernels"))  # the kernels that ship
 
 import torch  # noqa: E402,I001  (operators before the kernel module: it selects the interpreter)
 import torch.nn.functional as F  # noqa: E402
@@ -275,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         attention_session.SESSION_FILE.read_text() == attention_session.session_text()
     )
     if not session_current:
-        print("attention_gpu: the session file is stale (python benchmarks/attention_session.py)")
+        print("attention_gpu: the session file is stale (python kernels/attention_session.py)")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = []

@@ -7,7 +7,7 @@ worst element's ratio of error to bound is at most 1. Over SEEDS seeds of every 
 distribution this prints, per workload and kernel, the worst ratio, how many cases pass, and
 the same kernel's worst ratio against an FP64 evaluation of the reference beside the FP32
 reference's own, so a failure can be told apart as the kernel's or the reference's. Kernels:
-the production one, and the split-dim kernel (benchmarks/split_kv_attention_split_dim.py) at
+the production one, and the split-dim kernel (kernels/split_kv_attention_split_dim.py) at
 its TUNING with its scores in 1, 2 and 4 chunks of the head dimension, and the softmax weights
 in two BF16 parts or three. Beside the declared workloads, one of a hidden workload's size
 (HIDDEN_LIKE). `--device cpu --quick` runs the same code under the interpreter at scaled-down
@@ -25,6 +25,7 @@ from pathlib import Path
 BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS.parent))
 sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS.parent / "kernels"))  # the kernels that ship
 
 import torch  # noqa: E402,I001
 from pydantic import BaseModel  # noqa: E402

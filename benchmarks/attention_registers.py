@@ -25,6 +25,7 @@ os.environ["TRITON_INTERPRET"] = "0"  # compile the kernels, even on a machine w
 BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS.parent))
 sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS.parent / "kernels"))  # the kernels that ship
 
 import split_kv_attention_split_dim as split_dim  # noqa: E402
 import triton  # noqa: E402

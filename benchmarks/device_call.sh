@@ -62,7 +62,7 @@ for part in "$@"; do
       done ;;
     h200)  # issue 26: the h200 profile through the project's own flow. Each operator named in
       # H200_OPS is tuned by a scripted session carrying its hand-written kernel
-      # (benchmarks/sessions/tune_<op>.json), judged by every gate under Landlock, installed
+      # (kernels/sessions/tune_<op>.json), judged by every gate under Landlock, installed
       # with `controller install`, then the profile is verified (numerics and the model's time
       # against none and stock) and packed into $OUT/tuned-h200.tgz. With H200_CALIBRATED=1
       # (issue 30) the tasks come from a capture of batches 1 and 8, calibrated in FP64:
@@ -82,8 +82,8 @@ for part in "$@"; do
         run "tune_$op" "${TUNE_SECONDS:-240}" python3 -m controller tune run --operator "$op" \
           "${task[@]}" --device cuda ${FENCE:---fence landlock} --target "$target" \
           --runs-dir "$OUT/runs/$op" \
-          --max-attempts "$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["attempts"]))' "benchmarks/sessions/tune_$op.json")" \
-          --agent "scripted:benchmarks/sessions/tune_$op.json"
+          --max-attempts "$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["attempts"]))' "kernels/sessions/tune_$op.json")" \
+          --agent "scripted:kernels/sessions/tune_$op.json"
         for run_dir in "$OUT/runs/$op"/tune-*; do
           python3 -m controller status "$run_dir" > "$OUT/status_$op.txt" 2>&1
           [ -d "$run_dir/export" ] && python3 -m controller install "$run_dir/export" \
@@ -145,9 +145,9 @@ for part in "$@"; do
     attention_tuning)  # the sweep's fastest variant per regime into the kernel and its session,
       # among the numerics that passed every margin case when `margin` ran before
       margins=(); [ -f "$OUT/attention_margin.json" ] && margins=(--margins "$OUT/attention_margin.json")
-      run attention_tuning 30 python3 benchmarks/attention_session.py \
+      run attention_tuning 30 python3 kernels/attention_session.py \
         --tuning-from "$OUT/attention_gpu.json" "${margins[@]}"
-      cp benchmarks/split_kv_attention_split_dim.py "$OUT/split_kv_attention_split_dim.py.txt" ;;
+      cp kernels/split_kv_attention_split_dim.py "$OUT/split_kv_attention_split_dim.py.txt" ;;
     attention) run attention "${ATTENTION_SECONDS:-420}" python3 benchmarks/attention_gpu.py ;;  # issue 26: split-dim kernel
     gated) run gated 200 python3 benchmarks/gated_projection_gpu.py ;;  # issue 26: MLP gate/up
     tiles)  # issue 26: for each operator in TILE_OPS (default attention_output), its fused
@@ -165,11 +165,6 @@ for part in "$@"; do
       run "space${SPACE_SHARD:+_${SPACE_SHARD%%/*}}" "${SPACE_SECONDS:-580}" python3 \
         benchmarks/sweep_space.py --operators "${SPACE_OPS:-split_kv_attention}" \
         ${SPACE_SHARD:+--shard "$SPACE_SHARD"} --sweep-budget-s "${SPACE_SWEEP_S:-280}" ;;
-    profcost)  # issue 26: what torch.profiler costs the forward, graph and eager, per batch
-      for b in ${BATCHES:-1 8}; do
-        run profcost_b$b 200 python3 benchmarks/profiler_cost_probe.py \
-          --profile "${PROFCOST_PROFILE:-h200}" --batch "$b"
-      done ;;
     inductor)  # issue 26: Inductor's code for rotate_qk's reference at prefix_b8 (dynamic=False)
       TORCH_LOGS=output_code run inductor_rotate_qk 150 python3 -c "
 import torch
@@ -181,11 +176,7 @@ torch.compile(declaration.reference, dynamic=False)(*inputs)
 torch.cuda.synchronize()" ;;
     leaveout) run leave_one_out "${LEAVEOUT_SECONDS:-300}" python3 benchmarks/leave_one_out.py \
       --profile h200 --batches ${BATCHES:-1 8} ;;  # issue 26: which installed kernels pay in the model
-    zygote) run zygote 60 python3 benchmarks/zygote_threads.py ;;
-    bias) run bias 240 python3 benchmarks/graph_bias_probe.py ;;
-    queue) TAIL=${TAIL:-40} run queue 240 python3 benchmarks/replay_queue_probe.py ;;
     gtprofile) TAIL=${TAIL:-90} run gtprofile 200 python3 benchmarks/graph_timing_profile.py ;;
-    pdl) run pdl_probe 200 python3 benchmarks/pdl_probe.py ;;  # issue 26: PDL on graph chains
     gputests) run gputests "${TESTS_SECONDS:-170}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator tests/capture/test_profile_gpu.py ;;
     pdltests) run pdltests 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator/test_evaluator_gpu.py -k "early_reader or awaited" ;;
     *) echo "unknown part $part" ;;

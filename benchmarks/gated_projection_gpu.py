@@ -3,7 +3,7 @@
 Run from the repository root on a GPU machine: `OUT=$OUT python benchmarks/gated_projection_gpu.py`
 (under a minute; writes $OUT/gated_projection_gpu.json and prints a table). Per workload (50,
 400, 576 and 4608 tokens) it first holds the fused kernel (the file the scripted tune session
-ships, benchmarks/gated_gelu_projection_fused.py) to the operator's contract on every input
+ships, kernels/gated_gelu_projection_fused.py) to the operator's contract on every input
 distribution, reporting its worst error in BF16 steps past atol, then times as CUDA-graph
 per-call time: production (two `F.linear` and the production gated-GELU kernel), the fused
 kernel at its TUNING, `torch.compile(dynamic=False)` of the reference (what a PyTorch user
@@ -25,6 +25,7 @@ from pathlib import Path
 BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS.parent))
 sys.path.insert(0, str(BENCHMARKS))  # its siblings by their own names, whoever imports it
+sys.path.insert(0, str(BENCHMARKS.parent / "kernels"))  # the kernels that ship
 
 import torch  # noqa: E402,I001  (operators before the kernel module: it selects the interpreter)
 from pydantic import BaseModel  # noqa: E402
@@ -325,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         == solution_session.session_text("gated_gelu_projection", Path(fused.__file__))
     )
     if not session_current:
-        print("gated_projection_gpu: the session is stale (benchmarks/solution_session.py)")
+        print("gated_projection_gpu: the session is stale (kernels/solution_session.py)")
     results = []
     for workload in declaration.workloads:
         result = measure(declaration, workload, device, args.quick, not args.no_sweep)

@@ -9,7 +9,7 @@
 # Usage, from the repository root on the GPU machine (about 6 minutes):
 #   OUT=$OUT bash benchmarks/optimize_gpu.sh rms_norm
 # Knobs: BUDGET (3 minutes of tuning), FENCE ("--fence landlock"; "--unfenced" where Landlock
-# cannot start), AGENT (autotune; e.g. scripted:benchmarks/sessions/tune_split_kv_attention.json
+# cannot start), AGENT (autotune; e.g. scripted:kernels/sessions/tune_split_kv_attention.json
 # for the session carrying a hand-written kernel, with ATTEMPTS its attempt count), PROFILE (optimized), ATTEMPTS (4), PATIENCE (2), SIZE (pi05) and DEVICE (cuda):
 # DEVICE=cpu SIZE=tiny checks the script itself on a machine without a GPU.
 # The ruff gate of the tune runs needs ruff: carry its wheel in .whl/ (docs/benchmarks.md).

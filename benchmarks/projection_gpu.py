@@ -4,7 +4,7 @@ Run from the repository root on a GPU machine: `OUT=$OUT python benchmarks/proje
 (about two minutes; writes $OUT/projection_gpu.json and prints a table; `--write` puts each
 row regime's fastest settings into the kernel and its scripted session). Per workload (the
 modulation's condition at batch 1 and 8, three 1024 x 1024 BF16 weights) it first holds the
-fused kernel (benchmarks/stacked_projection_fused.py, the file the scripted tune session ships)
+fused kernel (kernels/stacked_projection_fused.py, the file the scripted tune session ships)
 to the operator's contract on every input distribution and counts how far it and the BLAS each
 land from the FP64 product, then times as CUDA-graph per-call time: the three `F.linear` calls
 (the production path and the reference), `torch.compile(dynamic=False)` of the reference, the
@@ -26,6 +26,7 @@ from pathlib import Path
 BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS.parent))
 sys.path.insert(0, str(BENCHMARKS))  # its siblings by their own names, whoever imports it
+sys.path.insert(0, str(BENCHMARKS.parent / "kernels"))  # the kernels that ship
 
 import torch  # noqa: E402,I001  (operators before the kernel module: it selects the interpreter)
 from pydantic import BaseModel  # noqa: E402

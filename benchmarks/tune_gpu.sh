@@ -8,7 +8,7 @@
 #   OUT=$OUT bash benchmarks/tune_gpu.sh gated_residual gated_gelu
 #   OUT=$OUT bash benchmarks/tune_gpu.sh rotate_qk split_kv_attention
 # The ruff gate needs ruff: carry its wheel in .whl/ with pydantic's (docs/benchmarks.md).
-# An operator with benchmarks/sessions/tune_<op>.json also gets a scripted run that
+# An operator with kernels/sessions/tune_<op>.json also gets a scripted run that
 # submits that hand-written kernel, one attempt per attempt the session holds (a session may
 # carry several tile tables); the comparison takes each operator's newest export.
 # Knobs: ATTEMPTS (5), PATIENCE (3), MINUTES of tuning per operator (2), FENCE
@@ -55,7 +55,7 @@ for op in "${operators[@]}"; do
   echo "=== tune $op exit $?"
   tail -n 5 "$OUT/tune_$op.log"
   keep_evidence "$op"
-  session=benchmarks/sessions/tune_${op}.json
+  session=kernels/sessions/tune_${op}.json
   if [ -f "$session" ]; then  # a hand-written kernel, judged by the same gates
     echo "=== tune $op (scripted: $session)"
     # shellcheck disable=SC2086

@@ -14,7 +14,7 @@ from controller.cli import main
 from gates.calibration.contract_file import PACKAGE_FILE
 from operators.call_capture import load_capture
 
-SESSION = Path(__file__).resolve().parents[2] / "benchmarks/sessions/tune_split_kv_attention.json"
+SESSION = Path(__file__).resolve().parents[2] / "kernels/sessions/tune_split_kv_attention.json"
 OPERATOR = "split_kv_attention"
 
 

@@ -234,7 +234,7 @@ def test_the_shipped_operators_pass_the_rule_registration_holds_them_to():
     """Every catalog kernel (and the fused kernels written to be registered) as a new file; the
     catalog's test helper `checking.py` copies a declaration's fields by computed name."""
     paths = [p for p in (ROOT / "operators" / "catalog").glob("*.py") if p.name != "checking.py"]
-    paths += (ROOT / "benchmarks").glob("*_fused.py")
+    paths += (ROOT / "kernels").glob("*_fused.py")
     for path in sorted(paths):
         found = source_probes({"operators/catalog/x.py": path.read_text()}, {}, "operators")
         assert found == [], path

@@ -1,4 +1,4 @@
-"""The fused attention_output kernel that `benchmarks/sessions/tune_attention_output.json`
+"""The fused attention_output kernel that `kernels/sessions/tune_attention_output.json`
 submits: the session carries the kernel module as it is, and the kernel keeps the operator's
 contract under the interpreter on small heads (ragged rows, two batches, every distribution),
 reading attention's head layout in place."""
@@ -16,6 +16,7 @@ from operators.declaration import DISTRIBUTIONS, Axis, Workload
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS.parent / "kernels"))
 
 import attention_output_fused as fused  # noqa: E402
 import solution_session  # noqa: E402

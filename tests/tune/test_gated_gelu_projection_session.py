@@ -1,4 +1,4 @@
-"""The fused gated-GELU projection kernel that `benchmarks/sessions/tune_gated_gelu_projection.json`
+"""The fused gated-GELU projection kernel that `kernels/sessions/tune_gated_gelu_projection.json`
 submits: the session carries the kernel module as it is, the kernel meets the operator's
 contract under the interpreter at scaled-down sizes with the GPU's small tiles (several row and
 column blocks, a partial row group, a hidden size no tile divides, strided inputs), a wrong
@@ -17,6 +17,7 @@ from operators.declaration import DISTRIBUTIONS, Workload
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS.parent / "kernels"))
 
 import gated_gelu_projection_fused as fused  # noqa: E402
 import gated_projection_gpu  # noqa: E402

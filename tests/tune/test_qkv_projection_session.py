@@ -1,4 +1,4 @@
-"""The fused qkv_projection kernel that `benchmarks/sessions/tune_qkv_projection.json` submits:
+"""The fused qkv_projection kernel that `kernels/sessions/tune_qkv_projection.json` submits:
 the session carries the kernel module as it is, and the kernel keeps the operator's contract
 under the interpreter on small heads (ragged rows, two batches, every distribution)."""
 
@@ -13,6 +13,7 @@ from operators.declaration import DISTRIBUTIONS, Axis, Workload
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS.parent / "kernels"))
 
 import qkv_projection_fused as fused  # noqa: E402
 import solution_session  # noqa: E402

@@ -1,4 +1,4 @@
-"""The hand-written rotate_qk kernel that `benchmarks/sessions/tune_rotate_qk.json` submits:
+"""The hand-written rotate_qk kernel that `kernels/sessions/tune_rotate_qk.json` submits:
 the session carries the kernel module as it is, and the kernel is bit-exact under the
 interpreter at scaled-down sizes, at a power-of-two head dimension (no column mask) and at one
 that is not (the masked halves)."""
@@ -14,6 +14,7 @@ from operators.declaration import DISTRIBUTIONS, Axis
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS.parent / "kernels"))
 
 import rotate_qk_halves as halves  # noqa: E402
 import solution_session  # noqa: E402

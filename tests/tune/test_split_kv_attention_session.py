@@ -1,4 +1,4 @@
-"""The split-dim attention kernel that `benchmarks/sessions/tune_split_kv_attention.json`
+"""The split-dim attention kernel that `kernels/sessions/tune_split_kv_attention.json`
 submits: the session carries the kernel module as it is, the kernel meets the operator's
 contract under the interpreter at scaled-down sizes (with the head dimension split for the
 output and chunked for the scores, and query heads grouped), the gates read its launch
@@ -18,6 +18,7 @@ from operators.declaration import DISTRIBUTIONS
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS.parent / "kernels"))
 
 import attention_gpu  # noqa: E402
 import attention_margin  # noqa: E402
@@ -46,7 +47,7 @@ def test_the_session_writes_the_kernel_module_over_the_operator_file():
     assert write["path"] == "solution/operators/catalog/split_kv_attention.py"
     assert write["content"] == attention_session.solution_source(
         attention_session.KERNEL_FILE.read_text()
-    ), "stale session: run python benchmarks/attention_session.py"
+    ), "stale session: run python kernels/attention_session.py"
     assert "from ...operators.catalog.rounding import round_to_bfloat16" in write["content"]
     settings = declared_settings(write["content"])  # what autotune and the evidence read
     assert settings.point == split_dim.TUNING

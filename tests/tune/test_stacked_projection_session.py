@@ -1,4 +1,4 @@
-"""The fused stacked_projection kernel that `benchmarks/sessions/tune_stacked_projection.json`
+"""The fused stacked_projection kernel that `kernels/sessions/tune_stacked_projection.json`
 submits: the session carries the kernel module as it is, the kernel meets the operator's
 contract under the interpreter at small sizes (ragged K, several row blocks, all three weights),
 and the GPU benchmark script runs end to end on the CPU."""
@@ -15,6 +15,7 @@ from operators.declaration import DISTRIBUTIONS, Workload
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS.parent / "kernels"))
 
 import projection_gpu  # noqa: E402
 import projection_session  # noqa: E402
@@ -33,7 +34,7 @@ def test_the_session_writes_the_kernel_module_over_the_operator_file():
     assert write["path"] == "solution/operators/catalog/stacked_projection.py"
     assert write["content"] == projection_session.solution_source(
         Path(fused.__file__).read_text()
-    ), "stale session: run python benchmarks/projection_session.py"
+    ), "stale session: run python kernels/projection_session.py"
     assert "from ...operators.kernel_launch import compiler_visible, launch" in write["content"]
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS.parent / "kernels"))
 
 import sweep_space  # noqa: E402
 

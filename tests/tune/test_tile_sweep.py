@@ -12,6 +12,7 @@ from operators.declaration import Workload
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS.parent / "kernels"))
 
 import qkv_projection_fused as fused  # noqa: E402
 import tile_sweep  # noqa: E402

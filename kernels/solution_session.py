@@ -2,8 +2,8 @@
 
 The session writes the module over the solution's copy of the operator file, with its
 repository imports made relative as the vendored solution's are, so `controller tune run
---operator OP --agent scripted:benchmarks/sessions/tune_OP.json` judges it by every tuning gate.
-Run it after editing the kernel: `python benchmarks/solution_session.py OP KERNEL_FILE`
+--operator OP --agent scripted:kernels/sessions/tune_OP.json` judges it by every tuning gate.
+Run it after editing the kernel: `python kernels/solution_session.py OP KERNEL_FILE`
 (`--check` exits 1 when the session file is stale).
 """
 
@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-BENCHMARKS = Path(__file__).resolve().parent
+KERNELS = Path(__file__).resolve().parent
 
 
 def solution_path(operator: str) -> str:
@@ -28,7 +28,7 @@ def solution_source(kernel_source: str, operator: str) -> str:
 
 
 def session_file(operator: str) -> Path:
-    return BENCHMARKS / "sessions" / f"tune_{operator}.json"
+    return KERNELS / "sessions" / f"tune_{operator}.json"
 
 
 def session_text(operator: str, kernel_file: Path) -> str:
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     target = session_file(arguments.operator)
     if arguments.check:
         if not target.is_file() or target.read_text() != text:
-            print(f"{target} is stale: run python benchmarks/solution_session.py")
+            print(f"{target} is stale: run python kernels/solution_session.py")
             return 1
         return 0
     target.write_text(text)

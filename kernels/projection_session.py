@@ -1,7 +1,7 @@
-"""Write the scripted tune session that submits benchmarks/stacked_projection_fused.py.
+"""Write the scripted tune session that submits kernels/stacked_projection_fused.py.
 
 A named entry point for `solution_session.py` (one attempt: read the incumbent, write the
-kernel module over it): `python benchmarks/projection_session.py` (`--check` exits 1 when the
+kernel module over it): `python kernels/projection_session.py` (`--check` exits 1 when the
 session file is stale).
 """
 

@@ -1,7 +1,7 @@
-"""Write the scripted tune session that submits benchmarks/split_kv_attention_split_dim.py.
+"""Write the scripted tune session that submits kernels/split_kv_attention_split_dim.py.
 
 A named entry point for `solution_session.py` (one attempt: read the incumbent, write the
-kernel module over it): `python benchmarks/attention_session.py` (`--check` exits 1 when the
+kernel module over it): `python kernels/attention_session.py` (`--check` exits 1 when the
 session file is stale). `--tuning-from attention_gpu.json` first writes the fastest timed
 variant of each regime in that report of `benchmarks/attention_gpu.py` into the kernel's
 TUNING (a regime no variant was timed for keeps its settings), then the session; with

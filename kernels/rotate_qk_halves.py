@@ -1,7 +1,7 @@
 """rotate_qk with each row's two halves as two contiguous, unmasked blocks.
 
-The operator file the scripted tune session ships (`python benchmarks/solution_session.py
-rotate_qk benchmarks/rotate_qk_halves.py` writes it into `benchmarks/sessions/tune_rotate_qk.json`
+The operator file the scripted tune session ships (`python kernels/solution_session.py
+rotate_qk kernels/rotate_qk_halves.py` writes it into `kernels/sessions/tune_rotate_qk.json`
 with its imports made relative). Rotate-half reads x1 and x2 (the row's first and second half)
 and writes x1 cos - x2 sin and x2 cos + x1 sin, so a program loads each half once as a plain
 block: no gather by a partner index. The half width is a compile-time constant and, at a

@@ -1,6 +1,6 @@
 """split_kv_attention with the head dimension of the output split among programs.
 
-The operator file the scripted tune session ships (benchmarks/attention_session.py writes it
+The operator file the scripted tune session ships (kernels/attention_session.py writes it
 into the session with its imports made relative; benchmarks/attention_gpu.py times it). It is
 the production kernel's online softmax with four changes, all launch settings per regime:
 - `dim_parts`: each program writes 256 / dim_parts of the output's head dimension. Its scores

@@ -9,8 +9,8 @@ multiprocessor. Where the BLAS's products are the faster (many rows), a regime's
 is None and the call takes production's path: the same two products and gated-GELU kernel.
 
 `benchmarks/tile_sweep.py gated_gelu_projection --write` chooses each regime's tile (or None)
-on the GPU; `benchmarks/solution_session.py` writes this file, imports made relative, into
-`benchmarks/sessions/tune_gated_gelu_projection.json` as the solution's operator file.
+on the GPU; `kernels/solution_session.py` writes this file, imports made relative, into
+`kernels/sessions/tune_gated_gelu_projection.json` as the solution's operator file.
 """
 
 import torch

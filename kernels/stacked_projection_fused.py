@@ -1,6 +1,6 @@
 """stacked_projection as one Triton launch: x read once, the three weights streamed together.
 
-The operator file the scripted tune session ships (benchmarks/projection_session.py writes it
+The operator file the scripted tune session ships (kernels/projection_session.py writes it
 into the session with its imports made relative; benchmarks/projection_gpu.py times it). At
 the modulation's sizes a call is memory-bound: 6 MB of BF16 weights against a few rows of x.
 """

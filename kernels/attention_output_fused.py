@@ -1,7 +1,7 @@
 """Attention's output projection in Triton, reading the head layout in place.
 
-The operator file the scripted tune session ships (`python benchmarks/solution_session.py
-attention_output benchmarks/attention_output_fused.py` writes it into the session with its
+The operator file the scripted tune session ships (`python kernels/solution_session.py
+attention_output kernels/attention_output_fused.py` writes it into the session with its
 imports made relative; `benchmarks/tile_sweep.py attention_output` sweeps and times it). The model's
 code copies attention's output into token layout and then runs one BLAS product; here a
 program per (row block, column block, split) loads each head's slice of its rows where
