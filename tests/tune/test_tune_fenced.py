@@ -6,6 +6,8 @@ interpreter and the run says plainly that nothing can be promoted without CUDA t
 """
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from tune_fixtures import FakeEvaluator, mark, only_run, tune_arguments, write_script
@@ -13,6 +15,9 @@ from tune_fixtures import FakeEvaluator, mark, only_run, tune_arguments, write_s
 from controller.cli.tune_command import run_tune
 from controller.flows.tune import task_package_digest
 from controller.runs.store import RunStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import readme_claims  # noqa: E402
 
 
 def _landlock_or_skip():
@@ -57,15 +62,19 @@ def test_under_landlock_the_task_history_and_controller_copy_are_read_only(tune_
 
 
 @pytest.mark.slow
-def test_on_the_cpu_the_real_evaluator_checks_correctness_and_nothing_is_promoted(
-    tune_target, tmp_path
-):
-    arguments = tune_arguments(
-        tmp_path / "runs", tune_target, operator="rms_norm", unfenced=True, max_attempts=1
-    )
-    assert run_tune(arguments) == 1  # autotune, the real evaluator, the Triton interpreter
+def test_the_readmes_cpu_tune_run_ends_as_the_readme_says(tmp_path, capsys):
+    """The README's `tune run` exactly (autotune, the real evaluator, the Triton interpreter):
+    correctness is checked, the latency gate says nothing is promoted without CUDA timing, the
+    run ends `rejected` with exit 1, and the console names the report and its HTML page."""
+    from controller.cli import main
+
+    readme = readme_claims.readme()
+    assert "ends\n`rejected` (exit 1)" in readme or "ends `rejected` (exit 1)" in readme
+    code = main([*readme_claims.command("tune run"), "--runs-dir", str(tmp_path / "runs")])
+    assert code == 1
     run_dir = only_run(tmp_path / "runs")
-    verdicts = run_dir / "attempts" / "0001" / "verdicts"
+    assert json.loads((run_dir / "state.json").read_text())["state"] == "rejected"
+    verdicts = run_dir / "attempts" / "0002" / "verdicts"
     correctness = json.loads((verdicts / "correctness.json").read_text())
     assert correctness["passed"], correctness["summary"]
     latency = json.loads((verdicts / "latency.json").read_text())
@@ -73,4 +82,6 @@ def test_on_the_cpu_the_real_evaluator_checks_correctness_and_nothing_is_promote
     assert "nothing can be promoted without CUDA timing" in latency["summary"]
     report = (run_dir / "evidence" / "report.md").read_text()
     assert "nothing could be promoted (promotion needs CUDA timing)" in report
-    assert not (run_dir / "export").exists()
+    assert "(report.html)" in report and not (run_dir / "export").exists()
+    printed = capsys.readouterr().err
+    assert "evidence/report.md" in printed and "evidence/report.html" in printed
