@@ -24,7 +24,8 @@ from controller.candidate import capture_candidate, load_candidate
 from controller.errors import ProviderUnavailable, environment_failure, is_user_error
 from controller.flows.base import Flow, RunContext
 from controller.runs import records
-from controller.runs.budget import attempt_allowance, budget_stop
+from controller.runs.attempt_session import AttemptSetting, attempt_session, logged_usage
+from controller.runs.budget import budget_stop
 from controller.runs.evidence import write_evidence
 from controller.runs.faults import fault_point
 from controller.runs.fencing import FenceBinding
@@ -221,15 +222,12 @@ class Engine:
                 "attempt_interrupted",
                 attempt=number,
                 reason="the controller stopped during the agent session",
-                **self._logged_usage(number),
+                **logged_usage(self.store.attempt_dir(number)),
             )
             return "feedback", {}
         return self._run_agent(number)
 
     def _run_agent(self, number: int) -> tuple[str, dict]:
-        from controller.agents.base import AgentLimits, AgentSession
-        from controller.agents.usage_log import FILE_NAME as USAGE_LOG
-
         directory = self.store.attempt_dir(number)
         if directory.exists():  # left by a process that died before the session started
             shutil.rmtree(directory)
@@ -246,26 +244,12 @@ class Engine:
                 self.context.target, self.manifest.base_commit, directory / "workspace"
             )
         context_paths = tuple(self.flow.context_paths(self.context)) + tuple(protected)
-        limits = self.manifest.limits
-        allowance = attempt_allowance(limits, self.store.history().spend)
-        scratch = directory / "scratch"
-        scratch.mkdir()
-        session = AgentSession(
-            workspace=workspace,
-            prompt=prompt,
-            context=context_paths,
-            fence=self.fence.fence,
-            policy=self.fence.policy_for(workspace, context_paths),
-            limits=AgentLimits(
-                max_turns=limits.max_turns,
-                max_tokens=allowance.max_tokens,
-                max_dollars=allowance.max_dollars,
-                turn_timeout_s=limits.turn_timeout_s,
-                wall_s=allowance.wall_s,
-            ),
-            attempt=number,
-            scratch=scratch,
-            usage_log=directory / USAGE_LOG,
+        session = attempt_session(
+            AttemptSetting(number=number, folder=directory, workspace=workspace, prompt=prompt),
+            context_paths,
+            self.fence,
+            self.manifest.limits,
+            self.store.history().spend,
         )
         self.journal.append("agent_started", attempt=number)
         self.progress.note(f"attempt {number}: started (agent {self.manifest.agent.spec})")
@@ -395,19 +379,12 @@ class Engine:
         self._close_attempt_in_flight(reason)
         self._transition("failed", reason=reason)
 
-    def _logged_usage(self, number: int) -> dict:
-        """The spend a cut-short session logged call by call (`usage_log`), as journal fields."""
-        from controller.agents.usage_log import FILE_NAME, last_usage
-
-        logged = last_usage(self.store.attempt_dir(number) / FILE_NAME)
-        return {"usage": logged} if logged else {}
-
     def _close_attempt_in_flight(self, reason: str, withdraw: bool = False) -> None:
         """An agent session cut short is recorded as interrupted; it is never replayed. One the
         provider could not serve is withdrawn: its spend is kept, the attempt runs again."""
         record = self.store.history().attempt(self.state.attempt)
         if self.state.state == "attempting" and record.started and not record.finished:
             usage = {"usage": self._usage_in_flight} if self._usage_in_flight else {}
-            usage = usage or self._logged_usage(self.state.attempt)
+            usage = usage or logged_usage(self.store.attempt_dir(self.state.attempt))
             kind = "attempt_withdrawn" if withdraw else "attempt_interrupted"
             self.journal.append(kind, attempt=self.state.attempt, reason=reason, **usage)
