@@ -40,3 +40,37 @@ def test_no_source_file_is_over_400_lines():
         if lines > 400:
             long_files.append(f"{relative}: {lines} lines")
     assert long_files == []
+
+
+def test_every_command_explains_itself_and_its_examples_parse():
+    """Every `--help` has a description; a command taking a positional argument shows an
+    example, and each example is a command line the parser accepts."""
+    import argparse
+    import shlex
+
+    from controller.cli import build_parser
+
+    def leaves(parser, words):
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            yield words, parser
+        for sub in subs:
+            for name, child in sub.choices.items():
+                yield from leaves(child, [*words, name])
+
+    problems = []
+    for words, parser in leaves(build_parser(), []):
+        positional = [a for a in parser._actions if not a.option_strings and a.dest != "help"]
+        example = (parser.epilog or "").partition("example: ")[2]
+        if not parser.description:
+            problems.append(f"{' '.join(words)}: no description")
+        if positional and not example:
+            problems.append(f"{' '.join(words)}: a positional argument and no example")
+        if example:
+            argv = shlex.split(example)
+            assert argv[0] == "controller", example
+            try:
+                build_parser().parse_args(argv[1:])
+            except SystemExit:
+                problems.append(f"{' '.join(words)}: the example does not parse: {example}")
+    assert problems == []

@@ -7,6 +7,7 @@ from pathlib import Path
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "calibrate",
+        epilog="example: controller calibrate runs/capture",
         help="calibrate captured operators' contracts against their FP64 reference",
         description=(
             "Run each captured operator's Torch reference in FP64 on the capture's fixtures "

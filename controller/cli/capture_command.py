@@ -8,6 +8,10 @@ from controller.profiling.driver import add_driver_argument
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "capture-ops",
+        epilog=(
+            "example: controller capture-ops --output runs/capture "
+            "-- controller.profiling.example_driver:forward pi05 1"
+        ),
         help="record the operator calls of an inference driver",
         description=(
             "Run DRIVER eagerly for --steps steps and record every registry call: operator, "

@@ -11,6 +11,10 @@ EXIT_FAILED = 1
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "evaluate",
+        epilog=(
+            "example: controller evaluate runs/tasks/rms_norm "
+            "--solution runs/tasks/rms_norm/solution --device cpu"
+        ),
         help="evaluate a solution on a task package",
         description=(
             "Check a solution against its task's contract on every workload, seed and input "

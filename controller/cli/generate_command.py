@@ -8,6 +8,7 @@ DEFAULT_OUTPUT = Path("runs/tasks")
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "generate",
+        epilog="example: controller generate rms_norm rotate_qk --output runs/tasks",
         help="write task packages for catalog operators",
         description=(
             "Write one task package per operator (definition, workloads, contract, baseline "

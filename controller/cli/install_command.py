@@ -11,6 +11,9 @@ from pathlib import Path
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "install",
+        epilog=(
+            "example: controller install runs/tune-20261206T082215Z-18d1ac/export --profile h100"
+        ),
         help="install a tune run's export into tuned/NAME/ (a kernel profile)",
         description=__doc__.splitlines()[0],
     )

@@ -8,6 +8,10 @@ from controller.profiling.driver import add_driver_argument
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "profile",
+        epilog=(
+            "example: controller profile --graph --output runs/profile "
+            "-- controller.profiling.example_driver:forward pi05 1"
+        ),
         help="rank a driver's regions by device time per step and account for the whole step",
         description=(
             "Profile DRIVER with torch.profiler after --warmup steps. Each kernel goes, through "

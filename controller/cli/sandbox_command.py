@@ -27,6 +27,10 @@ def add_parser(subparsers) -> None:
 
     run = actions.add_parser(
         "run",
+        epilog=(
+            "example: controller sandbox run --fence landlock --workspace /tmp/ws "
+            '-- python3 -c "print(1)"'
+        ),
         help="run one command inside a fence and exit with its exit code (124 on timeout)",
         description="Run CMD fenced; exits with its exit code, 124 when the timeout kills it.",
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "skeleton",
+        epilog="example: controller skeleton model.safetensors --output runs/skeleton",
         help="make a random-weight checkpoint from safetensors headers alone",
         description=(
             "Read only the headers (names, dtypes, shapes) of one or more .safetensors files "

@@ -31,6 +31,7 @@ PASSED_THROUGH = (
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "tune-all",
+        epilog="example: controller tune-all rms_norm rotate_qk --device cuda --max-attempts 4",
         help="tune every (or each named) catalog operator in one resumable batch",
         description=__doc__.splitlines()[0],
     )
