@@ -158,3 +158,59 @@ def test_a_sigkill_mid_call_loses_no_usage_and_the_run_resumes(tune_target, tmp_
     assert interrupted[0]["usage"]["output_tokens"] == 110
     assert interrupted[0]["usage"]["calls"] == 2
     assert spend.input_tokens >= 3000 and spend.calls >= 3  # the resumed attempt's call too
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (REPO / ".tools" / "node_modules" / ".bin" / "claude").exists(),
+    reason="claude CLI not installed in .tools (run scripts/setup)",
+)
+def test_the_claude_cli_evaluates_fixes_and_lints_inside_landlock(
+    tune_target, tmp_path, monkeypatch
+):
+    """The same loop through the real `claude` CLI in the fence: its Bash tool breaks the
+    kernel, evaluates, fixes it, evaluates again and lints, and the attempt is judged."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
+
+    def shell(command: str) -> Reply:
+        return Reply(calls=[Call("Bash", {"command": command, "description": "step"})])
+
+    def replace(old: str, new: str) -> str:
+        return f"sed -i 's/{old}/{new}/' {KERNEL}"
+
+    with ProtocolServer(default=Reply(text="The kernel passes; done.")) as server:
+        server.queue(
+            shell(replace(r" \* weight\[None, :\]", "")),
+            shell(EVALUATE),
+            shell(
+                replace(
+                    r"x \* inverse_rms\[:, None\])", r"x * inverse_rms[:, None] * weight[None, :])"
+                )
+                + " && "
+                + replace('"num_warps": 4', '"num_warps": 2')
+            ),  # fmt: skip
+            shell(EVALUATE),
+            shell("ruff check solution && ruff format --check solution"),
+        )
+        arguments = tune_arguments(
+            tmp_path / "runs",
+            tune_target,
+            operator="rms_norm",
+            agent="claude:claude-sonnet-4-6",
+            base_url=server.url,
+            fence="landlock",
+            device="cpu",
+            max_attempts=1,
+        )
+        run_tune(arguments)
+        history = json.dumps(server.model_requests()[-1].body)  # the whole conversation
+    failed, passed_at = history.find("INCORRECT"), history.find("rms_norm: PASSED")
+    assert 0 <= failed < passed_at, history[-3000:]
+    assert "All checks passed!" in history and "already formatted" in history
+    run_dir = only_run(tmp_path / "runs")
+    check = json.loads((run_dir / "attempts" / "0001" / "check.json").read_text())
+    passed = {
+        gate: verdict["passed"]
+        for gate, verdict in zip(check["gates"], check["verdicts"], strict=True)
+    }
+    assert passed["scope"] and passed["ruff"] and passed["correctness"], check
