@@ -180,11 +180,34 @@ def _plan(folder: Path, settings: OptimizeSettings) -> dict:
     from operators.call_capture import load_capture
 
     report = HotspotReport.model_validate_json((folder / "profile" / HOTSPOTS_FILE).read_text())
-    captured = set(load_capture(folder / "capture").counts_by_operator())
+    capture = load_capture(folder / "capture")
+    captured = set(capture.counts_by_operator())
     tunable = {declaration.name for declaration in REGISTRY if declaration.preferred is not None}
-    plan = plan_tuning(report, captured, tunable, settings.budget_minutes, settings.operators)
+    floors = _floors(capture) if settings.tune.device == "cuda" else None
+    plan = plan_tuning(
+        report, captured, tunable, settings.budget_minutes, settings.operators, floors
+    )
     write_json_atomic(folder / "plan.json", plan.model_dump(mode="json"))
     return plan.model_dump(mode="json")
+
+
+def _floors(capture) -> dict | None:
+    """Each captured operator's floor on this GPU, from its measured copy bandwidth and its
+    tensor-core peak; None where CUDA is not there."""
+    import torch
+
+    from controller.optimize.floors import DeviceRates, operator_floors, tensor_peak
+    from gates.evaluator.device_rates import measure_bandwidth
+
+    if not torch.cuda.is_available():
+        return None
+    name = torch.cuda.get_device_name()
+    rates = DeviceRates(
+        name=name,
+        bandwidth_bytes_per_us=measure_bandwidth("cuda") / 1000.0,
+        tensor_flops_per_us=tensor_peak(name),
+    )
+    return operator_floors(capture, rates)
 
 
 def _plan_line(plan: dict) -> str:

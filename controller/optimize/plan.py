@@ -12,6 +12,7 @@ the budget cannot give every worthy operator its minimum, the smallest shares ar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from controller.optimize.floors import OperatorFloor
 from controller.profiling.attribution import REGISTRY_PREFIX
 from controller.profiling.hotspots import HotspotReport
 
@@ -30,6 +31,10 @@ class OperatorShare(BaseModel):
     calls_per_step: float
     minutes: float | None = Field(None, description="tuning budget; None when not tuned")
     reason: str = Field("", description="why it is not tuned, when it is not")
+    floor_us: float | None = Field(
+        None, description="its lower bound per step on this GPU (`floors`); None off a GPU"
+    )
+    floor_bound: str | None = Field(None, description="what sets the floor: bytes or tensor cores")
 
     @property
     def tuned(self) -> bool:
@@ -58,10 +63,13 @@ def plan_tuning(
     tunable: set[str],
     budget_minutes: float,
     requested: list[str] | None = None,
+    floors: dict[str, OperatorFloor] | None = None,
 ) -> TuningPlan:
     """Rank the registry operators of `report` and split `budget_minutes` over the worthy ones.
 
-    `captured`: operators the capture holds; `tunable`: operators with a production kernel."""
+    `captured`: operators the capture holds; `tunable`: operators with a production kernel;
+    `floors`: each operator's floor per step on this GPU, shown beside its time."""
+    floors = floors or {}
     ranked = sorted(report.registry, key=lambda row: (-row.kernel_us_per_step, row.region))
     rows, worthy = [], []
     for region in ranked:
@@ -84,6 +92,8 @@ def plan_tuning(
                 share_of_step=region.share_of_step,
                 calls_per_step=region.calls_per_step,
                 reason=reason,
+                floor_us=floors[name].floor_us if name in floors else None,
+                floor_bound=floors[name].bound if name in floors else None,
             )
         )
     seen = {row.operator for row in rows}

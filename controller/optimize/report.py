@@ -36,15 +36,23 @@ def render(folder: Path, outcome: OptimizeOutcome) -> str:
             "",
             f"Read from the {_mode_words(outcome.plan.profile_mode)}.",
             "",
-            "| operator | us/step | share | calls/step | minutes | not tuned because |",
-            "| --- | ---: | ---: | ---: | ---: | --- |",
+            "| operator | us/step | share | calls/step | floor us/step | x floor | minutes "
+            "| not tuned because |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
         ]
         lines += [
             f"| {row.operator} | {row.us_per_step:.1f} | {row.share_of_step:.1%} "
-            f"| {row.calls_per_step:.1f} | {'-' if row.minutes is None else f'{row.minutes:.1f}'} "
-            f"| {row.reason} |"
+            f"| {row.calls_per_step:.1f} | {_floor(row)} "
+            f"| {'-' if row.minutes is None else f'{row.minutes:.1f}'} | {row.reason} |"
             for row in outcome.plan.rows
         ]
+        if any(row.floor_us is not None for row in outcome.plan.rows):
+            lines += [
+                "",
+                "The floor is the larger of the bytes each call must move at the measured copy "
+                "bandwidth and its reference's FLOPs at the GPU's dense BF16 tensor-core peak; "
+                "time far above it is what remains to win.",
+            ]
     if outcome.tuned:
         lines += ["", "## Tuning", "", "| operator | status | speedup | export | reason |"]
         lines += ["| --- | --- | ---: | --- | --- |"]
@@ -106,6 +114,13 @@ def _check(check: ModelCheck) -> list[str]:
         lines += [f"- batch {timing.batch}: {timing.described(ratio)}" for ratio in timing.ratios]
     lines += [f"- FAIL: {failure}" for failure in check.speed_failures]
     return lines
+
+
+def _floor(row) -> str:
+    """`floor (bound) | ratio` cells, dashes where no floor was measured."""
+    if row.floor_us is None or row.floor_us <= 0:
+        return "- | -"
+    return f"{row.floor_us:.1f} ({row.floor_bound}) | {row.us_per_step / row.floor_us:.1f}"
 
 
 def _mode_words(mode: str) -> str:

@@ -105,7 +105,9 @@ def test_optimize_keeps_only_the_kernels_the_model_needs_and_reports_the_figures
         "| rms_norm | no | dropped: removing it does not make the model slower beyond noise "
         "(profile x0.979 against without rms_norm (rounds 0.979-0.979)) |"
     ) in markdown
-    assert "| split_kv_attention | 5.0 | 0.5% | 2.0 | - | under 1% of the step |" in markdown
+    assert (
+        "| split_kv_attention | 5.0 | 0.5% | 2.0 | - | - | - | under 1% of the step |" in markdown
+    )
     assert json.loads((batch / "verify.json").read_text())["passed"]
     page = (batch / "evidence" / "report.html").read_text()
     assert "<table>" in page and "<td>gated_residual</td>" in page  # tables, not text
