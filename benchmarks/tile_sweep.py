@@ -31,7 +31,8 @@ from types import ModuleType
 BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS.parent))
 sys.path.insert(0, str(BENCHMARKS))
-sys.path.insert(0, str(BENCHMARKS.parent / "kernels"))  # the kernels that ship
+KERNELS = BENCHMARKS.parent / "kernels"
+sys.path.insert(0, str(KERNELS))  # the kernels that ship
 
 import torch  # noqa: E402,I001
 
@@ -200,10 +201,11 @@ def write_tuning(operator: str, fused: ModuleType, tuning: dict) -> None:
 
 def module_problem(name: str, entry: str) -> str | None:
     """Why `name` cannot be swept or timed as a kernel module of the operator, or None."""
-    if not re.fullmatch(r"[a-z_][a-z0-9_]*", name) or not (BENCHMARKS / f"{name}.py").is_file():
-        fitting = [path.stem for path in sorted(BENCHMARKS.glob("*.py")) if not _lacks(path, entry)]
+    folder = KERNELS if (KERNELS / f"{name}.py").is_file() else BENCHMARKS
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", name) or not (folder / f"{name}.py").is_file():
+        fitting = [path.stem for path in sorted(KERNELS.glob("*.py")) if not _lacks(path, entry)]
         return f"no such module; the kernel modules with {entry} are {', '.join(fitting)}"
-    missing = _lacks(BENCHMARKS / f"{name}.py", entry)
+    missing = _lacks(folder / f"{name}.py", entry)
     if missing:
         return f"it lacks {', '.join(missing)} (a kernel module defines all four)"
     return None
