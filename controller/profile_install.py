@@ -77,6 +77,7 @@ def install_export(export: Path, profile: str, tuned_root: Path, replace: bool =
         "device": described["device"],
         "layouts": described["layouts"],
         "owns": described["owns"],
+        "declines": described.get("declines", {}),
     }
     document["files"] = {
         path.relative_to(staging).as_posix(): file_digest(path)
@@ -132,6 +133,7 @@ def read_export(export: Path) -> dict[str, Any]:
         "device": device,
         "layouts": verified_layouts(operator, device, task if captured else None, chosen),
         "owns": owns or {"*": "verified on every workload, not timed (no CUDA)"},
+        "declines": declined_workloads(evaluation),
     }
 
 
@@ -139,16 +141,30 @@ def won_workloads(evaluation: dict) -> dict[str, str]:
     """The workloads where the kernel was faster than the incumbent it replaced (the baseline
     for a first promotion) with the evaluator's confidence, each with its figure: an installed
     kernel applies only there, and elsewhere the call keeps the incumbent."""
+    return _workload_figures(evaluation, won=True)
+
+
+def declined_workloads(evaluation: dict) -> dict[str, str]:
+    """The timed workloads the kernel did not win (slower, or within noise), each with its
+    figure: there the call keeps the incumbent."""
+    return _workload_figures(evaluation, won=False)
+
+
+def _workload_figures(evaluation: dict, won: bool) -> dict[str, str]:
     promotion = (evaluation.get("timing") or {}).get("promotion") or {}
     against = promotion.get("against") or {}
     role = "incumbent" if "incumbent" in against else "baseline"
     rows = (against.get(role) or {}).get("workloads") or {}
-    return {
-        name: f"x{1 / row['ratio']:.3f} [{1 / row['high']:.3f}, {1 / row['low']:.3f}] "
-        f"against the {role}"
-        for name, row in sorted(rows.items())
-        if row.get("high") is not None and 0 < row["high"] < 1 and row.get("low", 0) > 0
-    }
+    figures = {}
+    for name, row in sorted(rows.items()):
+        if not row.get("ratio") or not row.get("low") or not row.get("high"):
+            continue
+        if (0 < row["high"] < 1) == won:
+            figures[name] = (
+                f"x{1 / row['ratio']:.3f} [{1 / row['high']:.3f}, {1 / row['low']:.3f}] "
+                f"against the {role}"
+            )
+    return figures
 
 
 def _refuse_environment_reads(export: Path, solution, baseline) -> None:

@@ -43,6 +43,7 @@ def read_other_run(run_dir: Path) -> RunPage:
         report_markdown=report.read_text() if report.is_file() else "",
         model_time=model_time_from_verify(store.run_dir),
         plan_shares=_plan_shares(store.evidence_dir / "report.json"),
+        kernel_workloads=_kernel_workloads(store.run_dir, store.evidence_dir / "report.json"),
         linked_pages=[
             (path.parent.parent.name, os.path.relpath(path, store.evidence_dir)) for path in below
         ],
@@ -71,3 +72,20 @@ def _work_item_rows(work_item: dict) -> list[tuple[str, str]]:
             shown = " ".join(map(str, value)) if isinstance(value, list) else str(value)
             rows.append((key, shown))
     return rows
+
+
+def _kernel_workloads(folder: Path, report: Path) -> list[tuple[str, str, str]]:
+    """Each kernel of the batch's profile (the published one, else the one it installed):
+    the workloads it owns and those where it keeps the incumbent, each with its figure."""
+    published = (read_json(report, {}) or {}).get("profile_folder")
+    candidates = [Path(published) / "profile.json"] if published else []
+    candidates += sorted(folder.glob("profiles/*/*/profile.json"))
+    document = next((read_json(path) for path in candidates if path.is_file()), None) or {}
+
+    def listed(figures: dict) -> str:
+        return "; ".join(f"{name} {figure}" for name, figure in sorted(figures.items())) or "-"
+
+    return [
+        (name, listed(entry.get("owns") or {}), listed(entry.get("declines") or {}))
+        for name, entry in sorted((document.get("operators") or {}).items())
+    ]

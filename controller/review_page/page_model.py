@@ -123,6 +123,11 @@ class RunPage(BaseModel):
     tuning_lines: list[str] = Field(default_factory=list)
     model_time: ModelTime | None = None
     report_markdown: str = Field("", description="report.md, for flows the page has no view of")
+    kernel_workloads: list[tuple[str, str, str]] = Field(
+        default_factory=list,
+        description="each installed kernel: the workloads it owns and those it declined, with "
+        "their figures",
+    )
     plan_shares: list[tuple[str, float]] = Field(
         default_factory=list,
         description="operator and its share of the model's step, as an optimize plan read it",

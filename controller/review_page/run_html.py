@@ -49,6 +49,19 @@ def run_html(run: RunPage) -> str:
                    "read it; the largest shares got the tuning budget."),
         ]  # fmt: skip
     parts += model_time_html(run.model_time)
+    if run.kernel_workloads:
+        parts += [
+            "<h2>Where each kernel applies</h2>",
+            "<p>An installed kernel owns the workloads it won against the incumbent with the "
+            "evaluator's confidence; elsewhere the call keeps the incumbent.</p>",
+            "<table class='kernel-workloads'><tr><th>kernel</th><th>owns</th>"
+            "<th>keeps the incumbent</th></tr>",
+        ]
+        parts += [
+            f"<tr><td>{escape(name)}</td><td>{escape(owns)}</td><td>{escape(declines)}</td></tr>"
+            for name, owns, declines in run.kernel_workloads
+        ]
+        parts.append("</table>")
     if run.report_markdown:
         parts += [
             "<h2>Report</h2>",

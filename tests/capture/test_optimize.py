@@ -113,6 +113,7 @@ def test_optimize_keeps_only_the_kernels_the_model_needs_and_reports_the_figures
     assert "<table>" in page and "<td>gated_residual</td>" in page  # tables, not text
     assert "data-chart='plan-shares'" in page and "data-chart='model-time'" in page
     assert "class='report'><pre" not in page and "| --- |" not in page
+    assert "<h2>Where each kernel applies</h2>" in page and "<td>gated_residual</td>" in page
     printed = capsys.readouterr().out
     assert "optimize: tune rms_norm: done x1.200" in printed
     assert "optimize: decide: gated_residual kept: removing it makes the model slower" in printed

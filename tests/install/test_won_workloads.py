@@ -2,7 +2,7 @@
 the incumbent it replaced (the baseline for a first promotion) was faster with the evaluator's
 confidence; elsewhere the call keeps the incumbent."""
 
-from controller.profile_install import verified_layouts, won_workloads
+from controller.profile_install import declined_workloads, verified_layouts, won_workloads
 from operators import REGISTRY
 
 
@@ -19,6 +19,9 @@ def test_only_workloads_faster_with_confidence_are_owned():
     owns = won_workloads(_evaluation(rows))
     assert list(owns) == ["action_b1"]
     assert owns["action_b1"].startswith("x2.000") and "against the baseline" in owns["action_b1"]
+    declines = declined_workloads(_evaluation(rows))
+    assert list(declines) == ["action_b8", "prefix_b8"]
+    assert declines["prefix_b8"].startswith("x0.833")
 
 
 def test_a_later_promotion_is_owned_against_the_incumbent_it_replaced():
