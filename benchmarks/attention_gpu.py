@@ -12,6 +12,8 @@ replays are interleaved; the figure is the median replay over CALLS. The fastest
 regime is what `python kernels/attention_session.py --tuning-from attention_gpu.json`
 writes into the kernel's TUNING. `--device cpu --quick` runs the same code under the Triton
 interpreter at scaled-down sizes (host clock, no graphs, one variant), to check the script.
+
+Its answer: docs/benchmarks.md, "Catalog kernels against eager and compile".
 """
 
 import argparse

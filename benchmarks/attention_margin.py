@@ -12,6 +12,8 @@ its TUNING with its scores in 1, 2 and 4 chunks of the head dimension, and the s
 in two BF16 parts or three. Beside the declared workloads, one of a hidden workload's size
 (HIDDEN_LIKE). `--device cpu --quick` runs the same code under the interpreter at scaled-down
 sizes.
+
+Its answer: docs/benchmarks.md, "Attention".
 """
 
 import argparse

@@ -10,6 +10,8 @@ GPU machine's. Run from the repository root: `python benchmarks/attention_regist
 1x16x64x4x2x4x3x2x5,...` picks heads x queries x keys x dim_parts x score_chunks x warps x
 stages x weight_parts x key_splits,
 `--json` prints each setting followed by its registers and spill bytes.
+
+Its answer: docs/benchmarks.md, "Attention".
 """
 
 import argparse

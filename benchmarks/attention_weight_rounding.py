@@ -14,6 +14,8 @@ those on the GPU).
 
 Run from the repository root: `python benchmarks/attention_weight_rounding.py
 [--workloads prefix_b1,action_b8] [--seeds 2]` (seconds per workload on 2 cores).
+
+Its answer: docs/benchmarks.md, "The model end to end".
 """
 
 import argparse

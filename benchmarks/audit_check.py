@@ -6,6 +6,8 @@ fails an honest profile would stop a deployment for nothing.
 Run from the repository root on a CUDA machine:
     python benchmarks/audit_check.py --profile h200 --batches 1 8
 Writes $OUT/audit_check_<profile>.json after every step when $OUT is set.
+
+Its answer: docs/benchmarks.md, "The tune flow".
 """
 
 import argparse

@@ -8,6 +8,8 @@ reference on the GPU, then measures the production kernel again on two other dra
 layout and says whether each stays within the tolerance just calibrated (it must). Writes
 $OUT/calibrate_gpu.json (seconds per operator, every output's figures) and prints a table.
 `--size tiny --device cpu` runs the same code on a CPU under the Triton interpreter.
+
+Its answer: docs/benchmarks.md, "The tune flow".
 """
 
 import argparse

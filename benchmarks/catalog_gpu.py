@@ -7,6 +7,8 @@ between samples; events are read after the loop; the median is reported. Eager a
 samples are interleaved so clock drift hits both alike. `--dry-run` runs the same code on the
 CPU (host clock, scaled-down workloads, Triton interpreter) to check the script itself.
 `--host` instead measures the host time of one registry call against its reference's ATen ops.
+
+Its answer: docs/benchmarks.md, "The model in other modes and profiles".
 """
 
 import argparse

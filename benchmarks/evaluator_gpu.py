@@ -7,6 +7,8 @@ per-replay times are kept, the candidate's times scaled by 0.95 (or 0.90), and t
 rule applied to the scaled pairs; a candidate truly that much faster on every workload meets
 the same noise. Run from the repository root: `python benchmarks/evaluator_gpu.py`. Prints a
 table and, when $OUT is set, writes $OUT/evaluator_gpu.json.
+
+Its answer: docs/benchmarks.md, "The kernel evaluator".
 """
 
 import json

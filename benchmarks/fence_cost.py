@@ -1,6 +1,9 @@
 """What the evaluator's Landlock fence costs per evaluation: the rms_norm task's baseline on
 the CPU, fenced and unfenced in turn, after one unmeasured evaluation (zygote start, caches).
-Run from the repository root: `python benchmarks/fence_cost.py [--repeats N]`."""
+Run from the repository root: `python benchmarks/fence_cost.py [--repeats N]`.
+
+Its answer: docs/benchmarks.md, "Fences".
+"""
 
 import argparse
 import statistics

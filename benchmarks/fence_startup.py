@@ -3,6 +3,8 @@
 Run: python benchmarks/fence_startup.py [--runs 30] [--fences landlock,docker,none]
 GPU machine: add --gpu-check to also run a CUDA matmul and a Triton kernel inside the Landlock
 fence with `gpu=True` (checks that the fence grants what CUDA and Triton's JIT need).
+
+Its answer: docs/benchmarks.md, "Fences".
 """
 
 import argparse

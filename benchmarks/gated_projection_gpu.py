@@ -13,6 +13,8 @@ sets whose weights together exceed L2, so every call reads its weights from HBM 
 layers do; roles' replays are interleaved; the figure is the median replay over CALLS.
 `--device cpu --quick` runs the same code under the Triton interpreter at scaled-down sizes
 (host clock, no graphs, no compile), to check the script itself.
+
+Its answer: docs/benchmarks.md, "How to reproduce on the GPU".
 """
 
 import argparse

@@ -11,6 +11,8 @@ weights (`graph_roles.graph_times`, roles' replays interleaved), so the weights 
 HBM as the model's layers do. Every Triton result is held to the BLAS result first, under a
 two-rounding tolerance contract (FP32 sums in another order). `--quick` runs
 one small shape under the Triton interpreter, to check the script itself.
+
+Its answer: docs/benchmarks.md, "The model end to end".
 """
 
 import argparse

@@ -5,6 +5,8 @@ warm-up calls over every set; the graphs' replays are interleaved, so every role
 clocks and the same state of the L2, and the figure is the median replay per call. A role that
 cannot be captured or run is reported with its error, and the others are still timed. On a
 CPU, `host_times` is the stand-in: host microseconds of one call each.
+
+A helper of tile_sweep.py and sweep_space.py; it answers no question of its own.
 """
 
 import statistics

@@ -4,6 +4,8 @@ checks, once to fill Triton's cache and then under cProfile. Prints the phase se
 functions with the most own and cumulative time; with $OUT set, writes the same text to
 $OUT/graph_timing_profile.txt. Run from the repository root:
 `python benchmarks/graph_timing_profile.py`.
+
+Its answer: docs/benchmarks.md, "The kernel evaluator".
 """
 
 import cProfile

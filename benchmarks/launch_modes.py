@@ -11,6 +11,8 @@ Run from the repository root on a CUDA machine:
     python benchmarks/launch_modes.py [--processes 6] [--connections default,1,32] [--pin 0,8]
     python benchmarks/launch_modes.py --batched  # K back-to-back calls per sample instead
 Prints one row per process and stream; writes $OUT/launch_modes.json when $OUT is set.
+
+Its answer: docs/benchmarks.md, "The kernel evaluator".
 """
 
 import argparse

@@ -6,6 +6,8 @@ model (its calls may meet other cache states or neighbours in the forward than t
 Run from the repository root on a CUDA machine:
     python benchmarks/leave_one_out.py --profile h200 --batches 1 8
 Writes $OUT/leave_one_out_<profile>.json after every batch when $OUT is set.
+
+Its answer: docs/benchmarks.md, "The model end to end".
 """
 
 import argparse

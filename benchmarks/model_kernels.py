@@ -5,6 +5,8 @@ forward's kernel count, kernel time and wall time, so a fusion is aimed at what 
 Run from the repository root on a CUDA machine:
     python benchmarks/model_kernels.py --profile stock --mode reduce-overhead --batch 1
 Prints the top kernels; writes $OUT/model_kernels_<profile>_<mode>_b<batch>.json when $OUT is set.
+
+Its answer: docs/benchmarks.md, "The model end to end".
 """
 
 import argparse

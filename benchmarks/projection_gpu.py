@@ -14,6 +14,8 @@ input sets, 6 MB of weights each, more than the L2 holds, so weights stream from
 model (every modulation has its own weights).
 `--device cpu --quick` runs the same code under the Triton interpreter at small sizes (host
 clock, no graphs, one variant), to check the script itself.
+
+Its answer: docs/benchmarks.md, "The model end to end".
 """
 
 import argparse

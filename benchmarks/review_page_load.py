@@ -6,6 +6,8 @@ better) and the evaluator faked at its boundary, as the tune-flow tests run it; 
 `evidence/report.html` the run wrote, opened five times, each in a fresh browser, timed from
 navigation to the load event. Needs Chromium (`apt-get install chromium`). From the repository
 root: `python benchmarks/review_page_load.py [--out DIR]`.
+
+Its answer: docs/benchmarks.md, "Where things stand" (the review page row).
 """
 
 import argparse

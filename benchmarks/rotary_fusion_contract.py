@@ -6,6 +6,8 @@ size (4608 rows, 8 heads of 256), the projected values that round differently an
 outputs outside `Contract(tolerance, roundings=k)` for several k.
 
     python benchmarks/rotary_fusion_contract.py [--rows 4608] [--seeds 3]
+
+Its answer: docs/benchmarks.md, "The model end to end".
 """
 
 import argparse

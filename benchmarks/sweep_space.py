@@ -23,6 +23,8 @@ index is K modulo N (shard 0 also runs the screen; the others compile their poin
 parallel first, as the screen does) and writes sweep_<op>.shard-K-of-N.json; `--merge N` then
 joins the N shard files found in $OUT into sweep_<op>.json. The ratios are paired against the
 production kernel within each shard, so shards timed in different calls stay comparable.
+
+Its answer: docs/benchmarks.md, "The tune flow".
 """
 
 import argparse

@@ -1,7 +1,10 @@
 """How `sweep_space.py` times one point of a space: paired with the production kernel, the
 way the evaluator times roles (warm graphs of several calls over fresh inputs, or one cold
 graph over enough buffers that the L2 is passed through between two uses of one), replays
-alternating between the two, the median of the paired ratios per workload."""
+alternating between the two, the median of the paired ratios per workload.
+
+A helper of sweep_space.py; it answers no question of its own.
+"""
 
 import statistics
 

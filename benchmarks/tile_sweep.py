@@ -14,6 +14,8 @@ module as $OUT/OP.kernel.py.txt. `--module NAME` sweeps another kernel module of
 (a new kernel before it ships; the session is then written from it) and `--incumbent NAME`
 times a module at its own TUNING in the same graphs, so a new kernel is compared with the one
 it would replace in one run.
+
+Its answer: docs/benchmarks.md, "The model end to end".
 """
 
 import argparse

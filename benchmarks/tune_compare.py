@@ -11,6 +11,8 @@ and compile only. Per role: warm-up calls, then one CUDA graph of CALLS calls on
 inputs (warm L2, as a model's decode step runs), replayed REPLAYS times with the roles
 interleaved; the per-call time is the median replay time over CALLS. The tuned kernel's
 outputs are checked against the operator's contract before it is timed.
+
+Its answer: docs/benchmarks.md, "Catalog kernels against eager and compile".
 """
 
 import argparse
