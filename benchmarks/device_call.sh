@@ -147,7 +147,7 @@ for part in "$@"; do
       margins=(); [ -f "$OUT/attention_margin.json" ] && margins=(--margins "$OUT/attention_margin.json")
       run attention_tuning 30 python3 kernels/attention_session.py \
         --tuning-from "$OUT/attention_gpu.json" "${margins[@]}"
-      cp kernels/split_kv_attention_split_dim.py "$OUT/split_kv_attention_split_dim.py.txt" ;;
+      for kernel in kernels/split_kv_attention_split_dim*.py; do cp "$kernel" "$OUT/$(basename "$kernel").txt"; done ;;
     attention) run attention "${ATTENTION_SECONDS:-420}" python3 benchmarks/attention_gpu.py ;;  # issue 26: split-dim kernel
     gated) run gated 200 python3 benchmarks/gated_projection_gpu.py ;;  # issue 26: MLP gate/up
     tiles)  # issue 26: for each operator in TILE_OPS (default attention_output), its fused

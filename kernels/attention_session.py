@@ -27,8 +27,12 @@ SESSION_FILE = solution_session.session_file(OPERATOR)
 SOLUTION_PATH = solution_session.solution_path(OPERATOR)
 
 
+SIBLINGS = solution_session.sibling_modules(KERNEL_FILE)
+"""The Triton programs' module, shipped beside the operator file."""
+
+
 def solution_source(kernel_source: str) -> str:
-    return solution_session.solution_source(kernel_source, OPERATOR)
+    return solution_session.solution_source(kernel_source, OPERATOR, SIBLINGS)
 
 
 def session_text() -> str:

@@ -20,11 +20,23 @@ def solution_path(operator: str) -> str:
     return f"solution/operators/catalog/{operator}.py"
 
 
-def solution_source(kernel_source: str, operator: str) -> str:
-    """The kernel module as the solution's operator file: `from operators` made relative."""
+def solution_source(kernel_source: str, operator: str, siblings: tuple[str, ...] = ()) -> str:
+    """The kernel module as the solution's operator file: `from operators` made relative, and
+    each sibling module it imports by name imported from beside it."""
     depth = len(Path(solution_path(operator)).parts) - 2
     relative = "from " + "." * (depth + 1) + "operators"
-    return re.sub(r"^from operators", relative, kernel_source, flags=re.M)
+    text = re.sub(r"^from operators", relative, kernel_source, flags=re.M)
+    for name in siblings:
+        text = re.sub(rf"^from {name} import", f"from .{name} import", text, flags=re.M)
+    return text
+
+
+def sibling_modules(kernel_file: Path) -> tuple[str, ...]:
+    """The modules beside a kernel file that it imports by name: they ship with it, into the
+    solution's operator folder."""
+    names = re.findall(r"^from (\w+) import", kernel_file.read_text(), flags=re.M)
+    folder = kernel_file.parent
+    return tuple(name for name in dict.fromkeys(names) if (folder / f"{name}.py").is_file())
 
 
 def session_file(operator: str) -> Path:
@@ -32,16 +44,27 @@ def session_file(operator: str) -> Path:
 
 
 def session_text(operator: str, kernel_file: Path) -> str:
-    """One attempt that reads the incumbent, then writes the kernel module over it."""
+    """One attempt that reads the incumbent, writes the kernel's sibling modules beside it,
+    then writes the kernel module over it."""
     path = solution_path(operator)
-    actions = [
-        {"tool": "read", "path": path},
+    siblings = sibling_modules(kernel_file)
+    actions: list[dict] = [{"tool": "read", "path": path}]
+    for name in siblings:
+        source = (kernel_file.parent / f"{name}.py").read_text()
+        actions.append(
+            {
+                "tool": "write",
+                "path": f"{Path(path).parent.as_posix()}/{name}.py",
+                "content": solution_source(source, operator, siblings),
+            }
+        )
+    actions.append(
         {
             "tool": "write",
             "path": path,
-            "content": solution_source(kernel_file.read_text(), operator),
-        },
-    ]
+            "content": solution_source(kernel_file.read_text(), operator, siblings),
+        }
+    )
     return json.dumps({"attempts": [actions]}, indent=1) + "\n"
 
 

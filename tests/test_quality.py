@@ -25,9 +25,9 @@ def test_ruff_format_is_clean():
 
 
 def test_no_source_file_is_over_400_lines():
-    """A long file holds more than one concept. Installed profiles are pinned copies, and a
-    kernel that ships is one operator file by the solution layout its session writes."""
-    exempt = ("tuned/", "kernels/")
+    """A long file holds more than one concept. Installed profiles are pinned copies of what
+    their sessions wrote, kept as they were judged."""
+    exempt = ("tuned/",)
     tracked = subprocess.run(
         ["git", "-C", str(ROOT), "ls-files", "*.py"], capture_output=True, text=True, check=True
     ).stdout.split()

@@ -41,14 +41,20 @@ three runs joined by a second launch."""
 
 
 def test_the_session_writes_the_kernel_module_over_the_operator_file():
-    read, write = json.loads(attention_session.SESSION_FILE.read_text())["attempts"][0]
+    read, programs, write = json.loads(attention_session.SESSION_FILE.read_text())["attempts"][0]
     assert read == {"tool": "read", "path": attention_session.SOLUTION_PATH}
+    sibling = "split_kv_attention_split_dim_programs"
+    assert programs["path"] == f"solution/operators/catalog/{sibling}.py"
+    assert programs["content"] == attention_session.solution_source(
+        (attention_session.KERNEL_FILE.parent / f"{sibling}.py").read_text()
+    ), "stale session: run python kernels/attention_session.py"
+    assert f"from .{sibling} import" in write["content"]
     assert write["tool"] == "write"
     assert write["path"] == "solution/operators/catalog/split_kv_attention.py"
     assert write["content"] == attention_session.solution_source(
         attention_session.KERNEL_FILE.read_text()
     ), "stale session: run python kernels/attention_session.py"
-    assert "from ...operators.catalog.rounding import round_to_bfloat16" in write["content"]
+    assert "from ...operators.catalog.rounding import round_to_bfloat16" in programs["content"]
     settings = declared_settings(write["content"])  # what autotune and the evidence read
     assert settings.point == split_dim.TUNING
     assert settings.space == {k: tuple(v) for k, v in split_dim.TUNING_SPACE.items()}
