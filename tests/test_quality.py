@@ -74,3 +74,19 @@ def test_every_command_explains_itself_and_its_examples_parse():
             except SystemExit:
                 problems.append(f"{' '.join(words)}: the example does not parse: {example}")
     assert problems == []
+
+
+def test_python_is_parsed_under_the_one_lock():
+    """CPython 3.11 fails two threads parsing at once ("AST constructor recursion depth
+    mismatch"): the controller's code parses through `gates.python_source.parse_python`."""
+    tracked = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "controller/*.py", "gates/*.py", "operators/*.py",
+         "sandbox/*.py"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    bare = [
+        relative
+        for relative in tracked
+        if relative != "gates/python_source.py" and "ast.parse(" in (ROOT / relative).read_text()
+    ]
+    assert bare == []

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from gates.evaluator.detectors import CheatDetected
 from gates.evaluator.detectors.source_imports import refused_imports
 from gates.evaluator.detectors.torch_probes import TORCH_PROBED_NAMES, TORCH_WRAPPED
+from gates.python_source import parse_python
 
 
 class EnvironmentInspection(CheatDetected):
@@ -192,7 +193,7 @@ def source_inspection(found: list[str]) -> EnvironmentInspection | None:
 
 def _probes(text: str, path: str, own_package: str | None) -> list[tuple[int, str]]:
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text, filename=path)
     except SyntaxError:
         return []  # the import reports it
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
