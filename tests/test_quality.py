@@ -78,7 +78,9 @@ def test_every_command_explains_itself_and_its_examples_parse():
 
 def test_python_is_parsed_under_the_one_lock():
     """CPython 3.11 fails two threads parsing at once ("AST constructor recursion depth
-    mismatch"): the controller's code parses through `gates.python_source.parse_python`."""
+    mismatch"): the controller's code parses through `gates.python_source.parse_python`. The
+    registry snapshot is exempt: it runs alone as a fenced script (`python -I`, one thread)
+    that may import nothing of the controller's."""
     tracked = subprocess.run(
         ["git", "-C", str(ROOT), "ls-files", "controller/*.py", "gates/*.py", "operators/*.py",
          "sandbox/*.py"],
@@ -87,6 +89,7 @@ def test_python_is_parsed_under_the_one_lock():
     bare = [
         relative
         for relative in tracked
-        if relative != "gates/python_source.py" and "ast.parse(" in (ROOT / relative).read_text()
+        if relative not in ("gates/python_source.py", "gates/registration/registry_snapshot.py")
+        and "ast.parse(" in (ROOT / relative).read_text()
     ]
     assert bare == []

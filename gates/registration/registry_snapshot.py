@@ -19,8 +19,6 @@ import traceback
 import types
 from pathlib import Path
 
-from gates.python_source import parse_python
-
 MAX_ITEMS = 256
 MAX_DEPTH = 24
 BASE_PROFILES = ("none", "torch", "auto")
@@ -239,7 +237,7 @@ def import_closure(tree: Path, files: set[str]) -> set[str]:
             continue
         found.add(relative)
         try:
-            module = parse_python((tree / relative).read_text())
+            module = ast.parse((tree / relative).read_text())
         except (OSError, SyntaxError, UnicodeDecodeError):
             continue
         package = Path(relative).parent.as_posix().replace("/", ".")
