@@ -12,6 +12,7 @@ the workspace, which outlives each command's private tmp.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 import sys
@@ -27,8 +28,10 @@ def tool_folder() -> Path:
     return Path(sys.executable).absolute().parent
 
 
+@functools.cache
 def project_package_folders() -> tuple[Path, ...]:
-    """The folders the installed project's top-level packages import from, resolved."""
+    """The folders the installed project's top-level packages import from, resolved (once a
+    process: every session's fence asks)."""
     try:
         listed = importlib.metadata.distribution(DISTRIBUTION).read_text("top_level.txt") or ""
         names = [name.strip() for name in listed.splitlines() if name.strip()]

@@ -15,6 +15,7 @@ OUTPUT_LIMIT_FIELDS = {
     "/responses": "max_output_tokens",
     "/chat/completions": "max_completion_tokens",
 }
+ALL_LIMIT_FIELDS = ("max_tokens", "max_output_tokens", "max_completion_tokens")
 
 
 def capped_body(body: bytes, path: str, max_output_tokens: int) -> bytes:
@@ -26,14 +27,11 @@ def capped_body(body: bytes, path: str, max_output_tokens: int) -> bytes:
         return body
     if not isinstance(request, dict):
         return body
-    field = OUTPUT_LIMIT_FIELDS.get(path)
-    present = [name for name in ("max_tokens", "max_output_tokens", "max_completion_tokens")
-               if isinstance(request.get(name), int)]  # fmt: skip
-    for name in present or ([field] if field else []):
-        asked = request.get(name)
-        request[name] = (
-            min(asked, max_output_tokens) if isinstance(asked, int) else (max_output_tokens)
-        )
+    present = [name for name in ALL_LIMIT_FIELDS if isinstance(request.get(name), int)]
+    if not present and path in OUTPUT_LIMIT_FIELDS:  # no limit asked: set the path's own
+        request[OUTPUT_LIMIT_FIELDS[path]] = max_output_tokens
+    for name in present:
+        request[name] = min(request[name], max_output_tokens)
     return json.dumps(request).encode()
 
 

@@ -15,8 +15,7 @@ import math
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from operators.call_capture import Capture, CapturedLayout
-from operators.declaration import DTYPES
+from operators.call_capture import Capture, CapturedLayout, concrete_strides
 from operators.layouts import TensorLayout
 from operators.registry import REGISTRY
 
@@ -101,21 +100,13 @@ def reference_flops(layout: CapturedLayout) -> float | None:
 
 
 def _stored_bytes(tensor: TensorLayout) -> int:
+    """Broadcast (stride-0) dimensions hold one element; size-one ones are recorded as 0 too."""
     elements = math.prod(
         size for size, stride in zip(tensor.shape, tensor.strides, strict=True) if stride
-    ) if tensor.shape else 1  # fmt: skip
-    return elements * _itemsize(tensor.dtype)
+    )
+    return elements * getattr(torch, tensor.dtype).itemsize
 
 
 def _meta(tensor: TensorLayout) -> torch.Tensor:
-    return torch.empty_strided(
-        tensor.shape, tensor.strides, dtype=_dtype(tensor.dtype), device="meta"
-    )
-
-
-def _dtype(name: str) -> torch.dtype:
-    return DTYPES.get(name) or getattr(torch, name.removeprefix("torch."))
-
-
-def _itemsize(name: str) -> int:
-    return torch.empty((), dtype=_dtype(name)).element_size()
+    dtype = getattr(torch, tensor.dtype)
+    return torch.empty_strided(tensor.shape, concrete_strides(tensor), dtype=dtype, device="meta")

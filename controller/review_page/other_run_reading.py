@@ -19,6 +19,7 @@ def read_other_run(run_dir: Path) -> RunPage:
     manifest, _ = store.manifest_for_reading()
     state = read_json(store.state_path, {}) or {}
     report = store.evidence_dir / "report.md"
+    outcome = read_json(store.evidence_dir / "report.json", {}) or {}
     below = sorted(
         path
         for path in store.run_dir.rglob(PAGE.name)
@@ -42,18 +43,18 @@ def read_other_run(run_dir: Path) -> RunPage:
         costs=[],
         report_markdown=report.read_text() if report.is_file() else "",
         model_time=model_time_from_verify(store.run_dir),
-        plan_shares=_plan_shares(store.evidence_dir / "report.json"),
-        kernel_workloads=_kernel_workloads(store.run_dir, store.evidence_dir / "report.json"),
+        plan_shares=_plan_shares(outcome),
+        kernel_workloads=_kernel_workloads(store.run_dir, outcome),
         linked_pages=[
             (path.parent.parent.name, os.path.relpath(path, store.evidence_dir)) for path in below
         ],
     )
 
 
-def _plan_shares(report: Path) -> list[tuple[str, float]]:
+def _plan_shares(outcome: dict) -> list[tuple[str, float]]:
     """The plan's operators with their share of the step, largest first; none where the
     report holds no plan."""
-    plan = (read_json(report, {}) or {}).get("plan") or {}
+    plan = outcome.get("plan") or {}
     rows = [
         (str(row.get("operator")), float(row.get("share_of_step") or 0.0))
         for row in plan.get("rows") or []
@@ -74,10 +75,10 @@ def _work_item_rows(work_item: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def _kernel_workloads(folder: Path, report: Path) -> list[tuple[str, str, str]]:
+def _kernel_workloads(folder: Path, outcome: dict) -> list[tuple[str, str, str]]:
     """Each kernel of the batch's profile (the published one, else the one it installed):
     the workloads it owns and those where it keeps the incumbent, each with its figure."""
-    published = (read_json(report, {}) or {}).get("profile_folder")
+    published = outcome.get("profile_folder")
     candidates = [Path(published) / "profile.json"] if published else []
     candidates += sorted(folder.glob("profiles/*/*/profile.json"))
     document = next((read_json(path) for path in candidates if path.is_file()), None) or {}
