@@ -148,10 +148,13 @@ class DeviceSteps:
         )
 
     def time(
-        self, profiles: dict[str, KernelSelection], pairs: list[tuple[str, str]]
+        self,
+        profiles: dict[str, KernelSelection],
+        pairs: list[tuple[str, str]],
+        log: Path | None = None,
     ) -> list[PairedTiming]:
         if not self.options.unfenced:
-            return self._time_fenced(profiles, pairs)
+            return self._time_fenced(profiles, pairs, log)
         forwards = self._example()
         if forwards.device.type != "cuda":
             return []
@@ -167,7 +170,10 @@ class DeviceSteps:
         return timing
 
     def _time_fenced(
-        self, profiles: dict[str, KernelSelection], pairs: list[tuple[str, str]]
+        self,
+        profiles: dict[str, KernelSelection],
+        pairs: list[tuple[str, str]],
+        log: Path | None,
     ) -> list[PairedTiming]:
         from controller.verification.fenced_verify import TimedProfile, time_fenced
         from operators import triton_runtime
@@ -186,7 +192,7 @@ class DeviceSteps:
         request = self._request(first, time_it=True).model_copy(
             update={"timed": timed, "pairs": pairs, "inputs": 0}
         )
-        timing, told = time_fenced(request)
+        timing, told = time_fenced(request, log=log)
         if told:
             self.say(f"optimize: model timing: {told}")
         if not timing:  # on a GPU: no kernel is dropped for a timing that never happened

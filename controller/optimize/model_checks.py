@@ -99,7 +99,7 @@ def verify_all(
     for operator in installed:
         profiles[without(operator)] = _selection(staged / f"without-{operator}", profile)
     pairs = [(FULL, name) for name in profiles if name != FULL]
-    timing = steps.time(profiles, pairs)
+    timing = steps.time(profiles, pairs, log=folder / "verify" / "all-timing.log")
     check = _check(numerics, timing, alone)
     write_json_atomic(folder / "verify" / "all.json", check.model_dump(mode="json"))
     return check.model_dump(mode="json")
@@ -122,7 +122,8 @@ def verify_kept(
         install_profile(root, profile, {name: exports[name] for name in kept})
         selection = _selection(root, profile)
         profiles = {FULL: selection, **{name: KernelSelection(name) for name in BASELINES}}
-        timing = steps.time(profiles, [(FULL, name) for name in BASELINES])
+        pairs = [(FULL, name) for name in BASELINES]
+        timing = steps.time(profiles, pairs, log=folder / "verify" / "kept-timing.log")
         check = _check(steps.numerics(profile, selection), timing, {})
     write_json_atomic(folder / "verify.json", check.numerics.model_dump(mode="json"))
     write_json_atomic(folder / "verify" / "kept.json", check.model_dump(mode="json"))

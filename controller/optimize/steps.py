@@ -54,7 +54,11 @@ class OptimizeSteps(Protocol):
         """The model-level numerical gate of `verify` under `selection` (not timed)."""
 
     def time(
-        self, profiles: dict[str, KernelSelection], pairs: list[tuple[str, str]]
+        self,
+        profiles: dict[str, KernelSelection],
+        pairs: list[tuple[str, str]],
+        log: Path | None = None,
     ) -> list[PairedTiming]:
         """The model's time under every profile, paired and interleaved, one entry per batch
-        size; empty where the model cannot be timed (no CUDA)."""
+        size; empty where the model cannot be timed (no CUDA). `log`: where the timing's own
+        output goes (a fenced child's whole stderr, to read why it failed)."""

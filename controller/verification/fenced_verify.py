@@ -98,22 +98,25 @@ def verify_fenced(
 
 
 def time_fenced(
-    request: VerifyRequest, timeout_s: float = TIMEOUT_S
+    request: VerifyRequest, timeout_s: float = TIMEOUT_S, log: Path | None = None
 ) -> tuple[list[PairedTiming], str]:
     """The paired timing of `request.timed` from the fenced child, and what to tell of it:
     why it is empty where the child gave none to trust (a crash, a hang, a record not its
-    own), else the child's notes (a baseline timed another way than intended)."""
-    handed_back = _run_child(request, timeout_s)
+    own), else the child's notes (a baseline timed another way than intended). `log`: where
+    the child's whole output is kept (its traceback, where it crashed)."""
+    handed_back = _run_child(request, timeout_s, log)
     if isinstance(handed_back, str):
-        return [], f"the fenced model run under the profile {handed_back}"
+        where = f" (its output: {log})" if log is not None else ""
+        return [], f"the fenced model run under the profile {handed_back}{where}"
     record, _ = handed_back
     if record.tampered:
         return [], f"the profile's code changed what the timing relies on: {record.tampered[0]}"
     return record.timing, "; ".join(record.notes)
 
 
-def _run_child(request: VerifyRequest, timeout_s: float):
-    """The child's record and outputs, or how the run failed to leave ones to trust."""
+def _run_child(request: VerifyRequest, timeout_s: float, log: Path | None = None):
+    """The child's record and outputs, or how the run failed to leave ones to trust; the
+    child's whole stdout and stderr go to `log` where one is named."""
     from sandbox import FenceError, FencePolicy, ResourceLimits, get_fence
 
     try:
@@ -150,6 +153,11 @@ def _run_child(request: VerifyRequest, timeout_s: float):
             result = fence.run(command, policy, cwd=REPOSITORY_ROOT)
         except FenceError as error:
             raise ControllerError(f"verify: the Landlock fence failed to start ({error})") from None
+        if log is not None:
+            from controller.runs.store import write_atomic
+
+            log.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(log, f"{result.stderr}\n--- stdout ---\n{result.stdout}")
         last = _last_line(result.stderr + result.stdout)
         if result.timed_out:
             return f"ran past {timeout_s:g} s"

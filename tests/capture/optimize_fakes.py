@@ -107,7 +107,7 @@ class FakeSteps:
             passed=not bad,
         )
 
-    def time(self, profiles, pairs) -> list[PairedTiming]:
+    def time(self, profiles, pairs, log=None) -> list[PairedTiming]:
         round_ms = {}
         for name, selection in profiles.items():
             ms = BASE_MS - sum(self.promoted[op] for op in tuned_operators(selection))

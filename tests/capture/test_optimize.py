@@ -123,7 +123,7 @@ def test_a_kernel_is_not_kept_where_the_model_was_not_timed_and_a_resume_keeps_t
     tiny_capture, target, tmp_path, capsys
 ):
     steps = fake_steps(tiny_capture)
-    steps.time = lambda profiles, pairs: []  # a CPU: verify does not time the model
+    steps.time = lambda profiles, pairs, log=None: []  # a CPU: verify does not time the model
     argv = optimize_argv(tmp_path, target, "--operators", "gated_residual")
     assert run_optimize(build_parser().parse_args(argv), steps=steps) == 1
     report = json.loads((only_batch(tmp_path / "runs") / "evidence" / "report.json").read_text())
