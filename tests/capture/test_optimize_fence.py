@@ -67,7 +67,11 @@ def test_a_timing_child_that_dies_gives_no_figures_and_says_why(tmp_path):
     degraded_profile(
         tmp_path,
         "dying",
-        DEGRADED_SOURCE.replace("    return (", "    raise SystemExit(3)\n    return ("),
+        DEGRADED_SOURCE.replace(
+            "    return (",
+            "    print('the kernel gives up here', file=__import__('sys').stderr)\n"
+            "    raise SystemExit(3)\n    return (",
+        ),
     )
     request = VerifyRequest(
         profile="dying",
@@ -81,5 +85,8 @@ def test_a_timing_child_that_dies_gives_no_figures_and_says_why(tmp_path):
         timed={"all": TimedProfile(profile="dying", tuned_root=tmp_path)},
         pairs=[("all", "none")],
     )
-    timing, failure = time_fenced(request)
+    log = tmp_path / "verify" / "all-timing.log"
+    timing, failure = time_fenced(request, log=log)
     assert timing == [] and "exited with code 3" in failure
+    assert f"(its output: {log})" in failure
+    assert "the kernel gives up here" in log.read_text()  # the child's whole stderr is kept
