@@ -100,9 +100,17 @@ for part in "$@"; do
         python3 -c 'import json, sys; d = json.loads(open(sys.argv[1]).read()[open(sys.argv[1]).read().index("{"):]); print(sys.argv[2], d["status"], d.get("integrity"), d["reason"][:400], d.get("library_calls", [])[:2])' "$OUT/baseline_$op.log" "$op"
       done ;;
     optimize)  # issue 44: one `controller optimize` on this GPU seeded from SEED_PROFILE (h200),
-      # publishing OPT_PROFILE (h100); its batch lives in .device-runs/ so a later device call
-      # that carries that folder resumes it; packed into $OUT/optimize-batch.tgz when unfinished
+      # publishing OPT_PROFILE (h100); its batch lives in .device-runs/. When the call ends before
+      # the batch does, `controller pack` leaves it (without its captured inputs) in
+      # $OUT/optimize-batch.tgz, and the target repository in $OUT/optimize-target.tgz; a later
+      # device call that carries both in .device-carry/ unpacks them and resumes the batch
       target=.device-target
+      echo "repository root: $PWD"
+      if [ -f .device-carry/optimize-batch.tgz ] && ! ls -d .device-runs/optimize-* >/dev/null 2>&1; then
+        mkdir -p .device-runs && tar xzf .device-carry/optimize-batch.tgz -C .device-runs
+        rm -rf "$target" && tar xzf .device-carry/optimize-target.tgz
+        echo "carried batch: $(ls -d .device-runs/optimize-*)"
+      fi
       if [ ! -d "$target/.git" ]; then
         mkdir -p "$target" && cp pyproject.toml "$target/" && git -C "$target" init -q -b main \
           && git -C "$target" add -A \
@@ -125,6 +133,10 @@ for part in "$@"; do
       done
       if [ -f "tuned/${OPT_PROFILE:-h100}/profile.json" ]; then
         tar czf "$OUT/tuned-${OPT_PROFILE:-h100}.tgz" "tuned/${OPT_PROFILE:-h100}"
+      fi
+      found=$(ls -d .device-runs/optimize-* 2>/dev/null | tail -n 1)
+      if [ -n "$found" ] && ! grep -q '"state": *"finished"' "$found/state.json"; then
+        python3 -m controller pack "$found" "$OUT/optimize-batch.tgz" && tar czf "$OUT/optimize-target.tgz" "$target"
       fi
       mkdir -p "$OUT/optimize-runs" && (cd .device-runs && find . \( -name "*.json" -o -name "*.md" \
         -o -name "*.txt" -o -name "*.jsonl" -o -name "*.log" \) -size -900k ! -path "*/fixtures/*" \
@@ -189,4 +201,5 @@ done
   && { [ ! -f results.tgz ] || mv results.tgz "results-$kept.tgz"; } \
   && find . -type f \( -name '*.log' -o -name '*.json' -o -name '*.md' -o -name '*.png' \
   -o -name '*.svg' -o -name '*.txt' -o -name 'tuned-*.tgz' \) -size -2M -print0 | tar czf /tmp/results.tgz --null -T - \
-  && find . -mindepth 1 -maxdepth 1 ! -name 'results*.tgz' -exec rm -rf {} + && mv /tmp/results.tgz .)
+  && find . -mindepth 1 -maxdepth 1 ! -name 'results*.tgz' ! -name 'optimize-batch.tgz' \
+  ! -name 'optimize-target.tgz' -exec rm -rf {} + && mv /tmp/results.tgz .)

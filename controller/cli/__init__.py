@@ -21,6 +21,7 @@ SUBCOMMANDS = (
     "controller.cli.verify_command",
     "controller.cli.optimize_command",
     "controller.cli.runs_command",
+    "controller.cli.pack_command",
 )
 
 USER_ERRORS = (

@@ -32,6 +32,7 @@ from controller.optimize.model_checks import (
 from controller.optimize.plan import TuningPlan, plan_tuning
 from controller.optimize.settings import OptimizeSettings
 from controller.optimize.steps import HOTSPOTS_FILE, OptimizeInterrupted, OptimizeSteps, TuneOutcome
+from controller.optimize.travel import missing_fixtures, restore_fixtures
 from controller.runs.journal import Journal
 from controller.runs.progress import Progress
 from controller.runs.store import RunStore, write_json_atomic
@@ -94,6 +95,10 @@ def run_optimize(folder: Path, steps: OptimizeSteps, progress: Progress) -> Opti
             journal.append("interrupted", reason=str(error) or "interrupted")
             write_json_atomic(store.state_path, {"state": "interrupted"})
             return OptimizeOutcome(state="interrupted", settings=settings)
+        except ControllerError as error:  # this machine cannot go on (bad input): resumable
+            journal.append("interrupted", reason=str(error))
+            write_json_atomic(store.state_path, {"state": "interrupted"})
+            raise
         if not any(event["kind"] == "finished" for event in events):
             journal.append("finished", published=outcome.published)
         write_json_atomic(store.state_path, {"state": outcome.state})
@@ -105,6 +110,13 @@ def _optimize(store: RunStore, settings, done: _Steps, steps: OptimizeSteps) -> 
     driver = settings.driver
     done.run("profile", lambda: steps.profile(driver, folder / "profile"), lambda _: "profiled")
     done.run("capture", lambda: steps.capture(driver, folder / "capture"), lambda _: "captured")
+    if missing_fixtures(folder):  # packed for travel by `controller pack`: record them again
+        with done.progress.phase("optimize: restore the captured inputs"):
+            restored = restore_fixtures(folder, lambda into: steps.capture(driver, into))
+        done.journal.append("fixtures_restored", files=restored)
+        done.progress.note(
+            f"optimize: {restored} captured input files recorded again, digests equal"
+        )
     plan = TuningPlan.model_validate(done.run("plan", lambda: _plan(folder, settings), _plan_line))
     outcome = OptimizeOutcome(state="finished", settings=settings, plan=plan)
     planned = [row.operator for row in plan.tuned]
