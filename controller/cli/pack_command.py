@@ -16,10 +16,9 @@ def add_parser(subparsers) -> None:
         help="pack an optimize batch for another machine, without its captured inputs",
         description="Pack an optimize batch into one archive for another machine. The captured "
         "inputs are left out and recorded again, checked by digest, when `controller optimize "
-        "--resume` continues the batch there.",
-        epilog="example: controller pack runs/optimize-20261206T082027Z-6c8c57 batch.tar.gz; "
-        "there: tar xzf batch.tar.gz -C runs && controller optimize --resume "
-        "runs/optimize-20261206T082027Z-6c8c57",
+        "--resume` continues the batch there: `tar xzf ARCHIVE -C runs`, then `controller "
+        "optimize --resume runs/<batch>`.",
+        epilog="example: controller pack runs/optimize-20261206T082027Z-6c8c57 batch.tar.gz",
     )
     parser.add_argument("run", metavar="RUN", help="optimize batch folder, or its id")
     parser.add_argument("archive", type=Path, metavar="ARCHIVE", help="the .tar.gz to write")
