@@ -56,11 +56,12 @@ def render_task(operator: str, capture: str | None) -> dict[str, bytes] | None:
 
 
 def preflight(task: Path, device: str, evaluator: Evaluator | None = None) -> Preflight:
-    """Evaluate the task's own baseline solution; never raises for a failing baseline."""
+    """Evaluate the task's own baseline solution by the task's numerics and timing (the
+    compute rules for candidates do not apply to it); never raises for a failing baseline."""
     if evaluator is None:
         from gates.evaluator.evaluation import evaluate as evaluator
     try:
-        result = evaluator(task, task / "solution", device=device)
+        result = evaluator(task, task / "solution", device=device, judged_as="baseline")
     except Exception as error:  # an evaluator that cannot run marks this operator only
         text = str(error).strip().splitlines()
         return Preflight(

@@ -53,6 +53,12 @@ def run_candidate(
     sources = Path(request.sources_dir)
     protected = [Path(request.task), Path(request.solution)]
     guard = CandidateGuard(declaration, device, work, sources, solution, extra_ops, protected)
+    guard.compute_rules = request.judged_as == "candidate"
+    if not guard.compute_rules:
+        guard.notes.append(
+            "judged as the task's baseline: by its numerics and timing; the compute rules a "
+            "candidate is held to were not applied"
+        )
     clock.lap("guard")
     clock.laps.update({f"guard_{step}": value for step, value in guard.setup_seconds.items()})
     roles, fingerprints = {}, None

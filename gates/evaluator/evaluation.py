@@ -62,9 +62,12 @@ def evaluate(
     timing_samples: int = 1000,
     timing_rounds: int = 5,
     fence: str = "none",
+    judged_as: str = "candidate",
 ) -> EvaluationResult:
     """Evaluate `solution_path` on the task in `task_folder`; bad input raises GateError.
-    `fence="landlock"` runs the candidate worker inside the Landlock fence."""
+    `fence="landlock"` runs the candidate worker inside the Landlock fence; `judged_as=
+    "baseline"` judges the task's own production kernel (preflight) by its numerics and timing
+    only (`EvaluationRequest.judged_as`)."""
     started = time.monotonic()
     task = load_task(Path(task_folder))
     solution = load_solution(Path(solution_path))
@@ -97,6 +100,7 @@ def evaluate(
             timing_samples=timing_samples,
             timing_rounds=timing_rounds,
             fence=fence,
+            judged_as=judged_as,
         )
         request_path = work / "request.json"
         write_json_atomic(request_path, request)

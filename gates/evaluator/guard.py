@@ -124,6 +124,8 @@ class CandidateGuard:
             protected_dirs=[*protected_trees(), *map(str, protected)],
             writable_dirs=[str(work), str(sources), triton_cache_dir()],
         )
+        self.compute_rules = True
+        """False for the task's own baseline: what it computes and how is not judged."""
         self.kept_outputs: list[torch.Tensor] = []
         self.settings: ProcessSettings | None = None  # copied just before the import
         self.kernels = KernelRegistry()  # after the warm-up: torch's own lazy registrations
@@ -146,7 +148,7 @@ class CandidateGuard:
         except loading.SolutionImportError:
             self.raise_recorded_findings()
             raise
-        disallowed = self.policy.disallowed(tracer.facts)
+        disallowed = self.policy.disallowed(tracer.facts) if self.compute_rules else []
         if disallowed:
             raise ImportTimeCompute(f"tensor compute at import: {_first(disallowed)}")
         self.check_environment("after import")
@@ -258,6 +260,13 @@ class CandidateGuard:
     def _judge_call(self, key: str, seals, seen: set[str], recorder) -> None:
         """The verdict on one call's sealed records, from the policy copied before import."""
         facts, reads, host_calls = (seal.records for seal in seals)
+        self.library_calls.update(
+            f"{fact.label} {describe_operands(fact.operands)}"
+            for fact in facts
+            if fact.operands and fact.name in LIBRARY_PRODUCTS
+        )
+        if not self.compute_rules:
+            return
         disallowed = self.policy.disallowed(facts)
         narrowing = [fact.label for fact in facts if fact.narrows]
         casts = [label for label in disallowed if label.split(".")[1] in ("_to_copy", "copy_")]
@@ -273,11 +282,6 @@ class CandidateGuard:
             raise HostComputeFallback(
                 f"{key}: {_first(foreign)} on a tensor over memory torch did not allocate"
             )
-        self.library_calls.update(
-            f"{fact.label} {describe_operands(fact.operands)}"
-            for fact in facts
-            if fact.operands and fact.name in LIBRARY_PRODUCTS
-        )
         host_reads = self.policy.host_reads(reads)
         if host_reads:
             raise HostComputeFallback(f"{key}: memory handed to the host: {_first(host_reads)}")

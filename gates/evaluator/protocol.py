@@ -35,6 +35,10 @@ class EvaluationRequest(BaseModel):
     timing_samples: int = 1000
     timing_rounds: int = 5
     fence: Literal["none", "landlock"] = "none"
+    judged_as: Literal["candidate", "baseline"] = "candidate"
+    """`baseline`: the task's own production kernel, judged by the task's numerics and timing
+    alone; the compute rules a candidate is held to (ATen compute, narrowing casts, host
+    compute) are not applied to it, the evaluator's own integrity checks stay armed."""
 
 
 class Finding(BaseModel):

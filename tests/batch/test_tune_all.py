@@ -28,8 +28,9 @@ from gates.evaluator.results import TimingReport, WorkloadTiming
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def preflight_evaluator(task, solution, device="cpu", timeout=0.0, incumbent=None):
+def preflight_evaluator(task, solution, device="cpu", judged_as="candidate"):
     """rms_norm's baseline passes (timed); gated_residual's breaks its contract."""
+    assert judged_as == "baseline"  # preflight never judges a baseline by candidate rules
     name = Path(task).name
     common = {"task": str(task), "operator": name, "solution": f"{name}_baseline"}
     if name == "gated_residual":

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 ATTENTION_WITH_A_PRODUCT = """
 import torch
 
-from operators.catalog.split_kv_attention import split_kv_attention_triton
+from .operators.catalog.split_kv_attention import split_kv_attention_triton
 
 
 def split_kv_attention(q, k_cache, v_cache, k, v, scale):
@@ -54,3 +54,30 @@ def test_attention_may_not_call_a_library_product(tmp_path):
     result = evaluate(task, solution, device="cpu")
     assert result.status == "REJECTED" and result.detector == "compute_fallback", result.reason
     assert "bmm" in result.reason
+
+
+def test_a_baseline_is_judged_by_its_numerics_alone_and_a_candidate_cannot_ask_to_be_one(
+    tmp_path,
+):
+    """Preflight judges the task's own kernel as its baseline: the same product inside
+    attention that refuses a candidate passes there, noted; `controller evaluate`, which an
+    agent can run, has no way to ask for that role."""
+    from controller.cli import build_parser
+
+    task = _package("split_kv_attention", tmp_path)
+    document = json.loads((task / "solution" / "solution.json").read_text())
+    document["name"] = "attention_with_a_product"
+    document["spec"]["entry_point"] = "attention_with_a_product.py::split_kv_attention"
+    document["sources"].append(
+        {"path": "attention_with_a_product.py", "content": ATTENTION_WITH_A_PRODUCT}
+    )
+    solution = tmp_path / "attention_with_a_product.json"
+    solution.write_text(json.dumps(document))
+    result = evaluate(task, solution, device="cpu", judged_as="baseline")
+    assert result.status == "PASSED", result.reason
+    assert any("judged as the task's baseline" in note for note in result.notes)
+    assert any(call.startswith("aten.bmm") for call in result.library_calls)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(
+            ["evaluate", str(task), "--solution", str(solution), "--judged-as", "baseline"]
+        )
