@@ -9,7 +9,7 @@ import pytest
 from controller.verification.verify import speed_failures
 from examples.config import TINY
 from examples.model import build_model, make_inputs
-from examples.paired_timing import PairedTiming, SpeedRatio, time_paired
+from examples.paired_timing import PairedTiming, SpeedRatio, deployment_order, time_paired
 from operators.environment import current_kernel_environment
 from operators.profiles import file_digest
 from operators.selection import KernelSelection
@@ -117,7 +117,7 @@ def test_a_baseline_deployed_another_way_is_timed_and_named_that_way(tmp_path, m
     monkeypatch.setattr(paired_timing, "deploy", recording_deploy)
     model = build_model(TINY, 0, "cpu")
     inputs = make_inputs(TINY, 1, 0, "cpu")
-    profiles = {"torch": KernelSelection("torch"), "stock": KernelSelection("stock")}
+    profiles = {"stock": KernelSelection("stock"), "torch": KernelSelection("torch")}
     timing = time_paired(
         model,
         inputs,
@@ -129,6 +129,7 @@ def test_a_baseline_deployed_another_way_is_timed_and_named_that_way(tmp_path, m
         deployed={"stock": "reduce-overhead", "torch": "eager", "absent": "compile"},
     )
     assert modes == {"torch": "eager", "stock": "reduce-overhead"}
+    assert list(modes) == ["torch", "stock"]  # deployed in that order, `stock` named first
     assert timing.deployed == {"stock": "reduce-overhead"}
     assert timing.label("stock") == "stock (reduce-overhead)" and timing.label("torch") == "torch"
     assert "against stock (reduce-overhead)" in timing.described(timing.ratios[0])
@@ -166,3 +167,12 @@ def test_a_baseline_that_cannot_be_compiled_is_timed_in_a_graph_and_the_report_s
     monkeypatch.setattr(paired_timing, "deploy", failing_deploy)
     with pytest.raises(ValueError, match="the profile's own failure"):
         time_beside_baselines(model, inputs, profiles, [("torch", "stock")], [])
+
+
+def test_every_graph_is_captured_before_a_compiled_baseline_is_deployed():
+    """Inductor's CUDA graph trees are built last, after every profile's own CUDA graph (the
+    other order is the one an optimize batch's timing failed in on an H100)."""
+    profiles = dict.fromkeys(["all", "none", "stock", "without-a", "without-b"])
+    order = deployment_order(profiles, {"stock": "reduce-overhead"}, "graph")
+    assert order == ["all", "none", "without-a", "without-b", "stock"]
+    assert deployment_order(profiles, {}, "graph") == list(profiles)
