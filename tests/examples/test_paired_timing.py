@@ -90,14 +90,28 @@ def paired(lowest: float, highest: float) -> PairedTiming:
     [(1.02, 1.06, False), (0.99, 1.06, True), (0.9, 0.95, True)],
 )
 def test_the_speed_gate_needs_every_round_faster_than_none(lowest, highest, fails):
-    failures = speed_failures("h200", paired(lowest, highest))
+    failures = speed_failures("h200", [paired(lowest, highest)])
     assert bool(failures) == fails
     if fails:
         assert "batch 8" in failures[0] and "against none" in failures[0]
 
 
 def test_the_speed_gate_has_nothing_to_say_about_none_itself():
-    assert speed_failures("none", paired(0.9, 0.95)) == []
+    assert speed_failures("none", [paired(0.9, 0.95)]) == []
+
+
+def at_batch(batch: int, lowest: float, highest: float) -> PairedTiming:
+    return paired(lowest, highest).model_copy(update={"batch": batch})
+
+
+def test_a_batch_the_profile_does_not_touch_neither_passes_nor_fails_it():
+    """Kernels apply only where they won: batch 8 reads within noise of `none`, which is no
+    failure while batch 1 is faster; slower beyond noise at any batch fails."""
+    assert speed_failures("h200", [at_batch(1, 1.5, 1.6), at_batch(8, 0.998, 1.02)]) == []
+    (slower,) = speed_failures("h200", [at_batch(1, 1.5, 1.6), at_batch(8, 0.97, 0.99)])
+    assert slower.startswith("batch 8:") and "slower beyond noise" in slower
+    (nowhere,) = speed_failures("h200", [at_batch(1, 0.99, 1.03), at_batch(8, 0.998, 1.02)])
+    assert nowhere.startswith("faster than none beyond noise at no batch")
 
 
 def test_a_baseline_deployed_another_way_is_timed_and_named_that_way(tmp_path, monkeypatch):
