@@ -1,19 +1,26 @@
 """An optimize batch packed for another machine, without the model's captured inputs.
 
 A device call may end before the batch does, and what travels to the next machine is limited
-(a pi0.5 capture alone holds 70 MB of fixtures, copied again into each operator's task). So
-`controller pack` leaves every safetensors fixture out of the archive and lists each one in
-`travel.json` with its SHA-256. On `--resume` the batch re-records the driver's capture (the
-frozen manifest names the driver) and puts back each listed file from the recording whose bytes
-have the same digest; a fixture the new recording does not reproduce byte for byte stops the
-resume with one line, since the batch's contracts and timings were made on the old bytes.
+(a pi0.5 capture alone holds 70 MB of fixtures, copied again into each operator's task, and
+committed again into each attempt's workspace and judged commit). So `controller pack` leaves
+out every safetensors fixture and every git object that stores one, and lists each in
+`travel.json` with the SHA-256 of the fixture's bytes. On `--resume` the batch re-records the
+driver's capture (the frozen manifest names the driver) and puts back each listed file from
+the recording whose bytes have the same digest; a git object is written again from those bytes
+and must have its old name (git names an object by the SHA-1 of what it stores). A fixture the
+new recording does not reproduce byte for byte stops the resume with one line, since the
+batch's contracts and timings were made on the old bytes.
 """
 
 import hashlib
+import os
 import shutil
+import stat
 import tarfile
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -23,14 +30,18 @@ from controller.runs.store import write_json_atomic
 TRAVEL_FILE = "travel.json"
 LEFT_OUT = "*.safetensors"
 RECAPTURE = ".recapture"
+HEADER_BYTES = 64
+"""A loose object's header (`blob 123456\\0`) is far shorter; input is read in chunks this size."""
 
 
 class LeftOut(BaseModel):
-    """One file the archive leaves out: where it was in the batch and what it held."""
+    """One file the archive leaves out: where it was, what it was, the fixture it held."""
 
     path: str
     sha256: str
+    """Of the fixture's bytes (a git object's: of the blob it stores)."""
     size: int
+    kind: Literal["fixture", "git-object"] = "fixture"
 
 
 class TravelList(BaseModel):
@@ -43,16 +54,22 @@ def pack_batch(folder: Path, archive: Path) -> TravelList:
     """Write `archive` (.tar.gz) of the batch folder without its fixtures, listed in
     `travel.json` inside it; the batch itself keeps every file."""
     folder = folder.resolve()
-    files = sorted(path for path in folder.rglob(LEFT_OUT) if path.is_file())
-    travel = TravelList(
-        left_out=[
-            LeftOut(path=path.relative_to(folder).as_posix(), sha256=digest(path), size=size)
-            for path in files
-            for size in [path.stat().st_size]
-        ]
-    )
+    fixtures = [
+        LeftOut(path=path.relative_to(folder).as_posix(), sha256=digest(path), size=size)
+        for path in sorted(folder.rglob(LEFT_OUT))
+        if path.is_file()
+        for size in [path.stat().st_size]
+    ]
+    known = {item.sha256 for item in fixtures}
+    sizes = {item.size for item in fixtures}
+    objects = [
+        LeftOut(path=path.relative_to(folder).as_posix(), sha256=held, size=size, kind="git-object")
+        for path, size in _blob_objects(folder, sizes)
+        if (held := hashlib.sha256(_blob_content(path)).hexdigest()) in known
+    ]
+    travel = TravelList(left_out=fixtures + objects)
     write_json_atomic(folder / TRAVEL_FILE, travel.model_dump(mode="json"))
-    left_out = set(files)
+    left_out = {folder / item.path for item in travel.left_out}
     archive.parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(archive, "w:gz") as packed:
         packed.add(
@@ -92,12 +109,60 @@ def restore_fixtures(folder: Path, record: Callable[[Path], None]) -> int:
                 f"(first: {unmatched[0].path}); carry the batch with its fixtures instead"
             )
         for item in missing:
-            target = folder / item.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(recorded[item.sha256], target)
+            _put_back(folder / item.path, recorded[item.sha256], item)
     finally:
         shutil.rmtree(into, ignore_errors=True)
     return len(missing)
+
+
+def _put_back(target: Path, recorded: Path, item: LeftOut) -> None:
+    """Write one left-out file again, in a folder kept read-only (a judged commit's) too."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if item.kind == "fixture":
+        content = recorded.read_bytes()
+    else:
+        stored = b"blob %d\0" % recorded.stat().st_size + recorded.read_bytes()
+        if hashlib.sha1(stored, usedforsecurity=False).hexdigest() != (
+            target.parent.name + target.name
+        ):
+            raise ControllerError(f"optimize: the git object {item.path} cannot be written again")
+        content = zlib.compress(stored)
+    mode = target.parent.stat().st_mode
+    os.chmod(target.parent, mode | stat.S_IWUSR)
+    try:
+        target.write_bytes(content)
+        if item.kind == "git-object":
+            os.chmod(target, 0o444)  # as git leaves a loose object
+    finally:
+        os.chmod(target.parent, mode)
+
+
+def _blob_objects(folder: Path, sizes: set[int]) -> Iterator[tuple[Path, int]]:
+    """Every loose git object under `folder` that stores a blob of one of `sizes` bytes."""
+    for path in folder.rglob("objects/??/*"):
+        if not (path.is_file() and len(path.parent.name) == 2 and len(path.name) == 38):
+            continue
+        head = _object_header(path)
+        kind, _, rest = head.partition(b" ")
+        size = rest.split(b"\0", 1)[0]
+        if kind == b"blob" and size.isdigit() and int(size) in sizes:
+            yield path, int(size)
+
+
+def _object_header(path: Path) -> bytes:
+    """A loose object's `<type> <size>` header, inflating only as much as it takes."""
+    inflate, head = zlib.decompressobj(), b""
+    with path.open("rb") as handle:
+        while b"\0" not in head and len(head) < HEADER_BYTES:
+            chunk = handle.read(HEADER_BYTES)
+            if not chunk:
+                break
+            head += inflate.decompress(chunk)
+    return head.split(b"\0", 1)[0]
+
+
+def _blob_content(path: Path) -> bytes:
+    return zlib.decompress(path.read_bytes()).split(b"\0", 1)[1]
 
 
 def digest(path: Path) -> str:

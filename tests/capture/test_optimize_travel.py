@@ -2,8 +2,10 @@
 out, the resume there records the capture again and puts each file back only where its bytes
 are the same, and a recording that differs stops the resume with one line, still resumable."""
 
+import hashlib
 import json
 import shutil
+import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -37,6 +39,26 @@ def stopped_at_timing(tiny_capture: Path):
     return steps
 
 
+def git(folder: Path, *arguments: str) -> None:
+    subprocess.run(["git", *arguments], cwd=folder, check=True, capture_output=True)
+
+
+def committed_copy(batch: Path) -> Path:
+    """An attempt's workspace as a tune run leaves it: a task fixture committed into its own
+    repository, whose object folders git keeps read-only here as a judged commit's are."""
+    workspace = batch / "tune" / "rms_norm" / "workspace"
+    workspace.mkdir(parents=True)
+    first = sorted((batch / "capture").rglob("*.safetensors"))[0]
+    shutil.copyfile(first, workspace / "fixture.safetensors")
+    git(workspace, "init", "--quiet")
+    git(workspace, "add", "--all")
+    identity = ["-c", "user.name=test", "-c", "user.email=test@localhost"]
+    git(workspace, *identity, "commit", "--quiet", "-m", "task")
+    for folder in (workspace / ".git" / "objects").glob("??"):
+        folder.chmod(0o555)
+    return workspace
+
+
 def packed_and_carried(batch: Path, archive: Path) -> None:
     """Pack the batch, remove it, unpack the archive where it was: the next machine's copy."""
     assert main(["pack", str(batch), str(archive)]) == 0
@@ -53,8 +75,9 @@ def test_a_packed_batch_resumes_on_another_machine_with_its_inputs_recorded_agai
         run_optimize(build_parser().parse_args(argv), steps=stopped_at_timing(tiny_capture)) == 130
     )
     batch = only_batch(tmp_path / "runs")
+    workspace = committed_copy(batch)
     fixtures = {p.relative_to(batch): digest(p) for p in batch.rglob("*.safetensors")}
-    assert fixtures and all(path.parts[0] == "capture" for path in fixtures)
+    assert fixtures and {path.parts[0] for path in fixtures} == {"capture", "tune"}
 
     archive = tmp_path / "carried" / "batch.tar.gz"
     packed_and_carried(batch, archive)
@@ -63,7 +86,11 @@ def test_a_packed_batch_resumes_on_another_machine_with_its_inputs_recorded_agai
         assert not [name for name in packed.getnames() if name.endswith(".safetensors")]
     assert not list(batch.rglob("*.safetensors"))
     listed = json.loads((batch / TRAVEL_FILE).read_text())["left_out"]
-    assert {Path(item["path"]): item["sha256"] for item in listed} == fixtures
+    files = {Path(i["path"]): i["sha256"] for i in listed if i["kind"] == "fixture"}
+    assert files == fixtures
+    (stored,) = [item for item in listed if item["kind"] == "git-object"]
+    assert stored["sha256"] == fixtures[workspace.relative_to(batch) / "fixture.safetensors"]
+    assert not (batch / stored["path"]).exists()
 
     resumed = run_optimize(
         build_parser().parse_args(["optimize", "--resume", str(batch)]),
@@ -71,11 +98,15 @@ def test_a_packed_batch_resumes_on_another_machine_with_its_inputs_recorded_agai
     )
     assert resumed == 0
     assert {p.relative_to(batch): digest(p) for p in batch.rglob("*.safetensors")} == fixtures
-    assert [e["files"] for e in journal_events(batch) if e["kind"] == "fixtures_restored"] == [
-        len(fixtures)
-    ]
+    restored = [e["files"] for e in journal_events(batch) if e["kind"] == "fixtures_restored"]
+    assert restored == [len(fixtures) + 1]  # and the git object
     assert (tmp_path / "tuned" / "fast" / "profile.json").is_file()
     assert not (batch / ".recapture").exists()
+    git(workspace, "fsck", "--full", "--strict")  # the object written again is the same one
+    shown = subprocess.run(
+        ["git", "show", "HEAD:fixture.safetensors"], cwd=workspace, capture_output=True, check=True
+    ).stdout
+    assert hashlib.sha256(shown).hexdigest() == stored["sha256"]
 
 
 def test_a_recording_that_differs_stops_the_resume_in_one_line_and_loses_nothing(
