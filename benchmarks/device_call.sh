@@ -106,6 +106,9 @@ for part in "$@"; do
       # device call that carries both in .device-carry/ unpacks them and resumes the batch
       target=.device-target
       echo "repository root: $PWD"
+      if ls .device-carry/optimize-batch.tgz.part-* >/dev/null 2>&1; then
+        cat .device-carry/optimize-batch.tgz.part-* > .device-carry/optimize-batch.tgz
+      fi
       if [ -f .device-carry/optimize-batch.tgz ] && ! ls -d .device-runs/optimize-* >/dev/null 2>&1; then
         mkdir -p .device-runs && tar xzf .device-carry/optimize-batch.tgz -C .device-runs
         rm -rf "$target" && tar xzf .device-carry/optimize-target.tgz
@@ -137,6 +140,10 @@ for part in "$@"; do
       found=$(ls -d .device-runs/optimize-* 2>/dev/null | tail -n 1)
       if [ -n "$found" ] && ! grep -q '"state": *"finished"' "$found/state.json"; then
         python3 -m controller pack "$found" "$OUT/optimize-batch.tgz" && tar czf "$OUT/optimize-target.tgz" "$target"
+        if [ "$(stat -c %s "$OUT/optimize-batch.tgz" 2>/dev/null || echo 0)" -gt 15000000 ]; then
+          split -b 15000000 -d "$OUT/optimize-batch.tgz" "$OUT/optimize-batch.tgz.part-"  # 16 MB a file comes back
+          rm "$OUT/optimize-batch.tgz"
+        fi
       fi
       mkdir -p "$OUT/optimize-runs" && (cd .device-runs && find . \( -name "*.json" -o -name "*.md" \
         -o -name "*.txt" -o -name "*.jsonl" -o -name "*.log" \) -size -900k ! -path "*/fixtures/*" \
@@ -201,5 +208,5 @@ done
   && { [ ! -f results.tgz ] || mv results.tgz "results-$kept.tgz"; } \
   && find . -type f \( -name '*.log' -o -name '*.json' -o -name '*.md' -o -name '*.png' \
   -o -name '*.svg' -o -name '*.txt' -o -name 'tuned-*.tgz' \) -size -2M -print0 | tar czf /tmp/results.tgz --null -T - \
-  && find . -mindepth 1 -maxdepth 1 ! -name 'results*.tgz' ! -name 'optimize-batch.tgz' \
+  && find . -mindepth 1 -maxdepth 1 ! -name 'results*.tgz' ! -name 'optimize-batch.tgz*' \
   ! -name 'optimize-target.tgz' -exec rm -rf {} + && mv /tmp/results.tgz .)
