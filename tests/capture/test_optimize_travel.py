@@ -152,3 +152,21 @@ def test_the_example_driver_records_the_same_bytes_twice(tiny_capture, tmp_path)
 def test_pack_refuses_what_it_cannot_pack_in_one_line(tmp_path, capsys):
     assert main(["pack", str(tmp_path / "nothing"), str(tmp_path / "a.tar.gz")]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_pack_refuses_a_batch_a_process_is_working_on_and_a_run_of_another_flow(
+    tiny_capture, target, tmp_path, capsys
+):
+    argv = optimize_argv(tmp_path, target)
+    assert (
+        run_optimize(build_parser().parse_args(argv), steps=stopped_at_timing(tiny_capture)) == 130
+    )
+    batch = only_batch(tmp_path / "runs")
+    from controller.runs.store import RunStore
+
+    with RunStore(batch).locked():  # another process resuming it, say
+        assert main(["pack", str(batch), str(tmp_path / "busy.tar.gz")]) == 2
+    assert "is in use by another process" in capsys.readouterr().err
+    assert not (tmp_path / "busy.tar.gz").exists() and not (batch / TRAVEL_FILE).exists()
+    assert main(["pack", str(batch), str(tmp_path / "batch.zip")]) == 2
+    assert "must end in .tar.gz or .tgz" in capsys.readouterr().err
