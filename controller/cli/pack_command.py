@@ -1,8 +1,9 @@
 """`controller pack RUN ARCHIVE`: an optimize batch in one archive for another machine.
 
-The archive leaves out the captured inputs (safetensors fixtures, most of a batch's bytes) and
-lists them with their digests; `controller optimize --resume RUN` on the other machine records
-the driver's capture again and puts each one back only where its bytes are the same.
+The archive leaves out the captured inputs (the safetensors fixtures and the git objects that
+store them, most of a batch's bytes) and lists them with their digests; `controller optimize
+--resume RUN` on the other machine records the driver's capture again and puts each one back
+only where its bytes are the same (`controller/optimize/travel.py`).
 """
 
 from pathlib import Path

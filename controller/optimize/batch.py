@@ -11,6 +11,9 @@ an uninterrupted one would have reached from the same measurements.
     profile -> capture -> plan -> calibrate -> tune <op> (largest share first) -> install
             -> verify (numerics; model time against none, stock and each kernel left out)
             -> decide (keep or drop each kernel) -> verify kept -> publish -> report
+
+A batch `controller pack` carried to another machine comes without its captured inputs; right
+after the capture step the resume records them again (`travel.py`).
 """
 
 from collections.abc import Callable
