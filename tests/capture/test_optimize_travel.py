@@ -39,6 +39,14 @@ def stopped_at_timing(tiny_capture: Path):
     return steps
 
 
+def interrupted_batch(tiny_capture: Path, target: Path, tmp_path: Path) -> Path:
+    """A batch whose device call ended at the model timing (exit 130, resumable)."""
+    argv = optimize_argv(tmp_path, target)
+    steps = stopped_at_timing(tiny_capture)
+    assert run_optimize(build_parser().parse_args(argv), steps=steps) == 130
+    return only_batch(tmp_path / "runs")
+
+
 def git(folder: Path, *arguments: str) -> None:
     subprocess.run(["git", *arguments], cwd=folder, check=True, capture_output=True)
 
@@ -70,11 +78,7 @@ def packed_and_carried(batch: Path, archive: Path) -> None:
 def test_a_packed_batch_resumes_on_another_machine_with_its_inputs_recorded_again(
     tiny_capture, target, tmp_path, capsys
 ):
-    argv = optimize_argv(tmp_path, target)
-    assert (
-        run_optimize(build_parser().parse_args(argv), steps=stopped_at_timing(tiny_capture)) == 130
-    )
-    batch = only_batch(tmp_path / "runs")
+    batch = interrupted_batch(tiny_capture, target, tmp_path)
     workspace = committed_copy(batch)
     fixtures = {p.relative_to(batch): digest(p) for p in batch.rglob("*.safetensors")}
     assert fixtures and {path.parts[0] for path in fixtures} == {"capture", "tune"}
@@ -112,11 +116,7 @@ def test_a_packed_batch_resumes_on_another_machine_with_its_inputs_recorded_agai
 def test_a_recording_that_differs_stops_the_resume_in_one_line_and_loses_nothing(
     tiny_capture, target, tmp_path, capsys
 ):
-    argv = optimize_argv(tmp_path, target)
-    assert (
-        run_optimize(build_parser().parse_args(argv), steps=stopped_at_timing(tiny_capture)) == 130
-    )
-    batch = only_batch(tmp_path / "runs")
+    batch = interrupted_batch(tiny_capture, target, tmp_path)
     packed_and_carried(batch, tmp_path / "batch.tgz")
     capsys.readouterr()
 
@@ -157,11 +157,7 @@ def test_pack_refuses_what_it_cannot_pack_in_one_line(tmp_path, capsys):
 def test_pack_refuses_a_batch_a_process_is_working_on_and_a_run_of_another_flow(
     tiny_capture, target, tmp_path, capsys
 ):
-    argv = optimize_argv(tmp_path, target)
-    assert (
-        run_optimize(build_parser().parse_args(argv), steps=stopped_at_timing(tiny_capture)) == 130
-    )
-    batch = only_batch(tmp_path / "runs")
+    batch = interrupted_batch(tiny_capture, target, tmp_path)
     from controller.runs.store import RunStore
 
     with RunStore(batch).locked():  # another process resuming it, say
