@@ -103,7 +103,9 @@ for part in "$@"; do
       # publishing OPT_PROFILE (h100); its batch lives in .device-runs/. When the call ends before
       # the batch does, `controller pack` leaves it (without its captured inputs) in
       # $OUT/optimize-batch.tgz, and the target repository in $OUT/optimize-target.tgz; a later
-      # device call that carries both in .device-carry/ unpacks them and resumes the batch
+      # device call that carries both in .device-carry/ unpacks them and resumes the batch.
+      # OPT_DRIVER replaces the driver: `controller.profiling.example_driver:forward_batches
+      # pi05 1,8` captures both batches, so a kernel can own batch-8 layouts too
       target=.device-target
       echo "repository root: $PWD"
       if ls .device-carry/optimize-batch.tgz.part-* >/dev/null 2>&1; then
@@ -126,7 +128,7 @@ for part in "$@"; do
         arguments=(--profile "${OPT_PROFILE:-h100}" --seed-profile "${SEED_PROFILE:-h200}"
           --budget-minutes "${OPT_MINUTES:-6}" --device cuda --size pi05 --fence landlock
           --batch 1 --batch 8 --target "$target" --runs-dir .device-runs
-          --max-attempts "${OPT_ATTEMPTS:-2}" ${OPT_FLAGS:-} -- controller.profiling.example_driver:forward pi05 1)
+          --max-attempts "${OPT_ATTEMPTS:-2}" ${OPT_FLAGS:-} -- ${OPT_DRIVER:-controller.profiling.example_driver:forward pi05 1})
       fi
       TAIL=60 run optimize "${OPT_SECONDS:-540}" python3 -m controller optimize "${arguments[@]}"
       for folder in .device-runs/optimize-*; do
