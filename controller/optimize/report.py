@@ -5,7 +5,7 @@ from pathlib import Path
 
 from controller.optimize.batch import OptimizeOutcome
 from controller.optimize.model_checks import ModelCheck
-from controller.runs.store import write_atomic, write_json_atomic
+from controller.runs.store import RunStore, write_atomic, write_json_atomic
 
 
 def write_optimize_report(folder: Path, outcome: OptimizeOutcome) -> Path:
@@ -15,6 +15,33 @@ def write_optimize_report(folder: Path, outcome: OptimizeOutcome) -> Path:
     path = evidence / "report.md"
     write_atomic(path, render(folder, outcome))
     return path
+
+
+BUDGET_OVERRUN = 0.10
+"""How far past its planned minutes a tune step may run before the report marks it over."""
+
+
+def step_minutes(folder: Path) -> dict[str, float]:
+    """Each finished step's wall minutes from the batch's journal: from the last time it
+    started to its finish (a step a killed batch redid counts its last run)."""
+    started: dict[str, float] = {}
+    minutes: dict[str, float] = {}
+    for event in RunStore(folder).events():
+        step = event.get("step")
+        if event["kind"] == "step_started":
+            started[step] = event["at"]
+        elif event["kind"] == "step_finished" and step in started:
+            minutes[step] = (event["at"] - started[step]) / 60
+    return minutes
+
+
+def _minutes(used: float | None, planned: float | None) -> str:
+    if used is None:
+        return "-"
+    if planned is None:
+        return f"{used:.2f}"
+    over = " over" if used > (1 + BUDGET_OVERRUN) * planned else ""
+    return f"{used:.2f} ({planned:.2f}){over}"
 
 
 def render(folder: Path, outcome: OptimizeOutcome) -> str:
@@ -54,13 +81,22 @@ def render(folder: Path, outcome: OptimizeOutcome) -> str:
                 "time far above it is what remains to win.",
             ]
     if outcome.tuned:
-        lines += ["", "## Tuning", "", "| operator | status | speedup | export | reason |"]
-        lines += ["| --- | --- | ---: | --- | --- |"]
+        used = step_minutes(folder)
+        planned = {row.operator: row.minutes for row in outcome.plan.tuned} if outcome.plan else {}
+        lines += ["", "## Tuning", ""]
+        lines += ["| operator | status | speedup | minutes (plan) | export | reason |"]
+        lines += ["| --- | --- | ---: | ---: | --- | --- |"]
         lines += [
             f"| {row.operator} | {row.status} | "
-            f"{'-' if row.speedup is None else f'x{row.speedup:.3f}'} | {row.export or '-'} "
-            f"| {row.reason.replace('|', '/')} |"
+            f"{'-' if row.speedup is None else f'x{row.speedup:.3f}'} "
+            f"| {_minutes(used.get(f'tune {row.operator}'), planned.get(row.operator))} "
+            f"| {row.export or '-'} | {row.reason.replace('|', '/')} |"
             for row in outcome.tuned
+        ]
+        lines += [
+            "",
+            "Minutes are each tune step's wall time (its preflight included) against the plan's; "
+            f"a step more than {BUDGET_OVERRUN:.0%} past its minutes is marked over.",
         ]
     if outcome.verify is not None:
         lines += ["", "## Verify: every installed kernel", "", *_check(outcome.verify)]

@@ -4,6 +4,7 @@ end to end on the tiny example's capture with the machine faked at its boundary
 
 import json
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -108,6 +109,8 @@ def test_optimize_keeps_only_the_kernels_the_model_needs_and_reports_the_figures
     assert (
         "| split_kv_attention | 5.0 | 0.5% | 2.0 | - | - | - | under 1% of the step |" in markdown
     )
+    assert "| operator | status | speedup | minutes (plan) | export | reason |" in markdown
+    assert re.search(r"\| gated_residual \| done \| x1\.200 \| 0\.\d\d \(1\.38\) \|", markdown)
     assert json.loads((batch / "verify.json").read_text())["passed"]
     page = (batch / "evidence" / "report.html").read_text()
     assert "<table>" in page and "<td>gated_residual</td>" in page  # tables, not text
@@ -220,3 +223,11 @@ def test_a_tuning_that_cannot_start_fails_its_operator_only(target, tmp_path):
     outcome = steps.tune("rms_norm", 1.0, tmp_path / "no-capture", tmp_path / "tune")
     assert outcome.status == "failed" and outcome.export is None
     assert "holds no capture.json; run `controller capture-ops`" in outcome.reason
+
+
+def test_a_tune_step_past_its_planned_minutes_is_marked_over():
+    from controller.optimize.report import _minutes
+
+    assert _minutes(1.2, 1.0) == "1.20 (1.00) over"
+    assert _minutes(1.09, 1.0) == "1.09 (1.00)"
+    assert _minutes(None, 1.0) == "-" and _minutes(0.5, None) == "0.50"
