@@ -113,9 +113,10 @@ def _optimize(store: RunStore, settings, done: _Steps, steps: OptimizeSteps) -> 
     driver = settings.driver
     done.run("profile", lambda: steps.profile(driver, folder / "profile"), lambda _: "profiled")
     done.run("capture", lambda: steps.capture(driver, folder / "capture"), lambda _: "captured")
-    if missing_fixtures(folder):  # packed for travel by `controller pack`: record them again
+    missing = missing_fixtures(folder)
+    if missing:  # packed for travel by `controller pack`: record them again
         with done.progress.phase("optimize: restore the captured inputs"):
-            restored = restore_fixtures(folder, lambda into: steps.capture(driver, into))
+            restored = restore_fixtures(folder, missing, lambda into: steps.capture(driver, into))
         done.journal.append("fixtures_restored", files=restored)
         done.progress.note(
             f"optimize: {restored} captured input files recorded again, digests equal"

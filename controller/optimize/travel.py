@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from controller.errors import ControllerError
 from controller.runs.store import write_json_atomic
+from operators.profiles import file_digest
 
 TRAVEL_FILE = "travel.json"
 LEFT_OUT = "*.safetensors"
@@ -55,7 +56,7 @@ def pack_batch(folder: Path, archive: Path) -> TravelList:
     `travel.json` inside it; the batch itself keeps every file."""
     folder = folder.resolve()
     fixtures = [
-        LeftOut(path=path.relative_to(folder).as_posix(), sha256=digest(path), size=size)
+        LeftOut(path=path.relative_to(folder).as_posix(), sha256=file_digest(path), size=size)
         for path in sorted(folder.rglob(LEFT_OUT))
         if path.is_file()
         for size in [path.stat().st_size]
@@ -89,18 +90,15 @@ def missing_fixtures(folder: Path) -> list[LeftOut]:
     return [item for item in travel.left_out if not (folder / item.path).is_file()]
 
 
-def restore_fixtures(folder: Path, record: Callable[[Path], None]) -> int:
-    """Put back every missing listed file from a new recording `record(into)` makes of the
-    driver's capture; the number put back. Raises ControllerError where the recording does
-    not hold a file with a listed file's digest."""
-    missing = missing_fixtures(folder)
-    if not missing:
-        return 0
+def restore_fixtures(folder: Path, missing: list[LeftOut], record: Callable[[Path], None]) -> int:
+    """Put back the `missing` listed files (`missing_fixtures`) from a new recording
+    `record(into)` makes of the driver's capture; the number put back. Raises
+    ControllerError where the recording does not hold a file with a listed file's digest."""
     into = folder / RECAPTURE
     shutil.rmtree(into, ignore_errors=True)
     try:
         record(into)
-        recorded = {digest(path): path for path in into.rglob(LEFT_OUT) if path.is_file()}
+        recorded = {file_digest(path): path for path in into.rglob(LEFT_OUT) if path.is_file()}
         unmatched = [item for item in missing if item.sha256 not in recorded]
         if unmatched:
             raise ControllerError(
@@ -163,11 +161,3 @@ def _object_header(path: Path) -> bytes:
 
 def _blob_content(path: Path) -> bytes:
     return zlib.decompress(path.read_bytes()).split(b"\0", 1)[1]
-
-
-def digest(path: Path) -> str:
-    hasher = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            hasher.update(block)
-    return hasher.hexdigest()

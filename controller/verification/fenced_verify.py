@@ -27,6 +27,7 @@ import torch
 from pydantic import BaseModel, ConfigDict
 
 from controller.errors import ControllerError
+from controller.runs.store import write_atomic
 from controller.verification.verify import VerifyReport
 from examples.paired_timing import PairedTiming
 from gates.evaluator.launcher import REPOSITORY_ROOT
@@ -154,9 +155,6 @@ def _run_child(request: VerifyRequest, timeout_s: float, log: Path | None = None
         except FenceError as error:
             raise ControllerError(f"verify: the Landlock fence failed to start ({error})") from None
         if log is not None:
-            from controller.runs.store import write_atomic
-
-            log.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(log, f"{result.stderr}\n--- stdout ---\n{result.stdout}")
         last = _last_line(result.stderr + result.stdout)
         if result.timed_out:

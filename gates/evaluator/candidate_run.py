@@ -52,9 +52,11 @@ def run_candidate(
         extra_ops += sorted(LIBRARY_PRODUCTS)
     sources = Path(request.sources_dir)
     protected = [Path(request.task), Path(request.solution)]
-    guard = CandidateGuard(declaration, device, work, sources, solution, extra_ops, protected)
-    guard.compute_rules = request.judged_as == "candidate"
-    if not guard.compute_rules:
+    compute_rules = request.judged_as == "candidate"
+    guard = CandidateGuard(
+        declaration, device, work, sources, solution, extra_ops, protected, compute_rules
+    )
+    if not compute_rules:
         guard.notes.append(
             "judged as the task's baseline: by its numerics and timing; the compute rules a "
             "candidate is held to were not applied"

@@ -88,7 +88,15 @@ class CandidateGuard:
     """Imports and calls one solution with every candidate-process detector armed."""
 
     def __init__(
-        self, declaration, device, work: Path, sources: Path, solution, extra_ops, protected=()
+        self,
+        declaration,
+        device,
+        work: Path,
+        sources: Path,
+        solution,
+        extra_ops,
+        protected=(),
+        compute_rules: bool = True,
     ):
         self.declaration = declaration
         self.device = device
@@ -124,7 +132,7 @@ class CandidateGuard:
             protected_dirs=[*protected_trees(), *map(str, protected)],
             writable_dirs=[str(work), str(sources), triton_cache_dir()],
         )
-        self.compute_rules = True
+        self.compute_rules = compute_rules
         """False for the task's own baseline: what it computes and how is not judged."""
         self.kept_outputs: list[torch.Tensor] = []
         self.settings: ProcessSettings | None = None  # copied just before the import

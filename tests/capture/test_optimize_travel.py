@@ -17,7 +17,8 @@ from controller.cli import build_parser, main
 from controller.cli.optimize_command import run as run_optimize
 from controller.errors import ControllerError
 from controller.optimize.steps import OptimizeInterrupted
-from controller.optimize.travel import TRAVEL_FILE, digest
+from controller.optimize.travel import TRAVEL_FILE
+from operators.profiles import file_digest as digest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "batch"))
 from batch_fixtures import make_target  # noqa: E402
