@@ -219,3 +219,28 @@ def test_the_witness_hook_sees_every_replay_s_own_outputs_before_the_next_replay
     for role in ROLES:
         assert sum(1 for r, f, _ in seen if (r, f) == (role, "warm")) == replays
         assert sum(1 for r, f, _ in seen if (r, f) == (role, "cold")) == 2
+
+
+class _KeptGraph:
+    """Stands in for a kept CUDA graph: counts its instantiations."""
+
+    def __init__(self) -> None:
+        self.instantiations = 0
+
+    def instantiate(self) -> None:
+        self.instantiations += 1
+
+
+def test_a_kept_graph_is_instantiated_at_capture_not_at_its_first_timed_replay(monkeypatch):
+    import contextlib
+
+    from gates.evaluator import graph_timing
+
+    graph = _KeptGraph()
+    monkeypatch.setattr(graph_timing, "_new_graph", lambda: (graph, True))
+    monkeypatch.setattr(graph_timing.torch.cuda, "graph", lambda _: contextlib.nullcontext())
+    captured, outputs = graph_timing.capture(lambda x: x + 1, [(torch.ones(2),)], {})
+    assert captured is graph and graph.instantiations == 1 and len(outputs) == 1
+    unkept = _KeptGraph()  # a torch without keep_graph instantiated it at capture's end
+    graph_timing.instantiate_kept(unkept, False)
+    assert unkept.instantiations == 0
