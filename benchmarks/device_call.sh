@@ -104,8 +104,9 @@ for part in "$@"; do
       # the batch does, `controller pack` leaves it (without its captured inputs) in
       # $OUT/optimize-batch.tgz, and the target repository in $OUT/optimize-target.tgz; a later
       # device call that carries both in .device-carry/ unpacks them and resumes the batch.
-      # OPT_PROFILE defaults to h100, or h200_seeded on an H200. OPT_DRIVER replaces the driver: `controller.profiling.example_driver:forward_batches
-      # pi05 1,8` captures both batches, so a kernel can own batch-8 layouts too
+      # OPT_PROFILE defaults to h100, or h200_seeded on an H200. OPT_DRIVER replaces the
+      # driver: `controller.profiling.example_driver:forward_batches pi05 1,8` captures both
+      # batches, so a kernel can own batch-8 layouts too
       target=.device-target
       echo "repository root: $PWD"
       case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)" in
