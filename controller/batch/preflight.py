@@ -5,6 +5,7 @@ on with the others. On CUDA the evaluation also times the baseline, printed befo
 """
 
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,9 +58,11 @@ def render_task(operator: str, capture: str | None) -> dict[str, bytes] | None:
 
 def preflight(task: Path, device: str, evaluator: Evaluator | None = None) -> Preflight:
     """Evaluate the task's own baseline solution by the task's numerics and timing (the
-    compute rules for candidates do not apply to it); never raises for a failing baseline."""
+    compute rules for candidates do not apply to it); never raises for a failing baseline. Its
+    wall time is kept: the operator's run expects its first attempt to take as long."""
     if evaluator is None:
         from gates.evaluator.evaluation import evaluate as evaluator
+    started = time.monotonic()
     try:
         result = evaluator(task, task / "solution", device=device, judged_as="baseline")
     except Exception as error:  # an evaluator that cannot run marks this operator only
@@ -69,7 +72,7 @@ def preflight(task: Path, device: str, evaluator: Evaluator | None = None) -> Pr
             status="EVALUATOR_ERROR",
             reason=f"{type(error).__name__}: {text[0] if text else ''}",
         )
-    return _reading(result)
+    return _reading(result).model_copy(update={"seconds": time.monotonic() - started})
 
 
 def _reading(result) -> Preflight:

@@ -52,6 +52,7 @@ class Preflight(BaseModel):
     reason: str = ""
     baseline_us: float | None = Field(None, description="weighted mean over the workloads")
     workloads_us: dict[str, float] = Field(default_factory=dict)
+    seconds: float | None = Field(None, description="wall time of the baseline's evaluation")
 
 
 class OperatorEntry(BaseModel):

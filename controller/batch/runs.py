@@ -8,12 +8,14 @@ import json
 import sys
 from pathlib import Path
 
-from controller.batch.record import OperatorStatus, RunOptions
+from controller.batch.record import BATCH_FILE, OperatorStatus, RunOptions, load
 
 RUNS = "runs"
 LOGS = "logs"
 EXIT_STATUS: dict[int, OperatorStatus] = {0: "done", 1: "rejected", 130: "interrupted"}
 TERMINAL_RUN_STATES = {"done", "rejected", "failed"}
+MIN_RUN_MINUTES = 0.01
+"""A run's minutes where its preflight took them all: it starts, and stops before an attempt."""
 
 
 def runs_folder(batch: Path, operator: str) -> Path:
@@ -45,7 +47,11 @@ def refusal(log: Path) -> str:
 
 
 def tune_command(batch: Path, operator: str, options: RunOptions) -> list[str]:
-    """`python -m controller tune run ...` that starts the operator's run, or resumes it."""
+    """`python -m controller tune run ...` that starts the operator's run, or resumes it.
+
+    Where the operator's baseline was evaluated at preflight, its minutes are what is left of
+    `max_minutes` after that evaluation, and its first attempt is expected to take as long:
+    the operator's tuning, preflight included, ends within 10% of the minutes it was given."""
     base = [sys.executable, "-m", "controller.batch.child", "tune", "run"]
     base += ["--runs-dir", str(runs_folder(batch, operator))]
     existing = run_folder(batch, operator)
@@ -56,6 +62,12 @@ def tune_command(batch: Path, operator: str, options: RunOptions) -> list[str]:
     command += ["--agent", options.agent, "--fence", options.fence]
     if options.unfenced:
         command.append("--unfenced")
+    preflight_s = _preflight_seconds(batch, operator)
+    if preflight_s is not None:
+        command += ["--expected-attempt-seconds", str(max(0.01, round(preflight_s, 2)))]
+        if options.max_minutes is not None:
+            left = max(MIN_RUN_MINUTES, options.max_minutes - preflight_s / 60)
+            options = options.model_copy(update={"max_minutes": round(left, 3)})
     for field in (
         "base_url",
         "max_attempts",
@@ -69,6 +81,15 @@ def tune_command(batch: Path, operator: str, options: RunOptions) -> list[str]:
         if value is not None:
             command += ["--" + field.replace("_", "-"), str(value)]
     return command
+
+
+def _preflight_seconds(batch: Path, operator: str) -> float | None:
+    """The wall time of the operator's preflight, where the batch ran one and kept it."""
+    if not (batch / BATCH_FILE).is_file():
+        return None
+    entry = load(batch).entries.get(operator)
+    preflight = entry.preflight if entry is not None else None
+    return preflight.seconds if preflight is not None and preflight.seconds else None
 
 
 def outcome(batch: Path, operator: str, exit_code: int) -> tuple[OperatorStatus, str]:

@@ -26,6 +26,7 @@ LIMIT_FLAGS = {
     "max_dollars": "--max-dollars",
     "max_tokens_per_attempt": "--max-tokens-per-attempt",
     "max_dollars_per_attempt": "--max-dollars-per-attempt",
+    "expected_attempt_s": "--expected-attempt-seconds",
 }
 
 
@@ -68,6 +69,15 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--max-dollars", type=float, metavar="USD", help="cost of the whole run")
     group.add_argument("--max-tokens-per-attempt", type=int, metavar="N")
     group.add_argument("--max-dollars-per-attempt", type=float, metavar="USD")
+    group.add_argument(
+        "--expected-attempt-seconds",
+        dest="expected_attempt_s",
+        type=float,
+        metavar="S",
+        help="an attempt's expected wall time before any is judged: the first is not started "
+        "where it would end past --max-minutes by more than 10%% (tune-all and optimize pass "
+        "the baseline's evaluation time at preflight)",
+    )
     group.add_argument(
         "--runs-dir",
         type=Path,

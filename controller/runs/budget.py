@@ -7,7 +7,7 @@ from controller.runs.manifest import RunLimits
 
 TIME_OVERRUN = 0.10
 """A run may end this share past its time limit: an attempt that, as long as the longest so
-far, would end later is not started."""
+far (or, before any, as the run's `expected_attempt_s`), would end later is not started."""
 
 
 class BudgetStop(BaseModel):
@@ -41,14 +41,15 @@ def budget_stop(limits: RunLimits, spend: Spend) -> BudgetStop | None:
             limit="wall_time",
             reason=f"time limit reached: {spend.elapsed_s / 60:.2f} of {limits.max_minutes} min",
         )
-    expected_end = spend.elapsed_s + spend.longest_attempt_s
-    if expected_end > (1 + TIME_OVERRUN) * limits.max_minutes * 60:
+    expected, basis = spend.longest_attempt_s, "the longest so far"
+    if (limits.expected_attempt_s or 0.0) > expected:
+        expected, basis = limits.expected_attempt_s, "expected"
+    if spend.elapsed_s + expected > (1 + TIME_OVERRUN) * limits.max_minutes * 60:
         return BudgetStop(
             limit="wall_time",
             reason=f"time limit near: {spend.elapsed_s / 60:.2f} of {limits.max_minutes} min "
-            f"used, and an attempt as long as the longest so far "
-            f"({spend.longest_attempt_s / 60:.2f} min) would end past it by more than "
-            f"{TIME_OVERRUN:.0%}",
+            f"used, and an attempt as long as {basis} ({expected / 60:.2f} min) would end "
+            f"past it by more than {TIME_OVERRUN:.0%}",
         )
     if limits.max_tokens is not None and spend.tokens >= limits.max_tokens:
         return BudgetStop(

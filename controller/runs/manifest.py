@@ -24,6 +24,13 @@ class RunLimits(BaseModel):
     max_tokens_per_attempt: int | None = Field(None, ge=1)
     max_dollars_per_attempt: float | None = Field(None, gt=0)
     attempt_minutes: float = Field(30.0, gt=0, description="wall time of one agent session")
+    expected_attempt_s: float | None = Field(
+        None,
+        gt=0,
+        description="an attempt's wall time expected before any is judged (tune-all passes its "
+        "baseline's evaluation at preflight), so the first one too is not started where it "
+        "would end past the time limit",
+    )
     max_turns: int = Field(60, ge=1, description="agent turns per attempt")
     turn_timeout_s: float = Field(300.0, gt=0, description="one model call or tool call")
 

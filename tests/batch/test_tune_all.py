@@ -251,3 +251,24 @@ def test_the_summary_flags_two_evaluations_on_one_gpu_at_once(tmp_path):
     )
     assert "1 pairs of evaluations overlapped" in device_check(summary)
     assert "not trustworthy" in device_check(summary)
+
+
+def test_an_operators_run_gets_its_minutes_less_its_preflight_and_expects_as_long_an_attempt(
+    tmp_path,
+):
+    """The plan's minutes hold for the operator's whole tuning, preflight included."""
+    from controller.batch.record import Preflight, RunOptions, new_record, save
+    from controller.batch.runs import tune_command
+
+    options = RunOptions(agent="autotune", device="cpu", target=str(tmp_path), max_minutes=2.0)
+    record = new_record(["rms_norm", "gated_residual"], options, True)
+    timed = Preflight(passed=True, status="PASSED", seconds=30.0)
+    entries = {**record.entries}
+    entries["rms_norm"] = entries["rms_norm"].model_copy(update={"preflight": timed})
+    save(tmp_path, record.model_copy(update={"entries": entries}))
+    command = tune_command(tmp_path, "rms_norm", options)
+    assert command[command.index("--max-minutes") + 1] == "1.5"
+    assert command[command.index("--expected-attempt-seconds") + 1] == "30.0"
+    untimed = tune_command(tmp_path, "gated_residual", options)  # no preflight ran
+    assert untimed[untimed.index("--max-minutes") + 1] == "2.0"
+    assert "--expected-attempt-seconds" not in untimed

@@ -26,3 +26,16 @@ def test_the_longest_attempt_is_read_from_the_journal():
         {"kind": "verdicts", "attempt": 2, "elapsed_s": 42.0, "passed": True},
     ]
     assert summarize(events).spend.longest_attempt_s == 30.0
+
+
+def test_before_any_attempt_the_expected_one_is_held_to_the_limit():
+    """The first attempt is judged by the run's expected attempt (tune-all passes its
+    preflight's evaluation time): one that would end too late is not started."""
+    expecting = RunLimits(max_attempts=50, max_minutes=1.0, expected_attempt_s=70.0)
+    stop = budget_stop(expecting, Spend(attempts=0, elapsed_s=0.0))
+    assert stop is not None and "as long as expected (1.17 min)" in stop.reason
+    fits = RunLimits(max_attempts=50, max_minutes=1.0, expected_attempt_s=30.0)
+    assert budget_stop(fits, Spend(attempts=0, elapsed_s=0.0)) is None
+    # a longer attempt already judged outweighs the expectation
+    longer = budget_stop(fits, Spend(attempts=1, elapsed_s=30.0, longest_attempt_s=40.0))
+    assert longer is not None and "the longest so far (0.67 min)" in longer.reason
