@@ -44,7 +44,7 @@ def fastest_per_regime(
 ) -> dict[str, dict]:
     """Each regime's fastest timed variant (its settings by short name) in a sweep report,
     among those inside the kernel's declared space (a sweep may time points the space leaves
-    out, such as scores in one chunk, which misses the contract) and, when given, with
+    out) and, when given, with
     (score_chunks, weight_parts) among `numerics`."""
     best: dict[str, tuple[float, dict]] = {}
     for result in report["results"]:
