@@ -15,6 +15,8 @@ from controller.cli.run_options import DEFAULT_RUNS_DIR
 EXIT_INTERRUPTED = 130
 DEFAULT_BUDGET_MINUTES = 20.0
 DEFAULT_INPUTS = 2
+PLAN_ONLY_PROFILE = "plan"
+"""The profile name a `--plan-only` batch records where none was given (it installs nothing)."""
 
 
 def add_parser(subparsers) -> None:
@@ -52,6 +54,13 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--patience", type=int, metavar="N", help="attempts without promotion")
     parser.add_argument("--target-speedup", type=float, metavar="X", help="stop at this speedup")
     parser.add_argument("--no-preflight", action="store_true", help="skip baseline preflights")
+    parser.add_argument(
+        "--plan-only",
+        action="store_true",
+        help="profile the driver as it deploys, capture its calls and write the plan, then "
+        "stop: the report ranks the operators by share of the step against each one's floor "
+        "(`-- controller.profiling.example_driver:forward pi05 8` for batch 8's)",
+    )
     parser.add_argument(
         "--size", choices=("tiny", "pi05"), help="example model verify checks (pi05 on CUDA)"
     )
@@ -96,6 +105,8 @@ def run(arguments: argparse.Namespace, steps=None) -> int:
     if outcome.state == "interrupted":
         print(f"controller: optimize interrupted; resume with --resume {store.run_dir}")
         return EXIT_INTERRUPTED
+    if settings.plan_only:
+        return 0
     return 0 if outcome.published else 1
 
 
@@ -115,6 +126,8 @@ def _start(arguments):
     from operators.selection import BUILTIN_PROFILES
 
     name = arguments.profile
+    if name is None and arguments.plan_only:
+        name = PLAN_ONLY_PROFILE
     if name is None or not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name in BUILTIN_PROFILES:
         raise ControllerError(
             f"--profile {name!r}: give a snake_case name other than "
@@ -126,7 +139,7 @@ def _start(arguments):
         if operator not in REGISTRY:
             raise ControllerError(f"--operators: unknown operator {operator!r}; see `catalog`")
     root = (arguments.tuned_root or TUNED_ROOT).resolve()
-    if (root / name).exists():
+    if (root / name).exists() and not arguments.plan_only:
         raise ControllerError(
             f"profile {name!r} is already installed in {root}; choose another name or remove it"
         )
@@ -155,6 +168,7 @@ def _start(arguments):
         batches=batches,
         inputs=inputs,
         seed_profile=seed,
+        plan_only=arguments.plan_only,
     )
     manifest = new_manifest(
         flow=FLOW,
@@ -186,6 +200,7 @@ def _resumable(arguments):
         "operators": arguments.operators,
         "seed_profile": arguments.seed_profile,
         "driver": arguments.driver or None,
+        "plan_only": True if arguments.plan_only else None,
         "tune.unfenced": True if arguments.unfenced else None,
     }
     for field in PASSED_THROUGH:

@@ -123,6 +123,8 @@ def _optimize(store: RunStore, settings, done: _Steps, steps: OptimizeSteps) -> 
         )
     plan = TuningPlan.model_validate(done.run("plan", lambda: _plan(folder, settings), _plan_line))
     outcome = OptimizeOutcome(state="finished", settings=settings, plan=plan)
+    if settings.plan_only:
+        return outcome
     planned = [row.operator for row in plan.tuned]
     if planned:
         done.run(

@@ -115,6 +115,8 @@ def render(folder: Path, outcome: OptimizeOutcome) -> str:
 def _result(outcome: OptimizeOutcome) -> str:
     if outcome.state == "interrupted":
         return "interrupted; resume with `controller optimize --resume` and this folder."
+    if outcome.settings.plan_only:
+        return "the plan only (`--plan-only`): nothing was tuned or installed."
     if outcome.published:
         return (
             f"installed {', '.join(outcome.published)} into `{outcome.profile_folder}`; "

@@ -21,6 +21,7 @@ class OptimizeSettings(BaseModel):
     size: str = Field(description="the example model's size that verify checks")
     batches: list[int] = Field(description="batch sizes the model is verified and timed at")
     inputs: int = Field(ge=1, description="input seeds per batch of the numerical gate")
+    plan_only: bool = Field(False, description="stop once the plan is written: nothing tuned")
     seed_profile: str | None = Field(
         None, description="the profile whose kernels start each operator's tune run"
     )

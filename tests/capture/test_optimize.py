@@ -231,3 +231,19 @@ def test_a_tune_step_past_its_planned_minutes_is_marked_over():
     assert _minutes(1.2, 1.0) == "1.20 (1.00) over"
     assert _minutes(1.09, 1.0) == "1.09 (1.00)"
     assert _minutes(None, 1.0) == "-" and _minutes(0.5, None) == "0.50"
+
+
+def test_plan_only_profiles_captures_and_plans_then_stops(tiny_capture, target, tmp_path):
+    """`--plan-only` needs no profile name: the report ranks the operators against their
+    floors, and nothing is calibrated, tuned or installed."""
+    steps = fake_steps(tiny_capture)
+    argv = optimize_argv(tmp_path, target, "--plan-only")
+    del argv[argv.index("--profile") : argv.index("--profile") + 2]
+    assert run_optimize(build_parser().parse_args(argv), steps=steps) == 0
+    assert steps.tuned == [] and steps.calibrated == []
+    batch = only_batch(tmp_path / "runs")
+    markdown = (batch / "evidence" / "report.md").read_text()
+    assert "**Result:** the plan only (`--plan-only`): nothing was tuned or installed." in markdown
+    assert "| gated_residual | 400.0 |" in markdown
+    assert not (tmp_path / "tuned").exists()
+    assert main(["optimize", "--resume", str(batch), "--plan-only"]) == 0  # same request
