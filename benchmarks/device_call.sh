@@ -116,8 +116,10 @@ for part in "$@"; do
       if ls .device-carry/optimize-batch.tgz.part-* >/dev/null 2>&1; then
         cat .device-carry/optimize-batch.tgz.part-* > .device-carry/optimize-batch.tgz
       fi
-      if [ -f .device-carry/optimize-batch.tgz ] && ! ls -d .device-runs/optimize-* >/dev/null 2>&1; then
-        mkdir -p .device-runs && tar xzf .device-carry/optimize-batch.tgz -C .device-runs
+      if [ -f .device-carry/optimize-batch.tgz ]; then  # the carried batch replaces any left
+        # here (a warm machine kept a batch folder whose manifest was gone)
+        rm -rf .device-runs && mkdir -p .device-runs
+        tar xzf .device-carry/optimize-batch.tgz -C .device-runs
         rm -rf "$target" && tar xzf .device-carry/optimize-target.tgz
         echo "carried batch: $(ls -d .device-runs/optimize-*)"
       fi
