@@ -28,6 +28,8 @@ CPU_CHEATS = {
     "subclass_output": ("REJECTED", "SubclassedOutput"),
     "background_thread": ("REJECTED", "ExtraThreads"),
     "timer_patch": ("REJECTED", "TimerPatched"),
+    "graph_instantiate": ("REJECTED", "TimerPatched"),
+    "graph_reset": ("REJECTED", "EvaluatorPatched"),
     "evaluator_patch": ("REJECTED", "EvaluatorPatched"),
     "heap_walk": ("REJECTED", "EvaluatorIntrospection"),
     "frame_walk": ("REJECTED", "EvaluatorIntrospection"),

@@ -41,6 +41,8 @@ TIMER_PATHS = (
     "torch.cuda.Stream.synchronize",
     "torch.cuda.CUDAGraph",
     "torch.cuda.CUDAGraph.replay",
+    "torch.cuda.CUDAGraph.instantiate",  # graph timing instantiates each graph it captures
+    "torch.cuda.CUDAGraph.raw_cuda_graph",  # ... and inspects its nodes through this
     "torch.cuda.graph",
     "torch._C._CudaEventBase",
     "torch._C._cuda_synchronize",
@@ -123,12 +125,16 @@ EVALUATOR_PATHS = (
 
 
 # Classes whose every attribute is watched: the evaluator calls tensor methods on every
-# output after the traced call, so a replaced one would run solution code untraced.
+# output after the traced call, so a replaced one would run solution code untraced; and graph
+# timing captures, instantiates, inspects and replays every role's calls through the graph
+# class, so a replaced method could time or show a graph other than the one judged.
 WATCHED_CLASSES = (
     "torch.Tensor",
     "torch._C.TensorBase",
     "torch.UntypedStorage",
     "torch._C.StorageBase",
+    "torch.cuda.CUDAGraph",
+    "torch._C._CUDAGraph",
 )
 
 
