@@ -122,6 +122,25 @@ def time_paired(
     )
 
 
+def figures_of(
+    timing: PairedTiming, profile: str, name: str, baselines: tuple[str, ...]
+) -> PairedTiming:
+    """What `timing` measured for `profile` and `baselines` alone, `profile` named `name`: their
+    rounds ran interleaved in one session, so these ratios are as paired as any it measured."""
+    kept = (profile, *baselines)
+    round_ms = {(name if key == profile else key): timing.round_ms[key] for key in kept}
+    median_ms = {(name if key == profile else key): timing.median_ms[key] for key in kept}
+    deployed = {key: way for key, way in timing.deployed.items() if key in baselines}
+    return timing.model_copy(
+        update={
+            "round_ms": round_ms,
+            "median_ms": median_ms,
+            "deployed": deployed,
+            "ratios": [_ratio(name, baseline, round_ms) for baseline in baselines],
+        }
+    )
+
+
 def deployment_order(profiles: dict, deployed: dict[str, Mode], mode: Mode) -> list[str]:
     """The profiles in the order they are deployed: every one in `mode` first, those deployed
     another way (`stock` under `reduce-overhead`) after them, so no CUDA graph of ours is

@@ -12,7 +12,7 @@ from controller.optimize.decision import FULL, without
 from controller.optimize.steps import OptimizeSteps
 from controller.runs.store import write_json_atomic
 from controller.verification.verify import VerifyReport, speed_failures
-from examples.paired_timing import PairedTiming
+from examples.paired_timing import PairedTiming, figures_of
 from operators import KernelSelection
 
 STAGED = "profiles"
@@ -113,7 +113,10 @@ def verify_kept(
     whole: ModelCheck,
     steps: OptimizeSteps,
 ) -> dict:
-    """The kept kernels as they will be published; the whole set's check when none dropped."""
+    """The kept kernels as they will be published; the whole set's check when none dropped.
+    Where one was dropped, the kept set is the set without it, whose time the whole set's
+    paired session measured beside `none` and `stock`: where the staged files are the same,
+    those figures are its timing and only its numerics are checked again."""
     if set(kept) == {name for name in exports}:
         check = whole.model_copy(update={"alone_numerics": {}})
     else:
@@ -121,21 +124,50 @@ def verify_kept(
         shutil.rmtree(root, ignore_errors=True)
         install_profile(root, profile, {name: exports[name] for name in kept})
         selection = _selection(root, profile)
-        profiles = {FULL: selection, **{name: KernelSelection(name) for name in BASELINES}}
-        pairs = [(FULL, name) for name in BASELINES]
-        timing = steps.time(profiles, pairs, log=folder / "verify" / "kept-timing.log")
-        check = _check(steps.numerics(profile, selection), timing, {})
+        timing = _timed_beside_the_whole(folder, profile, kept, exports, whole)
+        notes = []
+        if timing:
+            (dropped,) = set(exports) - set(kept)
+            notes.append(f"timed in the whole set's paired session as {without(dropped)!r}")
+        else:
+            profiles = {FULL: selection, **{name: KernelSelection(name) for name in BASELINES}}
+            pairs = [(FULL, name) for name in BASELINES]
+            timing = steps.time(profiles, pairs, log=folder / "verify" / "kept-timing.log")
+        check = _check(steps.numerics(profile, selection), timing, {}, notes)
     write_json_atomic(folder / "verify.json", check.numerics.model_dump(mode="json"))
     write_json_atomic(folder / "verify" / "kept.json", check.model_dump(mode="json"))
     return check.model_dump(mode="json")
 
 
+def _timed_beside_the_whole(
+    folder: Path, profile: str, kept: list[str], exports: dict[str, Path], whole: ModelCheck
+) -> list[PairedTiming]:
+    """The kept set's figures from the whole set's session where it was timed there (one
+    kernel dropped, the staged files identical); else none."""
+    from operators.profiles import read_profile
+
+    dropped = set(exports) - set(kept)
+    if len(dropped) != 1 or not whole.timing:
+        return []
+    (operator,) = dropped
+    staged = folder / STAGED
+    timed, judged = staged / f"without-{operator}" / profile, staged / "kept" / profile
+    if not timed.is_dir() or read_profile(timed).files != read_profile(judged).files:
+        return []
+    if any(without(operator) not in timing.round_ms for timing in whole.timing):
+        return []
+    return [figures_of(t, without(operator), FULL, BASELINES) for t in whole.timing]
+
+
 def _check(
-    numerics: VerifyReport, timing: list[PairedTiming], alone: dict[str, bool]
+    numerics: VerifyReport,
+    timing: list[PairedTiming],
+    alone: dict[str, bool],
+    notes: list[str] | None = None,
 ) -> ModelCheck:
     """`verify`'s latency gate (`speed_failures`) over the timed batches."""
     failures = speed_failures(FULL, timing)
-    notes = [] if timing else ["the model was not timed: it needs CUDA"]
+    notes = [*(notes or []), *([] if timing else ["the model was not timed: it needs CUDA"])]
     numerics = numerics.model_copy(
         update={"timing": timing, "speed_failures": failures, "notes": numerics.notes + notes}
     )

@@ -141,6 +141,7 @@ def _check(check: ModelCheck) -> list[str]:
             lines.append(f"- {verdict.name}: {'; '.join(verdict.failures)}")
     for operator, passed in sorted(check.alone_numerics.items()):
         lines.append(f"- {operator} alone: numerics {'pass' if passed else 'FAIL'}")
+    lines += [f"- {note}" for note in numerics.notes if note.startswith("timed in")]
     if not check.timing:
         return [*lines, "", "Model time: not measured (needs CUDA)."]
     lines += ["", "| batch | profile | ms (median round) |", "| ---: | --- | ---: |"]

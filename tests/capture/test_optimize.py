@@ -247,3 +247,45 @@ def test_plan_only_profiles_captures_and_plans_then_stops(tiny_capture, target, 
     assert "| gated_residual | 400.0 |" in markdown
     assert not (tmp_path / "tuned").exists()
     assert main(["optimize", "--resume", str(batch), "--plan-only"]) == 0  # same request
+
+
+def test_with_one_kernel_dropped_the_kept_set_takes_its_time_from_the_whole_sets_session(
+    tiny_capture, target, tmp_path
+):
+    """The kept set is the set without the dropped kernel, timed beside `none` and `stock` in
+    verify's paired session: its numerics are checked again, its time is not measured twice.
+    Staged files that differ from what was timed are timed afresh."""
+    from controller.optimize.model_checks import ModelCheck, _timed_beside_the_whole
+
+    steps = light_fake_steps(tiny_capture)
+    sessions = []
+    timed = steps.time
+    steps.time = lambda profiles, pairs, log=None: (
+        sessions.append(sorted(profiles)) or timed(profiles, pairs, log)
+    )
+    assert run_optimize(build_parser().parse_args(optimize_argv(tmp_path, target)), steps) == 0
+    assert len(sessions) == 1 and "without rms_norm" in sessions[0]
+    batch = only_batch(tmp_path / "runs")
+    kept = json.loads((batch / "verify" / "kept.json").read_text())
+    whole = json.loads((batch / "verify" / "all.json").read_text())
+    (kept_timing,), (whole_timing,) = kept["timing"], whole["timing"]
+    assert kept_timing["round_ms"]["profile"] == whole_timing["round_ms"]["without rms_norm"]
+    assert sorted(kept_timing["round_ms"]) == ["none", "profile", "stock"]
+    assert [(r["candidate"], r["baseline"]) for r in kept_timing["ratios"]] == [
+        ("profile", "none"),
+        ("profile", "stock"),
+    ]
+    assert (
+        "timed in the whole set's paired session as 'without rms_norm'"
+        in (kept["numerics"]["notes"])
+    )
+    markdown = (batch / "evidence" / "report.md").read_text()
+    assert "- timed in the whole set's paired session as 'without rms_norm'" in markdown
+    exports = {"gated_residual": Path("unused"), "rms_norm": Path("unused")}
+    check = ModelCheck.model_validate(whole)
+    assert _timed_beside_the_whole(batch, "fast", ["gated_residual"], exports, check)
+    staged = batch / "profiles" / "without-rms_norm" / "fast" / "profile.json"
+    document = json.loads(staged.read_text())
+    document["files"] = {**document["files"], "extra.py": "0" * 64}  # not what was timed
+    staged.write_text(json.dumps(document))
+    assert _timed_beside_the_whole(batch, "fast", ["gated_residual"], exports, check) == []
