@@ -75,6 +75,7 @@ def _attend_to_keys(
     BLOCK_KEYS: tl.constexpr,
     BLOCK_DIM: tl.constexpr,
     UPCAST: tl.constexpr,
+    WEIGHT_PARTS: tl.constexpr,
 ):
     """Online-softmax accumulation of one query block over `length` keys (base-2 scores).
 
@@ -110,14 +111,20 @@ def _attend_to_keys(
         correction = tl.exp2(row_max - new_max)
         weights = tl.exp2(scores - new_max[:, None])
         row_sum = row_sum * correction + tl.sum(weights, axis=1)
-        # The weights go to the tensor cores as two BF16 parts (high + low): one BF16 rounding
-        # of a near-one-hot softmax would move a cancelling output past the contract.
+        # The weights go to the tensor cores as two BF16 parts (high + low), nearly their FP32
+        # value, or as one, rounded once as a flash SDPA rounds them (half the value products).
         high = round_to_bfloat16(weights)
-        low = round_to_bfloat16(weights - high)
-        if UPCAST:
-            update = tl.dot(high + low, value.to(tl.float32), input_precision="ieee")
+        if WEIGHT_PARTS == 1:
+            if UPCAST:
+                update = tl.dot(high, value.to(tl.float32), input_precision="ieee")
+            else:
+                update = tl.dot(high.to(value.dtype), value)
         else:
-            update = tl.dot(high.to(value.dtype), value) + tl.dot(low.to(value.dtype), value)
+            low = round_to_bfloat16(weights - high)
+            if UPCAST:
+                update = tl.dot(high + low, value.to(tl.float32), input_precision="ieee")
+            else:
+                update = tl.dot(high.to(value.dtype), value) + tl.dot(low.to(value.dtype), value)
         acc = acc * correction[:, None] + update
         row_max = new_max
     return acc, row_max, row_sum
@@ -153,6 +160,7 @@ def _split_kv_attention_kernel(
     BLOCK_KEYS: tl.constexpr,
     BLOCK_DIM: tl.constexpr,
     UPCAST: tl.constexpr,
+    WEIGHT_PARTS: tl.constexpr,
 ):
     # A program serves BATCHES batch rows and HEADS query heads of one key/value group: its
     # block's rows are (batch, head, query) triples, the group's keys read once for its heads.
@@ -194,6 +202,7 @@ def _split_kv_attention_kernel(
         BLOCK_KEYS,
         BLOCK_DIM,
         UPCAST,
+        WEIGHT_PARTS,
     )
     current = first_batch * kv_batch_stride + kv_head * kv_head_stride
     acc, row_max, row_sum = _attend_to_keys(
@@ -214,6 +223,7 @@ def _split_kv_attention_kernel(
         BLOCK_KEYS,
         BLOCK_DIM,
         UPCAST,
+        WEIGHT_PARTS,
     )
     out = round_to_bfloat16(acc / row_sum[:, None])
     out_rows = ((batch * query_heads + head) * tokens + queries) * head_dim
@@ -227,9 +237,11 @@ TUNING = {
     "num_warps_short": 4,
     "num_warps_long": 8,
     "num_stages": 2,
+    "weight_parts": 2,
 }
 """Launch settings on a GPU: query block for up to 64 tokens and for more, key block, warps for
-each query block, pipeline stages."""
+each query block, pipeline stages, and BF16 parts of the softmax weights for the value
+product."""
 TUNING_SPACE = {
     "queries_short": (16, 32, 64),
     "queries_long": (32, 64, 128),
@@ -237,8 +249,11 @@ TUNING_SPACE = {
     "num_warps_short": (2, 4, 8),
     "num_warps_long": (4, 8),
     "num_stages": (1, 2, 3),
+    "weight_parts": (1, 2),
 }
-"""What `autotune` may try for each launch setting; the numerics never depend on them."""
+"""What `autotune` may try for each launch setting. All but `weight_parts` leave the numerics
+alone; one part of the weights rounds them once, as stock's flash SDPA does, within the
+contract "no less accurate than stock" (`operators/accuracy.py`)."""
 
 
 def _blocks(batch: int, group: int, tokens: int, prefix: int) -> tuple[int, int, int, int]:
@@ -316,6 +331,7 @@ def split_kv_attention_triton(
         BLOCK_KEYS=block_keys,
         BLOCK_DIM=max(16, triton.next_power_of_2(head_dim)),
         UPCAST=triton_runtime.interpreting(),
+        WEIGHT_PARTS=TUNING["weight_parts"],
         num_warps=TUNING["num_warps_short" if tokens <= 64 else "num_warps_long"],
         num_stages=TUNING["num_stages"],
     )
