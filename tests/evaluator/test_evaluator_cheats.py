@@ -29,6 +29,7 @@ CPU_CHEATS = {
     "background_thread": ("REJECTED", "ExtraThreads"),
     "timer_patch": ("REJECTED", "TimerPatched"),
     "graph_instantiate": ("REJECTED", "TimerPatched"),
+    "graph_nodes_view": ("REJECTED", "TimerPatched"),
     "graph_reset": ("REJECTED", "EvaluatorPatched"),
     "evaluator_patch": ("REJECTED", "EvaluatorPatched"),
     "heap_walk": ("REJECTED", "EvaluatorIntrospection"),
