@@ -94,6 +94,7 @@ def test_every_controller_command_in_the_guide_parses(capsys):
         ("--max-attempts", "0", "must be at least 1"),
         ("--max-minutes", "-5", "must be more than 0"),
         ("--max-dollars-per-attempt", "0", "must be more than 0"),
+        ("--expected-attempt-seconds", "0", "must be more than 0"),
     ],
 )
 def test_a_refused_limit_names_its_flag_and_rule_before_a_run_folder(
