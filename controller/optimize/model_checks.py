@@ -144,7 +144,8 @@ def _timed_beside_the_whole(
 ) -> list[PairedTiming]:
     """The kept set's figures from the whole set's session where it was timed there (one
     kernel dropped, the staged files identical); else none."""
-    from operators.profiles import read_profile
+    from operators.errors import ProfileError
+    from operators.profiles import read_profile, verify_files
 
     dropped = set(exports) - set(kept)
     if len(dropped) != 1 or not whole.timing:
@@ -152,7 +153,15 @@ def _timed_beside_the_whole(
     (operator,) = dropped
     staged = folder / STAGED
     timed, judged = staged / f"without-{operator}" / profile, staged / "kept" / profile
-    if not timed.is_dir() or read_profile(timed).files != read_profile(judged).files:
+    if not timed.is_dir():
+        return []
+    try:  # the same digests, and each folder's bytes what its digests say
+        manifests = [read_profile(timed), read_profile(judged)]
+        for root, manifest in zip((timed, judged), manifests, strict=True):
+            verify_files(root, manifest)
+    except ProfileError:
+        return []
+    if manifests[0].files != manifests[1].files:
         return []
     if any(without(operator) not in timing.round_ms for timing in whole.timing):
         return []

@@ -289,3 +289,10 @@ def test_with_one_kernel_dropped_the_kept_set_takes_its_time_from_the_whole_sets
     document["files"] = {**document["files"], "extra.py": "0" * 64}  # not what was timed
     staged.write_text(json.dumps(document))
     assert _timed_beside_the_whole(batch, "fast", ["gated_residual"], exports, check) == []
+    original = json.loads((batch / "profiles" / "kept" / "fast" / "profile.json").read_text())
+    staged.write_text(json.dumps({**document, "files": original["files"]}))  # digests alike
+    assert _timed_beside_the_whole(batch, "fast", ["gated_residual"], exports, check)
+    timed = batch / "profiles" / "without-rms_norm" / "fast"  # but a timed file's bytes not
+    source = next(path for path in timed.rglob("*.py"))
+    source.write_text(source.read_text() + "\n# edited after it was timed\n")
+    assert _timed_beside_the_whole(batch, "fast", ["gated_residual"], exports, check) == []
