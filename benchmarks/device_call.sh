@@ -132,7 +132,7 @@ for part in "$@"; do
       if [ -n "$found" ]; then
         arguments=(--resume "$found" --runs-dir .device-runs)
       else
-        arguments=(--profile "${OPT_PROFILE:-h100}" --seed-profile "${SEED_PROFILE:-h200}"
+        arguments=(--profile "$OPT_PROFILE" --seed-profile "${SEED_PROFILE:-h200}"
           --budget-minutes "${OPT_MINUTES:-6}" --device cuda --size pi05 --fence landlock
           --batch 1 --batch 8 --target "$target" --runs-dir .device-runs
           --max-attempts "${OPT_ATTEMPTS:-2}" ${OPT_FLAGS:-} -- ${OPT_DRIVER:-controller.profiling.example_driver:forward pi05 1})
@@ -143,8 +143,8 @@ for part in "$@"; do
         cp "$folder/plan.json" "$OUT/optimize-plan.json" 2>/dev/null
         cp "$folder/profile/hotspots.md" "$OUT/optimize-hotspots.md" 2>/dev/null
       done
-      if [ -f "tuned/${OPT_PROFILE:-h100}/profile.json" ]; then
-        tar czf "$OUT/tuned-${OPT_PROFILE:-h100}.tgz" "tuned/${OPT_PROFILE:-h100}"
+      if [ -f "tuned/$OPT_PROFILE/profile.json" ]; then
+        tar czf "$OUT/tuned-$OPT_PROFILE.tgz" "tuned/$OPT_PROFILE"
       fi
       found=$(ls -d .device-runs/optimize-* 2>/dev/null | tail -n 1)
       if [ -n "$found" ] && ! grep -q '"state": *"finished"' "$found/state.json"; then

@@ -17,6 +17,8 @@ from operators import KernelSelection
 
 STAGED = "profiles"
 BASELINES = ("none", "stock")
+REUSED_TIMING = "timed in the whole set's paired session as"
+"""How a kept set's check notes that its figures are the whole set's session's."""
 
 
 class ModelCheck(BaseModel):
@@ -128,7 +130,7 @@ def verify_kept(
         notes = []
         if timing:
             (dropped,) = set(exports) - set(kept)
-            notes.append(f"timed in the whole set's paired session as {without(dropped)!r}")
+            notes.append(f"{REUSED_TIMING} {without(dropped)!r}")
         else:
             profiles = {FULL: selection, **{name: KernelSelection(name) for name in BASELINES}}
             pairs = [(FULL, name) for name in BASELINES]
@@ -145,27 +147,30 @@ def _timed_beside_the_whole(
     """The kept set's figures from the whole set's session where it was timed there (one
     kernel dropped, the staged files identical); else none."""
     from operators.errors import ProfileError
-    from operators.profiles import read_profile, verify_files
 
     dropped = set(exports) - set(kept)
     if len(dropped) != 1 or not whole.timing:
         return []
     (operator,) = dropped
     staged = folder / STAGED
-    timed, judged = staged / f"without-{operator}" / profile, staged / "kept" / profile
-    if not timed.is_dir():
-        return []
     try:  # the same digests, and each folder's bytes what its digests say
-        manifests = [read_profile(timed), read_profile(judged)]
-        for root, manifest in zip((timed, judged), manifests, strict=True):
-            verify_files(root, manifest)
+        timed = _checked_files(staged / f"without-{operator}" / profile)
+        if timed != _checked_files(staged / "kept" / profile):
+            return []
     except ProfileError:
-        return []
-    if manifests[0].files != manifests[1].files:
         return []
     if any(without(operator) not in timing.round_ms for timing in whole.timing):
         return []
     return [figures_of(t, without(operator), FULL, BASELINES) for t in whole.timing]
+
+
+def _checked_files(root: Path) -> dict[str, str]:
+    """A staged profile's file digests, once its files are checked against them."""
+    from operators.profiles import read_profile, verify_files
+
+    profile = read_profile(root)
+    verify_files(root, profile)
+    return profile.files
 
 
 def _check(

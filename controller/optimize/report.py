@@ -4,7 +4,7 @@
 from pathlib import Path
 
 from controller.optimize.batch import OptimizeOutcome
-from controller.optimize.model_checks import ModelCheck
+from controller.optimize.model_checks import REUSED_TIMING, ModelCheck
 from controller.runs.store import RunStore, write_atomic, write_json_atomic
 
 
@@ -141,7 +141,7 @@ def _check(check: ModelCheck) -> list[str]:
             lines.append(f"- {verdict.name}: {'; '.join(verdict.failures)}")
     for operator, passed in sorted(check.alone_numerics.items()):
         lines.append(f"- {operator} alone: numerics {'pass' if passed else 'FAIL'}")
-    lines += [f"- {note}" for note in numerics.notes if note.startswith("timed in")]
+    lines += [f"- {note}" for note in numerics.notes if note.startswith(REUSED_TIMING)]
     if not check.timing:
         return [*lines, "", "Model time: not measured (needs CUDA)."]
     lines += ["", "| batch | profile | ms (median round) |", "| ---: | --- | ---: |"]
