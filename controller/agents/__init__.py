@@ -24,7 +24,7 @@ __all__ = [
 
 SPEC_FORMS = (
     "anthropic:<model>, openai:<model>, claude, codex, scripted:<file>, autotune[:<submissions>], "
-    "seed:<tuned/PROFILE>/<operator>[+<agent>]"
+    "seed:<tuned/PROFILE>/<operator>[+<agent>], template:<operator>[+<agent>]"
 )
 
 
@@ -51,6 +51,12 @@ def make_agent(spec: str, *, base_url: str | None = None) -> Agent:
         from controller.agents.seeded_agent import SeededAgent
 
         return SeededAgent.from_argument(
+            argument, lambda inner: make_agent(inner, base_url=base_url)
+        )
+    if kind == "template":
+        from controller.agents.seeded_agent import SeededAgent
+
+        return SeededAgent.from_template(
             argument, lambda inner: make_agent(inner, base_url=base_url)
         )
     if kind == "claude":

@@ -1,5 +1,7 @@
 """The `seed:<profile folder>/<operator>+<agent>` backend: a tune run that starts from a kernel
-an existing profile ships (from any GPU, torch or Triton), so profiles carry to new hardware.
+an existing profile ships (from any GPU, torch or Triton), so profiles carry to new hardware;
+and `template:<operator>+<agent>`, which starts from the product's kernel template for the
+operator (`controller.agents.kernel_templates`).
 
 Attempt 1 writes the seed's sources over the workspace's incumbent (its `solution.json` stays
 the controller's, so the seed must keep the task's entry point), through the same fenced tools
@@ -16,36 +18,58 @@ import time
 from pathlib import Path
 
 from controller.agents.base import Agent, AgentSession, SessionResult, TraceEvent, Usage
+from controller.agents.kernel_templates import template_files
 from controller.agents.tools import FencedTools
 from controller.errors import ControllerError
 from operators.errors import ProfileError
 from operators.profiles import read_profile, verify_files
 
 SPEC_FORM = "seed:<tuned/PROFILE>/<operator>[+<agent>]"
+TEMPLATE_FORM = "template:<operator>[+<agent>]"
+STARTING_KINDS = ("seed:", "template:")
 
 
 class SeededAgent:
-    """Submits a profile's shipped kernel first, then hands the run to `inner`."""
+    """Submits a profile's shipped kernel (or, with no profile folder, the operator's kernel
+    template) first, then hands the run to `inner`."""
 
-    def __init__(self, profile_folder: Path, operator: str, inner: Agent, inner_spec: str):
-        self.profile_folder, self.operator = Path(profile_folder), operator
-        self.inner = inner
-        self.spec = f"seed:{profile_folder}/{operator}+{inner_spec}"
+    def __init__(
+        self, profile_folder: Path | None, operator: str, inner: Agent, inner_spec: str
+    ) -> None:
+        self.profile_folder = None if profile_folder is None else Path(profile_folder)
+        self.operator, self.inner = operator, inner
+        self.spec = (
+            f"template:{operator}+{inner_spec}"
+            if profile_folder is None
+            else f"seed:{profile_folder}/{operator}+{inner_spec}"
+        )
 
     @classmethod
     def from_argument(cls, argument: str, make_inner) -> SeededAgent:
         """`tuned/h200/rms_norm+autotune`: the profile folder, the operator, the next agent."""
-        where, _, inner_spec = argument.partition("+")
-        inner_spec = inner_spec or "autotune"
+        where, inner_spec = _inner(argument, "seed")
         if not where or "/" not in where:
             raise ControllerError(f"agent spec 'seed:{argument}': use {SPEC_FORM}")
         folder, _, operator = where.rpartition("/")
-        if inner_spec.startswith("seed:"):
-            raise ControllerError(f"agent spec 'seed:{argument}': a seed cannot seed a seed")
         return cls(Path(folder), operator, make_inner(inner_spec), inner_spec)
 
-    def seed_files(self) -> tuple[str, dict[str, str]]:
-        """The seed's entry point and its sources by path inside `solution/`, digest-checked."""
+    @classmethod
+    def from_template(cls, argument: str, make_inner) -> SeededAgent:
+        """`qkv_projection+autotune`: the operator whose template starts, the next agent."""
+        operator, inner_spec = _inner(argument, "template")
+        if not operator or "/" in operator:
+            raise ControllerError(f"agent spec 'template:{argument}': use {TEMPLATE_FORM}")
+        return cls(None, operator, make_inner(inner_spec), inner_spec)
+
+    @property
+    def source_name(self) -> str:
+        return "template" if self.profile_folder is None else f"{self.profile_folder}"
+
+    def seed_files(self) -> tuple[str | None, dict[str, str]]:
+        """The seed's entry point and its sources by path inside `solution/`, digest-checked;
+        a template's entry point is the task's own (None: its files overwrite it)."""
+        if self.profile_folder is None:
+            return None, template_files(self.operator)
         try:
             profile = read_profile(self.profile_folder)
             verify_files(self.profile_folder, profile)
@@ -83,12 +107,12 @@ class SeededAgent:
         try:
             entry, files = self.seed_files()
             task_entry = _entry_point(session.workspace / "solution" / "solution.json")
-            if entry != task_entry:
+            if entry is not None and entry != task_entry:
                 raise ControllerError(
                     f"the seed's entry point {entry} is not the task's {task_entry}"
                 )
         except (ControllerError, OSError, ValueError, KeyError) as error:
-            reason = f"seed {self.profile_folder}/{self.operator}: {error}"
+            reason = f"seed {self.source_name}/{self.operator}: {error}"
             return SessionResult(
                 transcript=transcript, usage=Usage(), exit_reason="error", error=reason
             )
@@ -100,7 +124,7 @@ class SeededAgent:
                  "output": outcome.output[:300]}
             )  # fmt: skip
         turn = TraceEvent(
-            name=f"seed from {self.profile_folder.name}",
+            name=f"seed from {Path(self.source_name).name}",
             category="agent_turn",
             start_s=started,
             duration_s=time.time() - started,
@@ -110,6 +134,15 @@ class SeededAgent:
             transcript=transcript, usage=Usage(), exit_reason="finished",
             events=[turn, *tools.events],
         )  # fmt: skip
+
+
+def _inner(argument: str, kind: str) -> tuple[str, str]:
+    """`where+inner` split; the inner agent defaults to `autotune` and may not start a run."""
+    where, _, inner_spec = argument.partition("+")
+    inner_spec = inner_spec or "autotune"
+    if inner_spec.startswith(STARTING_KINDS):
+        raise ControllerError(f"agent spec '{kind}:{argument}': a seed cannot seed a seed")
+    return where, inner_spec
 
 
 def _entry_point(manifest: Path) -> str:

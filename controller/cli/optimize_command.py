@@ -41,6 +41,13 @@ def add_parser(subparsers) -> None:
         help="start each operator's tune run from the kernel tuned/NAME ships (any GPU or "
         "versions): re-judged by every gate here, then searched by the agent (e.g. h200)",
     )
+    parser.add_argument(
+        "--no-templates",
+        action="store_true",
+        help="the autotune agent searches each production kernel's own space (none for the "
+        "BLAS projections) instead of starting from the kernel template the product ships for "
+        "an operator the seed profile lacks (kernels/sessions/tune_OP.json)",
+    )
     parser.add_argument("--agent", metavar="SPEC", help="agent for every run (default: autotune)")
     parser.add_argument("--base-url", metavar="URL", help="API server for the agent")
     parser.add_argument("--device", choices=("cuda", "cpu"), help="where candidates run")
@@ -169,6 +176,7 @@ def _start(arguments):
         inputs=inputs,
         seed_profile=seed,
         plan_only=arguments.plan_only,
+        templates=not arguments.no_templates,
     )
     manifest = new_manifest(
         flow=FLOW,
@@ -201,6 +209,7 @@ def _resumable(arguments):
         "seed_profile": arguments.seed_profile,
         "driver": arguments.driver or None,
         "plan_only": True if arguments.plan_only else None,
+        "templates": False if arguments.no_templates else None,
         "tune.unfenced": True if arguments.unfenced else None,
     }
     for field in PASSED_THROUGH:
@@ -222,6 +231,7 @@ def _device_steps(settings):
         settings.batches,
         settings.inputs,
         seed=Path(settings.tuned_root) / settings.seed_profile if settings.seed_profile else None,
+        templates=settings.templates,
     )
 
 

@@ -8,6 +8,7 @@ published after it."""
 from pathlib import Path
 
 from controller.batch.record import RunOptions
+from controller.optimize.starting_points import seeded_spec
 from controller.optimize.steps import OptimizeInterrupted, TuneOutcome
 from controller.verification.verify import (
     MODEL_SEED,
@@ -31,18 +32,6 @@ def deployed_mode(cuda: bool) -> str:
     return "graph" if cuda else "eager"
 
 
-def seeded_spec(seed: Path | None, operator: str, agent: str) -> str:
-    """`seed:<profile>/<operator>+<agent>` where the seed profile ships `operator`, else
-    `agent`; the folder relative to the working directory where it lies inside it, so a
-    batch carried to another machine's checkout resumes."""
-    if seed is None or not (seed / operator / "solution" / "solution.json").is_file():
-        return agent
-    folder = seed.resolve()
-    if folder.is_relative_to(Path.cwd().resolve()):
-        folder = folder.relative_to(Path.cwd().resolve())
-    return f"seed:{folder.as_posix()}/{operator}+{agent}"
-
-
 class DeviceSteps:
     """Profiles and captures the driver, tunes through tune-all, checks the example model."""
 
@@ -56,9 +45,10 @@ class DeviceSteps:
         inputs: int,
         say=print,
         seed: Path | None = None,
+        templates: bool = False,
     ) -> None:
         self.options, self.preflight, self.gpus = options, preflight, gpus
-        self.seed = seed
+        self.seed, self.templates = seed, templates
         self.size, self.batches, self.inputs, self.say = size, batches, inputs, say
         self._forwards: ExampleForwards | None = None
         self._cases = None
@@ -130,8 +120,9 @@ class DeviceSteps:
         )
 
     def agent_for(self, operator: str) -> str:
-        """The batch's agent, seeded with the seed profile's kernel where it ships one."""
-        return seeded_spec(self.seed, operator, self.options.agent)
+        """The batch's agent, seeded with the seed profile's kernel where it ships one, else
+        with the operator's kernel template where templates are on."""
+        return seeded_spec(self.seed, operator, self.options.agent, self.templates)
 
     def numerics(self, label: str, selection: KernelSelection) -> VerifyReport:
         forwards = self._example()

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from controller.optimize.batch import OptimizeOutcome
 from controller.optimize.model_checks import REUSED_TIMING, ModelCheck
+from controller.optimize.starting_points import starting_point
 from controller.runs.store import RunStore, write_atomic, write_json_atomic
 
 
@@ -84,10 +85,12 @@ def render(folder: Path, outcome: OptimizeOutcome) -> str:
         used = step_minutes(folder)
         planned = {row.operator: row.minutes for row in outcome.plan.tuned} if outcome.plan else {}
         lines += ["", "## Tuning", ""]
-        lines += ["| operator | status | speedup | minutes (plan) | export | reason |"]
-        lines += ["| --- | --- | ---: | ---: | --- | --- |"]
         lines += [
-            f"| {row.operator} | {row.status} | "
+            "| operator | started from | status | speedup | minutes (plan) | export | reason |"
+        ]
+        lines += ["| --- | --- | --- | ---: | ---: | --- | --- |"]
+        lines += [
+            f"| {row.operator} | {starting_point(settings, row.operator)} | {row.status} | "
             f"{'-' if row.speedup is None else f'x{row.speedup:.3f}'} "
             f"| {_minutes(used.get(f'tune {row.operator}'), planned.get(row.operator))} "
             f"| {row.export or '-'} | {row.reason.replace('|', '/')} |"

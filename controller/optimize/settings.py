@@ -25,3 +25,8 @@ class OptimizeSettings(BaseModel):
     seed_profile: str | None = Field(
         None, description="the profile whose kernels start each operator's tune run"
     )
+    templates: bool = Field(
+        True,
+        description="the model-free tuner starts from the product's kernel template of an "
+        "operator the seed profile does not ship (`--no-templates`: from production)",
+    )

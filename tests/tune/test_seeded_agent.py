@@ -1,6 +1,7 @@
 """`seed:<profile>/<operator>+<agent>`: a tune run starts from the kernel a profile ships (from
 any environment), judged by every gate here, then goes on with the inner agent; a seed whose
-files do not match their digests, or that ships no kernel for the operator, is refused."""
+files do not match their digests, or that ships no kernel for the operator, is refused.
+`template:<operator>+<agent>` starts from the product's kernel template the same way."""
 
 import hashlib
 import json
@@ -11,10 +12,11 @@ import pytest
 from tune_fixtures import ENTRY, FakeEvaluator, journal, only_run, tune_arguments, write_script
 
 from controller.agents import make_agent
+from controller.agents.kernel_templates import template_files
 from controller.agents.seeded_agent import SeededAgent
 from controller.cli.tune_command import run_tune
 from controller.errors import ControllerError
-from controller.optimize.device_steps import seeded_spec
+from controller.optimize.starting_points import seeded_spec
 from gates.tasks.generation import render_package
 from operators import REGISTRY
 from operators.profiles import TUNED_ROOT
@@ -64,12 +66,40 @@ def test_the_spec_names_the_seed_and_the_agent_after_it():
     assert seeded_spec(None, "rotate_qk", "autotune") == "autotune"
 
 
+def test_templates_start_what_the_seed_lacks_and_only_for_the_model_free_tuner():
+    assert seeded_spec(H200, "gated_gelu_projection", "autotune", templates=True) == (
+        "template:gated_gelu_projection+autotune"
+    )
+    assert seeded_spec(None, "qkv_projection", "autotune:2", templates=True) == (
+        "template:qkv_projection+autotune:2"
+    )
+    assert "h200/qkv_projection" in seeded_spec(H200, "qkv_projection", "autotune", True)
+    assert seeded_spec(None, "rms_norm", "autotune", True) == "autotune", "no template"
+    assert seeded_spec(None, "qkv_projection", "claude", True) == "claude", "writes its own"
+    assert seeded_spec(None, "qkv_projection", "autotune") == "autotune", "templates off"
+
+
+def test_the_template_spec_writes_the_kernel_its_session_submits():
+    agent = make_agent("template:qkv_projection")
+    assert isinstance(agent, SeededAgent) and agent.inner.spec == "autotune"
+    agent.check_available()
+    entry, files = agent.seed_files()
+    assert entry is None and list(files) == ["operators/catalog/qkv_projection.py"]
+    assert "TUNING_SPACE" in files["operators/catalog/qkv_projection.py"]
+    assert "from ...operators" in files["operators/catalog/qkv_projection.py"], "relative"
+    programs = "operators/catalog/split_kv_attention_split_dim_programs.py"
+    assert programs in template_files("split_kv_attention"), "a sibling module travels"
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
         ("seed:nowhere", "use seed:"),
         (f"seed:{H200}/rms_norm", "ships no kernel for 'rms_norm'"),
         (f"seed:{H200}/rotate_qk+seed:x/y", "cannot seed a seed"),
+        ("template:rms_norm", "no kernel template for 'rms_norm'; templates exist for"),
+        ("template:", "use template:"),
+        ("template:qkv_projection+template:rotate_qk", "cannot seed a seed"),
     ],
 )
 def test_a_bad_seed_is_a_one_line_error(spec, message):
@@ -105,3 +135,18 @@ def test_a_seeded_run_judges_the_seed_first_then_the_inner_agent_goes_on(tune_ta
     assert promoted == [1, 2]
     diff = (run_dir / "attempts" / "0001" / "diff.patch").read_text()
     assert "fake-evaluator: factor=0.5" in diff
+
+
+def test_a_template_run_submits_the_template_first(tune_target, tmp_path):
+    arguments = tune_arguments(
+        tmp_path / "runs",
+        tune_target,
+        operator="qkv_projection",
+        agent="template:qkv_projection+autotune",
+        unfenced=True,
+        device="cuda",
+        max_attempts=1,
+    )
+    run_tune(arguments, evaluator=FakeEvaluator())
+    diff = (only_run(tmp_path / "runs") / "attempts" / "0001" / "diff.patch").read_text()
+    assert "+TUNING_SPACE = {" in diff, "the template (production declares no space)"
