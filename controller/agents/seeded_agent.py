@@ -21,6 +21,7 @@ from controller.agents.base import Agent, AgentSession, SessionResult, TraceEven
 from controller.agents.kernel_templates import template_files
 from controller.agents.tools import FencedTools
 from controller.errors import ControllerError
+from gates.tuning.launch_settings import declared_settings
 from operators.errors import ProfileError
 from operators.profiles import read_profile, verify_files
 
@@ -100,7 +101,10 @@ class SeededAgent:
             check()
 
     def run(self, session: AgentSession) -> SessionResult:
-        if session.attempt > 1:
+        """Attempt 1 writes the seed. A later attempt is the inner agent's; where the seed was
+        not kept and the incumbent declares no space to search, the seed is written again
+        first, so the tuner searches the seed's space rather than nothing."""
+        if session.attempt > 1 and _declares_space(session.workspace):
             return self.inner.run(session)
         started = time.time()
         transcript: list[dict] = [{"role": "user", "content": session.prompt}]
@@ -130,10 +134,28 @@ class SeededAgent:
             duration_s=time.time() - started,
             args={"files": len(files), "operator": self.operator},
         )
-        return SessionResult(
+        written = SessionResult(
             transcript=transcript, usage=Usage(), exit_reason="finished",
             events=[turn, *tools.events],
         )  # fmt: skip
+        if session.attempt == 1:
+            return written
+        searched = self.inner.run(session)
+        return searched.model_copy(
+            update={
+                "transcript": [*transcript, *searched.transcript[1:]],
+                "events": [*written.events, *searched.events],
+            }
+        )
+
+
+def _declares_space(workspace: Path) -> bool:
+    """Whether the workspace's entry file declares a `TUNING_SPACE` to search."""
+    try:
+        entry = _entry_point(workspace / "solution" / "solution.json").split("::", 1)[0]
+        return declared_settings((workspace / "solution" / entry).read_text()).space is not None
+    except (OSError, KeyError, ValueError, SyntaxError):
+        return True  # the inner agent reports what it cannot read
 
 
 def _inner(argument: str, kind: str) -> tuple[str, str]:

@@ -137,16 +137,28 @@ def test_a_seeded_run_judges_the_seed_first_then_the_inner_agent_goes_on(tune_ta
     assert "fake-evaluator: factor=0.5" in diff
 
 
-def test_a_template_run_submits_the_template_first(tune_target, tmp_path):
+def test_a_template_not_kept_is_written_again_for_the_search_after_it(tune_target, tmp_path):
+    """Attempt 1 submits the template (not promoted here); production's qkv_projection
+    declares no space, so attempt 2's inner agent finds the template written again to search."""
+    entry = "solution/operators/catalog/qkv_projection.py"
+    marked = {
+        "tool": "edit",
+        "path": entry,
+        "old": "TUNING_SPACE = {",
+        "new": "TUNING_SPACE = {  # 2",
+    }
+    script = write_script(tmp_path / "session.json", [], [marked])
     arguments = tune_arguments(
         tmp_path / "runs",
         tune_target,
         operator="qkv_projection",
-        agent="template:qkv_projection+autotune",
+        agent=f"template:qkv_projection+scripted:{script}",
         unfenced=True,
         device="cuda",
-        max_attempts=1,
+        max_attempts=2,
     )
     run_tune(arguments, evaluator=FakeEvaluator())
-    diff = (only_run(tmp_path / "runs") / "attempts" / "0001" / "diff.patch").read_text()
-    assert "+TUNING_SPACE = {" in diff, "the template (production declares no space)"
+    attempts = only_run(tmp_path / "runs") / "attempts"
+    first = (attempts / "0001" / "diff.patch").read_text()
+    assert "+TUNING_SPACE = {" in first, "the template (production declares no space)"
+    assert "+TUNING_SPACE = {  # 2" in (attempts / "0002" / "diff.patch").read_text()
