@@ -138,14 +138,14 @@ def read_export(export: Path) -> dict[str, Any]:
 
 
 def won_workloads(evaluation: dict) -> dict[str, str]:
-    """The workloads where the kernel was faster than the incumbent it replaced (the baseline
-    for a first promotion) with the evaluator's confidence, each with its figure: an installed
-    kernel applies only there, and elsewhere the call keeps the incumbent."""
+    """The workloads the promotion verdict gave the kernel (faster than every role it was
+    timed against, slower on no figure), each with its figure: an installed kernel applies
+    only there, and elsewhere the call keeps the incumbent."""
     return _workload_figures(evaluation, won=True)
 
 
 def declined_workloads(evaluation: dict) -> dict[str, str]:
-    """The timed workloads the kernel did not win (slower, or within noise), each with its
+    """The timed workloads the kernel does not own (slower, or within noise), each with its
     figure: there the call keeps the incumbent."""
     return _workload_figures(evaluation, won=False)
 
@@ -155,11 +155,22 @@ def _workload_figures(evaluation: dict, won: bool) -> dict[str, str]:
     against = promotion.get("against") or {}
     role = "incumbent" if "incumbent" in against else "baseline"
     rows = (against.get(role) or {}).get("workloads") or {}
+    owns = promotion.get("owns")
+    if owns is None:  # a verdict from before ownership was recorded: beat every role
+        owns = [
+            name
+            for name in rows
+            if all(
+                0 < ((comparison.get("workloads") or {}).get(name) or {}).get("high", 0) < 1
+                and name not in (comparison.get("worse") or [])
+                for comparison in against.values()
+            )
+        ]
     figures = {}
     for name, row in sorted(rows.items()):
         if not row.get("ratio") or not row.get("low") or not row.get("high"):
             continue
-        if (0 < row["high"] < 1) == won:
+        if (name in owns) == won:
             figures[name] = (
                 f"x{1 / row['ratio']:.3f} [{1 / row['high']:.3f}, {1 / row['low']:.3f}] "
                 f"against the {role}"

@@ -1,10 +1,15 @@
-"""The latency promotion rule, on paired ratios: a candidate replaces the baseline (and the
-incumbent) when the model's time with it is shorter by the required gain with the interval's
-upper end under 1 (clear of no improvement), and no workload is slower beyond noise (its ratio
-interval entirely above 1 + the noise margin) on either figure, warm or cold. The model's time
-weighs each workload by its calls per forward x the compared role's time on the workload's
-promotion figure, so a gain on a short call cannot outvote a loss on a long one. Thresholds
-live here only and are recorded in every verdict."""
+"""The latency promotion rule, on paired ratios, judging the candidate as it would be installed.
+
+An installed kernel applies only on the workloads it owns: those where it is faster than every
+other role (the baseline, and the incumbent) with the interval's upper end under 1 on the
+workload's promotion figure, and slower beyond noise (ratio interval entirely above 1 + the
+noise margin) on neither figure, warm or cold. Elsewhere the call keeps what runs today, so
+there the model's time is unchanged (ratio 1). The candidate is promoted when that model time
+is shorter than every role's by the required gain with the interval's upper end under 1; a
+workload it would slow is declined, never counted as a gain. The model's time weighs each
+workload by its calls per forward x the compared role's time on the workload's promotion
+figure, so a gain on a short call cannot outvote a long one. Thresholds live here only and are
+recorded in every verdict."""
 
 from gates.evaluator.paired_statistics import (
     model_time_ratio_interval,
@@ -76,27 +81,37 @@ def row_weights(workloads) -> dict[str, WorkloadWeight]:
 def promotion_verdict(
     report, roles: list[str], thresholds=THRESHOLDS, weights: dict | None = None
 ) -> Promotion:
-    """Whether the candidate beats every other role by the rule, with the numbers and why.
-    `weights` (calls per forward by workload) default to the rows' own weights."""
+    """Whether the candidate, applied only on the workloads it owns, beats every other role by
+    the rule, with the numbers and why. `weights` (calls per forward by workload) default to
+    the rows' own weights."""
     workloads = report["workloads"] if isinstance(report, dict) else report.workloads
     weights = {**row_weights(workloads), **(weights or {})}
+    others = [role for role in roles if role != "candidate"]
+    whole = {other: _compare(workloads, other, weights, thresholds) for other in others}
+    owns = owned_workloads(whole, list(workloads))
     comparisons, reasons = {}, []
-    for other in (role for role in roles if role != "candidate"):
-        comparison = _compare(workloads, other, weights, thresholds)
+    for other in others:
+        comparison = _compare(workloads, other, weights, thresholds, owns)
         comparisons[other] = comparison
-        reasons += [slower.describe(other) for slower in comparison.slower]
         ratio, high = comparison.weighted.ratio, comparison.weighted.high
         if not ratio <= 1 - thresholds.required_gain:
             gain = thresholds.required_gain
-            reasons.append(f"model-time ratio to {other} {ratio:.4f} is not {gain:.0%} under 1")
+            reasons.append(
+                f"model-time ratio to {other} {ratio:.4f} is not {gain:.0%} under 1"
+                f"{_owning(owns, workloads)}"
+            )
+            reasons += [slower.describe(other) for slower in comparison.slower]
         elif not high < 1:
             reasons.append(
                 f"the interval of the model-time ratio to {other} reaches {high:.4f} (not under 1)"
             )
     promoted = not reasons
+    declined = [name for name in workloads if name not in owns]
     reason = (
         f"model-time ratio at least {thresholds.required_gain:.0%} under 1 against every role, "
-        "interval under 1, no workload slower beyond noise warm or cold"
+        "interval under 1, applied only where faster than every role and slower beyond noise "
+        "on neither figure"
+        + (f"; declines {', '.join(declined)} (the call keeps what runs today)" if declined else "")
         if promoted
         else "; ".join(reasons)
     )
@@ -106,11 +121,38 @@ def promotion_verdict(
         thresholds=thresholds,
         against=comparisons,
         weights={name: weights[name] for name in workloads},
+        owns=owns,
     )
 
 
-def _compare(workloads, other: str, weights: dict, thresholds) -> RoleComparison:
-    """The candidate against `other`: every workload on both figures, and the model time."""
+def owned_workloads(comparisons: dict[str, RoleComparison], names: list[str]) -> list[str]:
+    """The workloads the candidate would own: faster than every role on the promotion figure
+    (interval under 1), and slower beyond noise against none on either figure."""
+    return [
+        name
+        for name in names
+        if comparisons
+        and all(
+            name in comparison.workloads
+            and 0 < comparison.workloads[name].high < 1
+            and name not in comparison.worse
+            for comparison in comparisons.values()
+        )
+    ]
+
+
+def _owning(owns: list[str], workloads) -> str:
+    if len(owns) == len(workloads):
+        return ""
+    return f" (applied only where it wins: {', '.join(owns) or 'nowhere'})"
+
+
+def _compare(
+    workloads, other: str, weights: dict, thresholds, owns: list[str] | None = None
+) -> RoleComparison:
+    """The candidate against `other`: every workload on both figures, and the model time with
+    the candidate applied on `owns` (every workload when None) and the call unchanged
+    elsewhere (each such pair a ratio of exactly 1)."""
     per_workload, figures, slower, weighted = {}, {}, [], []
     for name, row in workloads.items():
         figure = _field(row, "promotion_figure") or "warm"
@@ -132,6 +174,8 @@ def _compare(workloads, other: str, weights: dict, thresholds) -> RoleComparison
         ratios = role_pairs(row, other)
         estimate, low, high = ratio_interval(ratios, thresholds.confidence)
         per_workload[name] = RatioInterval(ratio=estimate, low=low, high=high, pairs=len(ratios))
+        if owns is not None and name not in owns:
+            ratios = [1.0] * len(ratios)
         role_time = figure_time_us(row, other, figure) or _round_median(row, other)
         weighted.append((weights[name].calls_per_forward * role_time, ratios))
     ratio, low, high = model_time_ratio_interval(weighted, thresholds.confidence)

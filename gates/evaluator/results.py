@@ -108,6 +108,11 @@ class Promotion(BaseModel):
     weights: dict[str, WorkloadWeight] = Field(
         default_factory=dict, description="calls per forward of each workload, and their source"
     )
+    owns: list[str] | None = Field(
+        None,
+        description="the workloads an install applies the candidate on (faster than every "
+        "role, slower on no figure); elsewhere the call keeps what runs today",
+    )
 
 
 class WorkloadTiming(BaseModel):

@@ -74,6 +74,9 @@ class EvaluationReading(BaseModel):
     promotion_reason: str = ""
     slower: tuple[str, ...] = ()
     """Each workload and figure slower than a role beyond noise, described."""
+    owns: tuple[str, ...] | None = None
+    """The workloads an install would apply the candidate on (None: a verdict that did not
+    record them, every workload counts)."""
 
     @property
     def passed(self) -> bool:
@@ -84,13 +87,25 @@ class EvaluationReading(BaseModel):
         return bool(self.workloads)
 
     def weighted_speedup(self) -> float | None:
-        """The model's time with the baseline over its time with the candidate: each
-        workload's calls per forward x its time on its promotion figure, summed."""
+        """The model's time with the baseline over its time with the candidate as installed:
+        each workload's calls per forward x its time on its promotion figure, summed, the
+        baseline's time where the candidate would not own the workload."""
         if not self.workloads:
             return None
         baseline = sum(row.model_calls * row.baseline_us for row in self.workloads)
-        candidate = sum(row.model_calls * row.candidate_us for row in self.workloads)
+        candidate = sum(
+            row.model_calls * (row.candidate_us if self.applies_on(row.name) else row.baseline_us)
+            for row in self.workloads
+        )
         return baseline / candidate if candidate > 0 else None
+
+    def applies_on(self, workload: str) -> bool:
+        return self.owns is None or workload in self.owns
+
+    @property
+    def declined(self) -> tuple[str, ...]:
+        """The timed workloads the candidate would not own."""
+        return tuple(row.name for row in self.workloads if not self.applies_on(row.name))
 
     def weights_source(self) -> str:
         """Where the weights came from: captured, declared, declared-weight (or a mix)."""
@@ -123,6 +138,7 @@ def read_evaluation(result: Any) -> EvaluationReading:
         promoted=promotion.get("promoted") if promotion else None,
         promotion_reason=promotion.get("reason", ""),
         slower=slower,
+        owns=None if promotion.get("owns") is None else tuple(promotion["owns"]),
     )
 
 

@@ -46,9 +46,14 @@ def latency_verdict(reading: EvaluationReading) -> Verdict:
         return Verdict(gate=LATENCY, passed=False, summary=summary, details=details)
     speedups = ", ".join(_speedup(row) for row in reading.workloads)
     if reading.promoted:
+        declined = (
+            f"; declines {', '.join(reading.declined)}, where the call keeps what runs today"
+            if reading.declined
+            else ""
+        )
         summary = (
             f"promoted: x{reading.weighted_speedup():.3f} in model time over baseline "
-            f"(calls per forward x time, {reading.weights_source()}; {speedups})"
+            f"(calls per forward x time, {reading.weights_source()}; {speedups}){declined}"
         )
         return Verdict(gate=LATENCY, passed=True, summary=summary, details=details)
     summary = (

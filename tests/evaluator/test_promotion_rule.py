@@ -53,12 +53,37 @@ def test_a_gain_under_the_threshold_does_not_promote():
     assert not verdict.promoted and "not 3% under 1" in verdict.reason
 
 
-def test_a_workload_slower_beyond_noise_blocks_promotion():
+def test_a_workload_slower_beyond_noise_is_declined_and_the_rest_judged_as_installed():
     slowed = report(0.9, 0.005)
     slowed["workloads"]["b"]["paired_ratios"]["baseline"] = [1.3] * 40
     verdict = promotion_verdict(slowed, ["baseline", "candidate"])
-    assert not verdict.promoted and "b slower than baseline beyond noise" in verdict.reason
+    assert verdict.promoted and verdict.owns == ["a"], verdict.reason
+    assert "declines b" in verdict.reason
     assert verdict.against["baseline"].worse == ["b"]
+    weighted = verdict.against["baseline"].weighted.ratio  # b runs what runs today: ratio 1
+    assert abs(weighted - (50 * 0.9 + 40 * 1.0) / 90) < 0.005
+
+
+def test_a_gain_only_where_it_is_small_is_not_promoted_and_names_what_it_would_slow():
+    slowed = report(0.97, 0.002)
+    slowed["workloads"]["b"]["paired_ratios"]["baseline"] = [1.3] * 40
+    verdict = promotion_verdict(slowed, ["baseline", "candidate"])
+    assert not verdict.promoted and verdict.owns == ["a"]
+    assert "not 3% under 1 (applied only where it wins: a)" in verdict.reason
+    assert "b slower than baseline beyond noise" in verdict.reason
+
+
+def test_a_workload_owned_must_beat_every_role():
+    """b is faster than the baseline but only as fast as the incumbent: not owned, so a later
+    attempt cannot take a workload from the kernel it would replace."""
+    rows = report(0.9, 0.005)["workloads"]
+    for name, row in rows.items():
+        scale = 0.95 if name == "a" else 0.9  # the incumbent's time against the baseline's
+        row["incumbent_median_us"] = row["baseline_median_us"] * scale
+        row["paired_ratios"]["incumbent"] = [r / scale for r in row["paired_ratios"]["baseline"]]
+    verdict = promotion_verdict({"workloads": rows}, ["baseline", "incumbent", "candidate"])
+    assert verdict.owns == ["a"], verdict.reason
+    assert verdict.against["baseline"].workloads["b"].high < 1, "b alone beats the baseline"
 
 
 def test_round_medians_pair_up_when_no_pairs_were_recorded():

@@ -41,3 +41,19 @@ def test_the_layouts_installed_are_those_of_the_workloads_won():
     rows = [w.axes["tokens"] for w in REGISTRY.declaration("rms_norm").workloads]
     assert len(everything) >= len(rows)
     assert verified_layouts("rms_norm", "cuda", workloads=set()) == []
+
+
+def test_the_verdicts_recorded_owners_decide_and_beat_every_role():
+    """The promotion verdict records what it judged as installed: install owns exactly that,
+    even where one role's row alone would read as won."""
+    rows = {
+        "action_b1": {"ratio": 0.5, "low": 0.49, "high": 0.51},
+        "prefix_b1": {"ratio": 0.8, "low": 0.79, "high": 0.81},
+    }
+    evaluation = _evaluation(rows)
+    evaluation["timing"]["promotion"]["owns"] = ["action_b1"]  # prefix_b1 slower on a figure
+    assert list(won_workloads(evaluation)) == ["action_b1"]
+    assert list(declined_workloads(evaluation)) == ["prefix_b1"]
+    without = _evaluation(rows)  # an older verdict: beat every role, slower on no figure
+    without["timing"]["promotion"]["against"]["baseline"]["worse"] = ["prefix_b1"]
+    assert list(won_workloads(without)) == ["action_b1"]
