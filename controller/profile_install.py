@@ -138,15 +138,15 @@ def read_export(export: Path) -> dict[str, Any]:
 
 
 def won_workloads(evaluation: dict) -> dict[str, str]:
-    """The workloads the promotion verdict gave the kernel (faster than every role it was
-    timed against, slower on no figure), each with its figure: an installed kernel applies
-    only there, and elsewhere the call keeps the incumbent."""
+    """The workloads the promotion verdict gave the kernel (faster than production, slower
+    than no role it was timed against on either figure), each with its figure: an installed
+    kernel applies only there, and elsewhere the call runs production."""
     return _workload_figures(evaluation, won=True)
 
 
 def declined_workloads(evaluation: dict) -> dict[str, str]:
     """The timed workloads the kernel does not own (slower, or within noise), each with its
-    figure: there the call keeps the incumbent."""
+    figure: there the call runs production."""
     return _workload_figures(evaluation, won=False)
 
 
@@ -156,15 +156,13 @@ def _workload_figures(evaluation: dict, won: bool) -> dict[str, str]:
     role = "incumbent" if "incumbent" in against else "baseline"
     rows = (against.get(role) or {}).get("workloads") or {}
     owns = promotion.get("owns")
-    if owns is None:  # a verdict from before ownership was recorded: beat every role
+    if owns is None:  # a verdict from before ownership was recorded: as the rule now reads
+        base = (against.get("baseline") or {}).get("workloads") or {}
         owns = [
             name
             for name in rows
-            if all(
-                0 < ((comparison.get("workloads") or {}).get(name) or {}).get("high", 0) < 1
-                and name not in (comparison.get("worse") or [])
-                for comparison in against.values()
-            )
+            if 0 < (base.get(name) or {}).get("high", 0) < 1
+            and all(name not in (comparison.get("worse") or []) for comparison in against.values())
         ]
     figures = {}
     for name, row in sorted(rows.items()):

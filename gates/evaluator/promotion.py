@@ -1,15 +1,18 @@
 """The latency promotion rule, on paired ratios, judging the candidate as it would be installed.
 
-An installed kernel applies only on the workloads it owns: those where it is faster than every
-other role (the baseline, and the incumbent) with the interval's upper end under 1 on the
-workload's promotion figure, and slower beyond noise (ratio interval entirely above 1 + the
-noise margin) on neither figure, warm or cold. Elsewhere the call keeps what runs today, so
-there the model's time is unchanged (ratio 1). The candidate is promoted when that model time
-is shorter than every role's by the required gain with the interval's upper end under 1; a
-workload it would slow is declined, never counted as a gain. The model's time weighs each
-workload by its calls per forward x the compared role's time on the workload's promotion
-figure, so a gain on a short call cannot outvote a long one. Thresholds live here only and are
-recorded in every verdict."""
+An installed kernel applies only on the workloads it owns; elsewhere the call runs the
+production kernel (the baseline). It owns a workload where it is faster than the baseline with
+the interval's upper end under 1 on the workload's promotion figure, and slower beyond noise
+(ratio interval entirely above 1 + the noise margin) than no role (the baseline, the
+incumbent) on either figure, warm or cold. The model's time as installed is then compared with
+every role's: against the baseline, an unowned workload's pairs count as exactly 1; against
+the incumbent, whose own install could at best run the faster of itself and production, each
+pair is the candidate's installed time over that best (an unowned workload the incumbent won
+costs the candidate what the incumbent gained there). The candidate is promoted when that
+model time is shorter than every role's by the required gain with the interval's upper end
+under 1. The model's time weighs each workload by its calls per forward x the compared role's
+time on the workload's promotion figure, so a gain on a short call cannot outvote a long one.
+Thresholds live here only and are recorded in every verdict."""
 
 from gates.evaluator.paired_statistics import (
     model_time_ratio_interval,
@@ -25,6 +28,7 @@ from gates.evaluator.results import (
     WorkloadWeight,
 )
 
+BASELINE = "baseline"
 THRESHOLDS = PromotionThresholds(required_gain=0.03, noise_margin=0.01, confidence=0.95)
 FIGURES = ("warm", "cold")
 
@@ -109,9 +113,9 @@ def promotion_verdict(
     declined = [name for name in workloads if name not in owns]
     reason = (
         f"model-time ratio at least {thresholds.required_gain:.0%} under 1 against every role, "
-        "interval under 1, applied only where faster than every role and slower beyond noise "
-        "on neither figure"
-        + (f"; declines {', '.join(declined)} (the call keeps what runs today)" if declined else "")
+        "interval under 1, applied only where faster than production and slower beyond noise "
+        "than no role on either figure"
+        + (f"; declines {', '.join(declined)} (production runs there)" if declined else "")
         if promoted
         else "; ".join(reasons)
     )
@@ -126,33 +130,53 @@ def promotion_verdict(
 
 
 def owned_workloads(comparisons: dict[str, RoleComparison], names: list[str]) -> list[str]:
-    """The workloads the candidate would own: faster than every role on the promotion figure
-    (interval under 1), and slower beyond noise against none on either figure."""
+    """The workloads the candidate would own: faster than the baseline on the promotion figure
+    (interval under 1), and slower beyond noise against no role on either figure."""
+    baseline = comparisons.get(BASELINE)
+    if baseline is None:
+        return []
     return [
         name
         for name in names
-        if comparisons
-        and all(
-            name in comparison.workloads
-            and 0 < comparison.workloads[name].high < 1
-            and name not in comparison.worse
-            for comparison in comparisons.values()
-        )
+        if name in baseline.workloads
+        and 0 < baseline.workloads[name].high < 1
+        and all(name not in comparison.worse for comparison in comparisons.values())
     ]
+
+
+def installed_ratios(row, other: str, owned: bool) -> list[float]:
+    """The pairs of a workload's time with the candidate as installed over `other`'s best:
+    the candidate where owned, else production; against the incumbent, over the faster of the
+    incumbent and production in each replay (both sampled the same replays)."""
+    ratios = role_pairs(row, other)
+    if other == BASELINE:
+        return ratios if owned else [1.0] * len(ratios)
+    base = role_pairs(row, BASELINE)
+    if not base:
+        return ratios if owned else [1.0] * len(ratios)
+    if len(base) != len(ratios):  # not replay-aligned: each role's median pair stands in
+        ratios, base = [_mid(ratios)] * len(ratios), [_mid(base)] * len(ratios)
+    if owned:  # candidate / min(incumbent, production)
+        return [max(to_other, to_base) for to_other, to_base in zip(ratios, base, strict=True)]
+    return [max(to_other / to_base, 1.0) for to_other, to_base in zip(ratios, base, strict=True)]
+
+
+def _mid(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
 
 
 def _owning(owns: list[str], workloads) -> str:
     if len(owns) == len(workloads):
         return ""
-    return f" (applied only where it wins: {', '.join(owns) or 'nowhere'})"
+    return f" (applied only where it owns: {', '.join(owns) or 'nowhere'})"
 
 
 def _compare(
     workloads, other: str, weights: dict, thresholds, owns: list[str] | None = None
 ) -> RoleComparison:
     """The candidate against `other`: every workload on both figures, and the model time with
-    the candidate applied on `owns` (every workload when None) and the call unchanged
-    elsewhere (each such pair a ratio of exactly 1)."""
+    the candidate applied on `owns` as installed (`installed_ratios`), or on every workload
+    when `owns` is None."""
     per_workload, figures, slower, weighted = {}, {}, [], []
     for name, row in workloads.items():
         figure = _field(row, "promotion_figure") or "warm"
@@ -174,8 +198,8 @@ def _compare(
         ratios = role_pairs(row, other)
         estimate, low, high = ratio_interval(ratios, thresholds.confidence)
         per_workload[name] = RatioInterval(ratio=estimate, low=low, high=high, pairs=len(ratios))
-        if owns is not None and name not in owns:
-            ratios = [1.0] * len(ratios)
+        if owns is not None:
+            ratios = installed_ratios(row, other, name in owns)
         role_time = figure_time_us(row, other, figure) or _round_median(row, other)
         weighted.append((weights[name].calls_per_forward * role_time, ratios))
     ratio, low, high = model_time_ratio_interval(weighted, thresholds.confidence)

@@ -89,7 +89,7 @@ class EvaluationReading(BaseModel):
     def weighted_speedup(self) -> float | None:
         """The model's time with the baseline over its time with the candidate as installed:
         each workload's calls per forward x its time on its promotion figure, summed, the
-        baseline's time where the candidate would not own the workload."""
+        baseline's (production's) time where the candidate would not own the workload."""
         if not self.workloads:
             return None
         baseline = sum(row.model_calls * row.baseline_us for row in self.workloads)

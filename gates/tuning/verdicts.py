@@ -47,7 +47,7 @@ def latency_verdict(reading: EvaluationReading) -> Verdict:
     speedups = ", ".join(_speedup(row) for row in reading.workloads)
     if reading.promoted:
         declined = (
-            f"; declines {', '.join(reading.declined)}, where the call keeps what runs today"
+            f"; declines {', '.join(reading.declined)}, where production runs"
             if reading.declined
             else ""
         )

@@ -69,21 +69,37 @@ def test_a_gain_only_where_it_is_small_is_not_promoted_and_names_what_it_would_s
     slowed["workloads"]["b"]["paired_ratios"]["baseline"] = [1.3] * 40
     verdict = promotion_verdict(slowed, ["baseline", "candidate"])
     assert not verdict.promoted and verdict.owns == ["a"]
-    assert "not 3% under 1 (applied only where it wins: a)" in verdict.reason
+    assert "not 3% under 1 (applied only where it owns: a)" in verdict.reason
     assert "b slower than baseline beyond noise" in verdict.reason
 
 
-def test_a_workload_owned_must_beat_every_role():
-    """b is faster than the baseline but only as fast as the incumbent: not owned, so a later
-    attempt cannot take a workload from the kernel it would replace."""
-    rows = report(0.9, 0.005)["workloads"]
+def _with_incumbent(rows: dict, scales: dict[str, float]) -> dict:
+    """The rows with an incumbent timed in the same replays at `scales` x the baseline."""
     for name, row in rows.items():
-        scale = 0.95 if name == "a" else 0.9  # the incumbent's time against the baseline's
+        scale = scales[name]
         row["incumbent_median_us"] = row["baseline_median_us"] * scale
         row["paired_ratios"]["incumbent"] = [r / scale for r in row["paired_ratios"]["baseline"]]
-    verdict = promotion_verdict({"workloads": rows}, ["baseline", "incumbent", "candidate"])
-    assert verdict.owns == ["a"], verdict.reason
-    assert verdict.against["baseline"].workloads["b"].high < 1, "b alone beats the baseline"
+    return {"workloads": rows}
+
+
+def test_a_workload_the_incumbent_won_costs_the_candidate_that_does_not_own_it():
+    """The incumbent runs a at twice production's speed; the candidate is only 10% faster than
+    production there, so it does not own a, and as installed a runs production: against the
+    incumbent that loss outweighs b's 10%, though b alone reads faster than either role."""
+    timed = _with_incumbent(report(0.9, 0.005)["workloads"], {"a": 0.5, "b": 1.0})
+    verdict = promotion_verdict(timed, ["baseline", "incumbent", "candidate"])
+    assert verdict.owns == ["b"] and not verdict.promoted, verdict.reason
+    assert verdict.against["incumbent"].weighted.ratio > 1.2
+    assert "a slower than incumbent beyond noise" in verdict.reason
+    assert verdict.against["baseline"].weighted.ratio < 0.97, "production alone would promote"
+
+
+def test_a_tie_with_the_incumbent_is_owned_so_its_gain_is_not_lost():
+    """Unowned, a runs production and loses what the incumbent gained there."""
+    timed = _with_incumbent(report(0.8, 0.005)["workloads"], {"a": 0.8, "b": 1.0})
+    verdict = promotion_verdict(timed, ["baseline", "incumbent", "candidate"])
+    assert verdict.owns == ["a", "b"] and verdict.promoted, verdict.reason
+    assert verdict.against["incumbent"].worse == [], "a ties the incumbent"
 
 
 def test_round_medians_pair_up_when_no_pairs_were_recorded():

@@ -1,6 +1,6 @@
-"""An installed kernel applies only where it won: the workloads where its paired ratio against
-the incumbent it replaced (the baseline for a first promotion) was faster with the evaluator's
-confidence; elsewhere the call keeps the incumbent."""
+"""An installed kernel applies only where it won: the workloads its promotion verdict gave it
+(faster than production with the evaluator's confidence, slower than no role beyond noise);
+elsewhere the call runs production."""
 
 from controller.profile_install import declined_workloads, verified_layouts, won_workloads
 from operators import REGISTRY
@@ -24,11 +24,15 @@ def test_only_workloads_faster_with_confidence_are_owned():
     assert declines["prefix_b8"].startswith("x0.833")
 
 
-def test_a_later_promotion_is_owned_against_the_incumbent_it_replaced():
+def test_a_later_promotion_owns_what_beats_production_unless_slower_than_the_incumbent():
+    """Unowned, a call runs production, not the incumbent: a tie with the incumbent is owned,
+    a loss to it beyond noise is not."""
     evaluation = _evaluation({"action_b1": {"ratio": 0.9, "low": 0.88, "high": 0.92}})
     evaluation["timing"]["promotion"]["against"]["incumbent"] = {
         "workloads": {"action_b1": {"ratio": 1.01, "low": 1.0, "high": 1.02}}
     }
+    assert list(won_workloads(evaluation)) == ["action_b1"]
+    evaluation["timing"]["promotion"]["against"]["incumbent"]["worse"] = ["action_b1"]
     assert won_workloads(evaluation) == {}
     assert won_workloads({"device": "cpu"}) == {}
 
@@ -45,7 +49,7 @@ def test_the_layouts_installed_are_those_of_the_workloads_won():
 
 def test_the_verdicts_recorded_owners_decide_and_beat_every_role():
     """The promotion verdict records what it judged as installed: install owns exactly that,
-    even where one role's row alone would read as won."""
+    even where the rows alone would read as won."""
     rows = {
         "action_b1": {"ratio": 0.5, "low": 0.49, "high": 0.51},
         "prefix_b1": {"ratio": 0.8, "low": 0.79, "high": 0.81},

@@ -88,7 +88,7 @@ def test_faster_warm_but_slower_cold_beyond_noise_is_declined_there():
     )
     alone = {"prefix_b8": rows["prefix_b8"]}  # nothing left to own: refused
     verdict, _ = gate(alone, {"prefix_b8": 18})
-    assert not verdict.passed and "applied only where it wins: nowhere" in verdict.summary
+    assert not verdict.passed and "applied only where it owns: nowhere" in verdict.summary
     assert "prefix_b8 slower than baseline beyond noise (cold: 20.14 us vs 19.00 us" in (
         verdict.summary
     )
@@ -127,7 +127,7 @@ def test_both_regimes_faster_promotes_and_an_incumbent_is_held_to_both_as_well()
     assert "prefix_b8 slower than incumbent beyond noise (warm" in " ".join(reading.slower)
     fewer_calls = {"action_b8": 60, "prefix_b8": 18}  # what action_b8 gains is then under 3%
     verdict, _ = gate({**rows, "prefix_b8": slowed_warm}, fewer_calls, True)
-    assert not verdict.passed and "applied only where it wins: action_b8" in verdict.summary
+    assert not verdict.passed and "applied only where it owns: action_b8" in verdict.summary
     assert "prefix_b8 slower than incumbent beyond noise (warm" in verdict.details["slower"][0]
 
 
@@ -149,7 +149,7 @@ def test_a_small_gain_cannot_outvote_a_large_loss_in_model_time():
     assert promotion_verdict(report, roles, weights=time_equalised).promoted
     verdict, reading = gate(rows, {"small_a": 18, "small_b": 18, "large": 18})
     assert not verdict.passed and "model-time ratio to baseline 0.98" in verdict.summary
-    assert "applied only where it wins: small_a, small_b" in verdict.summary
+    assert "applied only where it owns: small_a, small_b" in verdict.summary
     assert 1 < reading.weighted_speedup() < 1.03, "as installed: large keeps what runs today"
     shares = decided_promotion(report, False).promotion.against["baseline"].model_time_share
     assert abs(shares["large"] - 18 / 22) < 1e-9
