@@ -104,9 +104,12 @@ for part in "$@"; do
       # the batch does, `controller pack` leaves it (without its captured inputs) in
       # $OUT/optimize-batch.tgz, and the target repository in $OUT/optimize-target.tgz; a later
       # device call that carries both in .device-carry/ unpacks them and resumes the batch.
-      # OPT_PROFILE defaults to h100, or h200_seeded on an H200. OPT_DRIVER replaces the
-      # driver: `controller.profiling.example_driver:forward_batches pi05 1,8` captures both
-      # batches, so a kernel can own batch-8 layouts too
+      # Without a carried batch a new one starts (a warm machine's earlier batch folder is
+      # removed: its results went back with that call). OPT_PROFILE defaults to h100, or
+      # h200_seeded on an H200; SEED_PROFILE=none runs the plain model-free optimize (kernel
+      # templates, no seed). OPT_DRIVER replaces the driver:
+      # `controller.profiling.example_driver:forward_batches pi05 1,8` captures both batches,
+      # so a kernel can own batch-8 layouts too
       target=.device-target
       echo "repository root: $PWD"
       case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)" in
@@ -116,13 +119,16 @@ for part in "$@"; do
       if ls .device-carry/optimize-batch.tgz.part-* >/dev/null 2>&1; then
         cat .device-carry/optimize-batch.tgz.part-* > .device-carry/optimize-batch.tgz
       fi
-      if [ -f .device-carry/optimize-batch.tgz ]; then  # the carried batch replaces any left
-        # here (a warm machine kept a batch folder whose manifest was gone)
-        rm -rf .device-runs && mkdir -p .device-runs
+      rm -rf .device-runs && mkdir -p .device-runs
+      if [ -f .device-carry/optimize-batch.tgz ]; then
         tar xzf .device-carry/optimize-batch.tgz -C .device-runs
         rm -rf "$target" && tar xzf .device-carry/optimize-target.tgz
         echo "carried batch: $(ls -d .device-runs/optimize-*)"
+      else
+        rm -rf "$target"
       fi
+      seed=(--seed-profile "${SEED_PROFILE:-h200}")
+      [ "${SEED_PROFILE:-h200}" = none ] && seed=()
       if [ ! -d "$target/.git" ]; then
         mkdir -p "$target" && cp pyproject.toml "$target/" && git -C "$target" init -q -b main \
           && git -C "$target" add -A \
@@ -132,7 +138,7 @@ for part in "$@"; do
       if [ -n "$found" ]; then
         arguments=(--resume "$found" --runs-dir .device-runs)
       else
-        arguments=(--profile "$OPT_PROFILE" --seed-profile "${SEED_PROFILE:-h200}"
+        arguments=(--profile "$OPT_PROFILE" "${seed[@]}"
           --budget-minutes "${OPT_MINUTES:-6}" --device cuda --size pi05 --fence landlock
           --batch 1 --batch 8 --target "$target" --runs-dir .device-runs
           --max-attempts "${OPT_ATTEMPTS:-2}" ${OPT_FLAGS:-} -- ${OPT_DRIVER:-controller.profiling.example_driver:forward pi05 1})
