@@ -26,7 +26,8 @@ class OptimizeSettings(BaseModel):
         None, description="the profile whose kernels start each operator's tune run"
     )
     templates: bool = Field(
-        True,
+        False,
         description="the model-free tuner starts from the product's kernel template of an "
-        "operator the seed profile does not ship (`--no-templates`: from production)",
+        "operator the seed profile does not ship; `optimize` sets it unless --no-templates "
+        "(a batch frozen before templates existed resumes without them)",
     )

@@ -142,9 +142,11 @@ def test_a_kernel_is_not_kept_where_the_model_was_not_timed_and_a_resume_keeps_t
     batch = str(only_batch(tmp_path / "runs"))
     assert main(["optimize", "--resume", batch, "--budget-minutes", "9"]) == 2
     assert main(["optimize", "--resume", batch, "--agent", "claude"]) == 2
+    assert main(["optimize", "--resume", batch, "--no-templates"]) == 2
     errors = capsys.readouterr().err
     assert "optimize field 'budget_minutes' is 5.0, not 9.0" in errors
     assert "optimize field 'tune.agent' is 'autotune', not 'claude'" in errors
+    assert "optimize field 'templates' is True, not False" in errors
     again = fake_steps(tiny_capture)
     assert run_optimize(build_parser().parse_args(["optimize", "--resume", batch]), again) == 1
     assert again.tuned == []  # a finished step is read back from the journal, not redone
