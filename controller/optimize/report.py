@@ -3,6 +3,7 @@
 
 from pathlib import Path
 
+from controller.kernel_ownership import batch_profile, kernel_workloads
 from controller.optimize.batch import OptimizeOutcome
 from controller.optimize.model_checks import REUSED_TIMING, ModelCheck
 from controller.optimize.starting_points import starting_point
@@ -112,6 +113,19 @@ def render(folder: Path, outcome: OptimizeOutcome) -> str:
         ]
     if outcome.kept is not None:
         lines += ["", "## Verify: the kept kernels", "", *_check(outcome.kept)]
+    applies = kernel_workloads(batch_profile(folder, outcome.profile_folder))
+    if applies:
+        lines += [
+            "",
+            "## Where each kernel applies",
+            "",
+            "A kernel owns the workloads where it beat production with the evaluator's "
+            "confidence and was slower than no role; elsewhere production runs.",
+            "",
+            "| kernel | owns | declines (production runs) |",
+            "| --- | --- | --- |",
+        ]
+        lines += [f"| {name} | {owns} | {declines} |" for name, owns, declines in applies]
     return "\n".join(lines) + "\n"
 
 

@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+from controller.kernel_ownership import batch_profile, kernel_workloads
 from controller.review_page.model_timing import model_time_from_verify
 from controller.review_page.page_model import RunPage
 from controller.runs.records import read_json
@@ -77,16 +78,6 @@ def _work_item_rows(work_item: dict) -> list[tuple[str, str]]:
 
 def _kernel_workloads(folder: Path, outcome: dict) -> list[tuple[str, str, str]]:
     """Each kernel of the batch's profile (the published one, else the one it installed):
-    the workloads it owns and those where it keeps the incumbent, each with its figure."""
-    published = outcome.get("profile_folder")
-    candidates = [Path(published) / "profile.json"] if published else []
-    candidates += sorted(folder.glob("profiles/*/*/profile.json"))
-    document = next((read_json(path) for path in candidates if path.is_file()), None) or {}
-
-    def listed(figures: dict) -> str:
-        return "; ".join(f"{name} {figure}" for name, figure in sorted(figures.items())) or "-"
-
-    return [
-        (name, listed(entry.get("owns") or {}), listed(entry.get("declines") or {}))
-        for name, entry in sorted((document.get("operators") or {}).items())
-    ]
+    the workloads it owns and those it declines (production runs there), each with its
+    figure."""
+    return kernel_workloads(batch_profile(folder, outcome.get("profile_folder")))

@@ -52,10 +52,11 @@ def run_html(run: RunPage) -> str:
     if run.kernel_workloads:
         parts += [
             "<h2>Where each kernel applies</h2>",
-            "<p>An installed kernel owns the workloads it won against the incumbent with the "
-            "evaluator's confidence; elsewhere the call keeps the incumbent.</p>",
+            "<p>An installed kernel owns the workloads where it beat production with the "
+            "evaluator's confidence and was slower than no role on either figure; elsewhere "
+            "the call runs production.</p>",
             "<table class='kernel-workloads'><tr><th>kernel</th><th>owns</th>"
-            "<th>keeps the incumbent</th></tr>",
+            "<th>declines (production runs)</th></tr>",
         ]
         parts += [
             f"<tr><td>{escape(name)}</td><td>{escape(owns)}</td><td>{escape(declines)}</td></tr>"

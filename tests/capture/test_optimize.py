@@ -117,6 +117,9 @@ def test_optimize_keeps_only_the_kernels_the_model_needs_and_reports_the_figures
         r"\| gated_residual \| production \| done \| x1\.200 \| 0\.\d\d \(1\.38\) \|", markdown
     )
     assert json.loads((batch / "verify.json").read_text())["passed"]
+    applies = markdown[markdown.index("## Where each kernel applies") :]
+    assert "| kernel | owns | declines (production runs) |" in applies
+    assert "| gated_residual | " in applies
     page = (batch / "evidence" / "report.html").read_text()
     assert "<table>" in page and "<td>gated_residual</td>" in page  # tables, not text
     assert "data-chart='plan-shares'" in page and "data-chart='model-time'" in page
