@@ -152,7 +152,7 @@ def installed_ratios(row, other: str, owned: bool) -> list[float]:
     if other == BASELINE:
         return ratios if owned else [1.0] * len(ratios)
     base = role_pairs(row, BASELINE)
-    if not base:
+    if not base or not ratios:
         return ratios if owned else [1.0] * len(ratios)
     if len(base) != len(ratios):  # not replay-aligned: each role's median pair stands in
         ratios, base = [_mid(ratios)] * len(ratios), [_mid(base)] * len(ratios)

@@ -159,3 +159,13 @@ def test_the_controller_decides_promotion_whatever_the_candidate_process_reporte
     assert decided.promoted is False and decided.thresholds == THRESHOLDS
     faster = TimingReport.model_validate({**report(0.9, 0.01), "promotion": forged})
     assert decided_promotion(faster, incumbent=False).promotion.promoted is True
+
+
+def test_an_incumbent_timed_in_other_replays_is_compared_by_its_median_pair():
+    """Pairs not aligned with the baseline's (another count): each role's median stands in."""
+    timed = _with_incumbent(report(0.9, 0.005)["workloads"], {"a": 1.0, "b": 1.0})
+    for row in timed["workloads"].values():
+        row["paired_ratios"]["incumbent"] = row["paired_ratios"]["incumbent"][:30]
+    verdict = promotion_verdict(timed, ["baseline", "incumbent", "candidate"])
+    assert verdict.promoted and verdict.owns == ["a", "b"], verdict.reason
+    assert abs(verdict.against["incumbent"].weighted.ratio - 0.9) < 0.01
