@@ -162,3 +162,24 @@ def test_a_template_not_kept_is_written_again_for_the_search_after_it(tune_targe
     first = (attempts / "0001" / "diff.patch").read_text()
     assert "+TUNING_SPACE = {" in first, "the template (production declares no space)"
     assert "+TUNING_SPACE = {  # 2" in (attempts / "0002" / "diff.patch").read_text()
+
+
+def test_a_template_of_another_operator_is_refused_before_it_writes(tune_target, tmp_path):
+    arguments = tune_arguments(
+        tmp_path / "runs",
+        tune_target,
+        operator="rms_norm",
+        agent="template:qkv_projection",
+        unfenced=True,
+        device="cuda",
+        max_attempts=1,
+    )
+    run_tune(arguments, evaluator=FakeEvaluator())
+    attempt = only_run(tmp_path / "runs") / "attempts" / "0001"
+    assert (
+        "not the task's entry file operators/catalog/rms_norm.py"
+        in (attempt / "agent.json").read_text()
+    )
+    assert (
+        not (attempt / "diff.patch").is_file() or "qkv" not in (attempt / "diff.patch").read_text()
+    )
