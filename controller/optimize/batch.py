@@ -34,6 +34,7 @@ from controller.optimize.model_checks import (
 )
 from controller.optimize.plan import TuningPlan, plan_tuning
 from controller.optimize.settings import OptimizeSettings
+from controller.optimize.starting_points import starting_point
 from controller.optimize.steps import HOTSPOTS_FILE, OptimizeInterrupted, OptimizeSteps, TuneOutcome
 from controller.optimize.travel import missing_fixtures, restore_fixtures
 from controller.runs.journal import Journal
@@ -138,7 +139,10 @@ def _optimize(store: RunStore, settings, done: _Steps, steps: OptimizeSteps) -> 
             lambda row=row: steps.tune(
                 row.operator, row.minutes, folder / "capture", folder / "tune" / row.operator
             ).model_dump(mode="json"),
-            lambda result: f"{result['status']}{_speedup(result)} {result['reason']}".strip(),
+            lambda result, operator=row.operator: (
+                f"{result['status']}{_speedup(result)} {result['reason']}".strip()
+                + f"; started from {starting_point(settings, operator)}"
+            ),
         )
         outcome.tuned.append(TuneOutcome.model_validate(result))
     exports = {row.operator: Path(row.export) for row in outcome.tuned if row.export}

@@ -127,6 +127,7 @@ def test_optimize_keeps_only_the_kernels_the_model_needs_and_reports_the_figures
     assert "<h2>Where each kernel applies</h2>" in page and "<td>gated_residual</td>" in page
     printed = capsys.readouterr().out
     assert "optimize: tune rms_norm: done x1.200" in printed
+    assert "; started from production" in printed
     assert "optimize: decide: gated_residual kept: removing it makes the model slower" in printed
 
 
