@@ -157,13 +157,14 @@ def _workload_figures(evaluation: dict, won: bool) -> dict[str, str]:
     rows = (against.get(role) or {}).get("workloads") or {}
     owns = promotion.get("owns")
     if owns is None:  # a verdict from before ownership was recorded: as the rule now reads
+        from gates.evaluator.promotion import owned_workloads
+
         base = (against.get("baseline") or {}).get("workloads") or {}
-        owns = [
-            name
-            for name in rows
-            if 0 < (base.get(name) or {}).get("high", 0) < 1
-            and all(name not in (comparison.get("worse") or []) for comparison in against.values())
-        ]
+        owns = owned_workloads(
+            {name: (row or {}).get("high", 0) for name, row in base.items()},
+            {name for comparison in against.values() for name in comparison.get("worse") or []},
+            list(rows),
+        )
     figures = {}
     for name, row in sorted(rows.items()):
         if not row.get("ratio") or not row.get("low") or not row.get("high"):

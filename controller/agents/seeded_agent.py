@@ -115,10 +115,11 @@ class SeededAgent:
                 raise ControllerError(
                     f"the seed's entry point {entry} is not the task's {task_entry}"
                 )
-            if entry is None and task_entry.split("::", 1)[0] not in files:
+            entry_file = task_entry.split("::", 1)[0]
+            if entry is None and entry_file not in files:
                 raise ControllerError(
                     f"the template writes {', '.join(sorted(files))}, not the task's entry file "
-                    f"{task_entry.split('::', 1)[0]} (a template of another operator?)"
+                    f"{entry_file} (a template of another operator?)"
                 )
         except (ControllerError, OSError, ValueError, KeyError) as error:
             reason = f"seed {self.source_name}/{self.operator}: {error}"

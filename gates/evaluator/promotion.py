@@ -14,6 +14,8 @@ under 1. The model's time weighs each workload by its calls per forward x the co
 time on the workload's promotion figure, so a gain on a short call cannot outvote a long one.
 Thresholds live here only and are recorded in every verdict."""
 
+from typing import NamedTuple
+
 from gates.evaluator.paired_statistics import (
     model_time_ratio_interval,
     paired_ratios,
@@ -27,6 +29,7 @@ from gates.evaluator.results import (
     SlowerRegime,
     WorkloadWeight,
 )
+from gates.evaluator.statistics import median
 
 BASELINE = "baseline"
 THRESHOLDS = PromotionThresholds(required_gain=0.03, noise_margin=0.01, confidence=0.95)
@@ -91,11 +94,16 @@ def promotion_verdict(
     workloads = report["workloads"] if isinstance(report, dict) else report.workloads
     weights = {**row_weights(workloads), **(weights or {})}
     others = [role for role in roles if role != "candidate"]
-    whole = {other: _compare(workloads, other, weights, thresholds) for other in others}
-    owns = owned_workloads(whole, list(workloads))
+    sides = {other: _workloads_against(workloads, other, thresholds) for other in others}
+    baseline = sides.get(BASELINE)
+    owns = owned_workloads(
+        {name: interval.high for name, interval in baseline.intervals.items()} if baseline else {},
+        {item.workload for side in sides.values() for item in side.slower},
+        list(workloads),
+    )
     comparisons, reasons = {}, []
     for other in others:
-        comparison = _compare(workloads, other, weights, thresholds, owns)
+        comparison = _compare(workloads, other, weights, thresholds, sides[other], owns)
         comparisons[other] = comparison
         ratio, high = comparison.weighted.ratio, comparison.weighted.high
         if not ratio <= 1 - thresholds.required_gain:
@@ -129,19 +137,11 @@ def promotion_verdict(
     )
 
 
-def owned_workloads(comparisons: dict[str, RoleComparison], names: list[str]) -> list[str]:
+def owned_workloads(highs: dict[str, float], worse: set[str], names: list[str]) -> list[str]:
     """The workloads the candidate would own: faster than the baseline on the promotion figure
-    (interval under 1), and slower beyond noise against no role on either figure."""
-    baseline = comparisons.get(BASELINE)
-    if baseline is None:
-        return []
-    return [
-        name
-        for name in names
-        if name in baseline.workloads
-        and 0 < baseline.workloads[name].high < 1
-        and all(name not in comparison.worse for comparison in comparisons.values())
-    ]
+    (`highs`, each interval's upper end against the baseline, under 1), and slower beyond
+    noise against no role on either figure (`worse`)."""
+    return [name for name in names if 0 < highs.get(name, 0) < 1 and name not in worse]
 
 
 def installed_ratios(row, other: str, owned: bool) -> list[float]:
@@ -155,14 +155,10 @@ def installed_ratios(row, other: str, owned: bool) -> list[float]:
     if not base or not ratios:
         return ratios if owned else [1.0] * len(ratios)
     if len(base) != len(ratios):  # not replay-aligned: each role's median pair stands in
-        ratios, base = [_mid(ratios)] * len(ratios), [_mid(base)] * len(ratios)
+        ratios, base = [median(ratios)] * len(ratios), [median(base)] * len(ratios)
     if owned:  # candidate / min(incumbent, production)
         return [max(to_other, to_base) for to_other, to_base in zip(ratios, base, strict=True)]
     return [max(to_other / to_base, 1.0) for to_other, to_base in zip(ratios, base, strict=True)]
-
-
-def _mid(values: list[float]) -> float:
-    return sorted(values)[len(values) // 2]
 
 
 def _owning(owns: list[str], workloads) -> str:
@@ -171,15 +167,18 @@ def _owning(owns: list[str], workloads) -> str:
     return f" (applied only where it owns: {', '.join(owns) or 'nowhere'})"
 
 
-def _compare(
-    workloads, other: str, weights: dict, thresholds, owns: list[str] | None = None
-) -> RoleComparison:
-    """The candidate against `other`: every workload on both figures, and the model time with
-    the candidate applied on `owns` as installed (`installed_ratios`), or on every workload
-    when `owns` is None."""
-    per_workload, figures, slower, weighted = {}, {}, [], []
+class _Workloads(NamedTuple):
+    """The candidate against one role, workload by workload: each promotion-figure interval,
+    each figure's, and the regimes slower beyond noise."""
+
+    intervals: dict[str, RatioInterval]
+    figures: dict[str, dict[str, RatioInterval]]
+    slower: list[SlowerRegime]
+
+
+def _workloads_against(workloads, other: str, thresholds) -> _Workloads:
+    intervals, figures, slower = {}, {}, []
     for name, row in workloads.items():
-        figure = _field(row, "promotion_figure") or "warm"
         figures[name] = {}
         for timed, ratios in figure_pairs(row, other).items():
             estimate, low, high = ratio_interval(ratios, thresholds.confidence)
@@ -197,10 +196,20 @@ def _compare(
                 )
         ratios = role_pairs(row, other)
         estimate, low, high = ratio_interval(ratios, thresholds.confidence)
-        per_workload[name] = RatioInterval(ratio=estimate, low=low, high=high, pairs=len(ratios))
-        if owns is not None:
-            ratios = installed_ratios(row, other, name in owns)
+        intervals[name] = RatioInterval(ratio=estimate, low=low, high=high, pairs=len(ratios))
+    return _Workloads(intervals, figures, slower)
+
+
+def _compare(
+    workloads, other: str, weights: dict, thresholds, side: _Workloads, owns: list[str]
+) -> RoleComparison:
+    """The candidate against `other`: its workloads (`side`), and the model time with the
+    candidate applied on `owns` as installed (`installed_ratios`)."""
+    weighted = []
+    for name, row in workloads.items():
+        figure = _field(row, "promotion_figure") or "warm"
         role_time = figure_time_us(row, other, figure) or _round_median(row, other)
+        ratios = installed_ratios(row, other, name in owns)
         weighted.append((weights[name].calls_per_forward * role_time, ratios))
     ratio, low, high = model_time_ratio_interval(weighted, thresholds.confidence)
     total = sum(weight for weight, ratios in weighted if ratios) or 1.0
@@ -208,11 +217,11 @@ def _compare(
         weighted=RatioInterval(
             ratio=ratio, low=low, high=high, pairs=sum(len(r) for _, r in weighted)
         ),
-        workloads=per_workload,
-        figures=figures,
+        workloads=side.intervals,
+        figures=side.figures,
         model_time_share={
             name: weight / total for name, (weight, _) in zip(workloads, weighted, strict=True)
         },
-        worse=sorted({item.workload for item in slower}),
-        slower=slower,
+        worse=sorted({item.workload for item in side.slower}),
+        slower=side.slower,
     )

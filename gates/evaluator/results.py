@@ -110,8 +110,8 @@ class Promotion(BaseModel):
     )
     owns: list[str] | None = Field(
         None,
-        description="the workloads an install applies the candidate on (faster than every "
-        "role, slower on no figure); elsewhere the call keeps what runs today",
+        description="the workloads an install applies the candidate on (faster than "
+        "production, slower than no role on either figure); elsewhere production runs",
     )
 
 
