@@ -3,6 +3,12 @@
 Registration must not change the model's numbers at all; the probe saved every output of every
 parity configuration (hidden ones included) and of the direct calls of each call site on drawn
 inputs, so the first differing element can be shown.
+
+A registration that moves work across calls (every denoise step's modulations computed before
+the steps run) changes what its call site takes, so the site's direct calls have no BASE
+counterpart to compare with. Such a site is judged through the whole model, in every parity
+configuration, and only where the hidden-parity driver also ran at batch sizes the agent never
+saw; the verdict names it.
 """
 
 from pathlib import Path
@@ -51,18 +57,33 @@ def check(
     calls, problem = _direct_calls(base, candidate)
     if problem:
         return Verdict(gate=GATE, passed=False, summary=problem)
+    changed = _changed_sites(base, candidate)
+    hidden_runs = len(names) - len(config.parity_configurations)
+    if changed and not hidden_runs:
+        summary = (
+            f"{changed[0]} takes other arguments than at BASE, so its direct calls cannot be "
+            "compared, and no hidden-parity configuration ran to judge it through the model; "
+            "declare [tool.controller.hidden_parity] in the target"
+        )
+        return Verdict(gate=GATE, passed=False, summary=summary, details={"changed": changed})
     summary = f"{compared} outputs byte-identical to BASE in {len(names)} parity configurations"
     summary += f" and {calls} direct call-site calls on drawn inputs"
-    return Verdict(gate=GATE, passed=True, summary=summary)
+    if changed:
+        summary += (
+            f"; {', '.join(changed)} takes other arguments than at BASE and is judged through "
+            f"the model ({hidden_runs} hidden configurations)"
+        )
+    return Verdict(gate=GATE, passed=True, summary=summary, details={"changed": changed})
 
 
 def _direct_calls(base: ProbeResult, candidate: ProbeResult) -> tuple[int, str | None]:
     """Where BASE's call site accepted the drawn inputs, the candidate's gives the same bytes."""
     compared = 0
+    changed = set(_changed_sites(base, candidate))
     for site, base_entries in base.direct_calls.items():
         entries = candidate.direct_calls.get(site, [])
         for index, before in enumerate(base_entries):
-            if before.get("error") or "size" not in before:
+            if before.get("error") or "size" not in before or site in changed:
                 continue  # BASE does not accept these inputs: outside what the model takes
             label = f"{site} called directly on drawn inputs (call {index + 1})"
             after = entries[index] if index < len(entries) else {"error": "was not called"}
@@ -72,6 +93,18 @@ def _direct_calls(base: ProbeResult, candidate: ProbeResult) -> tuple[int, str |
                 return compared, f"{label}: " + _call_difference(base, candidate, before, after)
             compared += 1
     return compared, None
+
+
+def _changed_sites(base: ProbeResult, candidate: ProbeResult) -> list[str]:
+    """Call sites the candidate's model first called with other arguments than BASE's did."""
+    changed = []
+    for site, base_entries in base.direct_calls.items():
+        before = {entry.get("arguments") for entry in base_entries if "size" in entry}
+        after = {entry.get("arguments") for entry in candidate.direct_calls.get(site, [])}
+        after.discard(None)
+        if before and after and before != after:
+            changed.append(site)
+    return changed
 
 
 def _call_difference(base, candidate, before: dict, after: dict) -> str:

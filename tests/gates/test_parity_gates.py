@@ -66,3 +66,53 @@ def test_a_driver_that_raises_is_reported(base_tree, base_probe, make_candidate,
     verdict = bit_parity.check(base_probe, candidate, load_target_config(base_tree))
     assert not verdict.passed
     assert verdict.summary.startswith("model.parity:tiny_batch1 raised RuntimeError")
+
+
+def _probe(folder, arguments: str, outputs: list[str], drivers: list[str]):
+    from gates.registration.probes import ProbeResult
+
+    same = {"y": {"digest": "same", "dtype": "float32", "shape": [1]}}
+    site = [{"size": 3, "arguments": arguments, "outputs": outputs, "hits": []}]
+    return ProbeResult(
+        folder=str(folder),
+        configurations={driver: {"outputs": same, "hits": []} for driver in drivers},
+        direct_calls={"model/vision.py:VisionBlock.forward": site},
+    )
+
+
+def test_a_site_that_takes_other_arguments_is_judged_through_the_hidden_configurations(
+    base_tree, tmp_path
+):
+    from gates.registration.hidden import HiddenConfiguration, HiddenDraw
+
+    config = load_target_config(base_tree)
+    hidden = HiddenDraw(
+        configurations=(
+            HiddenConfiguration(label="hidden configuration 1", driver="d", batch=3, seed=1),
+        )
+    )
+    drivers = [*config.parity_configurations, "hidden configuration 1"]
+    base = _probe(tmp_path, "2 arguments: [float32[1,8]@(8,1)]", ["a"], drivers)
+    hoisted = _probe(tmp_path, "11 arguments: [float32[1,8]@(8,1), ...]", ["b", "c"], drivers)
+    verdict = bit_parity.check(base, hoisted, config, hidden)
+    assert verdict.passed, verdict.summary
+    assert "VisionBlock.forward takes other arguments than at BASE" in verdict.summary
+    # Without a hidden configuration nothing unseen would judge the changed site.
+    declared = list(config.parity_configurations)
+    base, hoisted = (
+        _probe(tmp_path, "2 arguments: [float32[1,8]@(8,1)]", ["a"], declared),
+        _probe(tmp_path, "11 arguments: [float32[1,8]@(8,1), ...]", ["b", "c"], declared),
+    )
+    refused = bit_parity.check(base, hoisted, config, HiddenDraw())
+    assert not refused.passed
+    assert "no hidden-parity configuration ran" in refused.summary
+
+
+def test_a_site_that_takes_the_same_arguments_is_still_compared_call_by_call(base_tree, tmp_path):
+    config = load_target_config(base_tree)
+    drivers = list(config.parity_configurations)
+    base = _probe(tmp_path, "2 arguments: [float32[1,8]@(8,1)]", ["a"], drivers)
+    candidate = _probe(tmp_path, "2 arguments: [float32[1,8]@(8,1)]", ["b", "c"], drivers)
+    verdict = bit_parity.check(base, candidate, config)
+    assert not verdict.passed
+    assert "called directly on drawn inputs (call 1): returns 2 tensors, BASE 1" in verdict.summary
