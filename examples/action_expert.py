@@ -1,10 +1,13 @@
 """The action expert: predicts the flow-matching velocity of noisy actions at one time step.
 
 Every norm is an adaptive RMSNorm whose scale and shift, and every residual's gate, come from
-an embedding of the time step, as in pi0.5.
+an embedding of the time step, as in pi0.5. The time steps are known before the steps run, so
+their conditions and every layer's modulations are computed first (`StepConditioning`), each
+modulation's weights read once for all steps; a step then takes its share.
 """
 
 import math
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -51,7 +54,11 @@ class TimeEmbedding(nn.Module):
 
 
 class Modulation(nn.Module):
-    """Scale, shift and gate (each (batch, width)) for one norm, projected from the condition."""
+    """Scale, shift and gate (each (batch, width)) for one norm, projected from the condition.
+
+    Given every denoise step's condition, it returns each step's scale, shift and gate from one
+    registry call, so a kernel can read each weight once for all the steps.
+    """
 
     def __init__(self, size: ExampleSize, weights: WeightFactory) -> None:
         super().__init__()
@@ -59,10 +66,13 @@ class Modulation(nn.Module):
         self.shift_weight = weights.matrix(size.width, size.width, gain=0.2)
         self.gate_weight = weights.matrix(size.width, size.width, gain=1.5)
 
-    def forward(self, condition: torch.Tensor):
-        return ops.stacked_projection(
-            condition, self.scale_weight, self.shift_weight, self.gate_weight
-        )
+    def forward(self, *conditions: torch.Tensor):
+        """(scale, shift, gate) of one condition; of several, a list of them, one per step."""
+        weights = (self.scale_weight, self.shift_weight, self.gate_weight)
+        if len(conditions) == 1:
+            return ops.stacked_projection(conditions[0], *weights)
+        projections = ops.modulation_over_steps(*conditions, *weights)
+        return [projections[start : start + 3] for start in range(0, len(projections), 3)]
 
 
 class ExpertLayer(nn.Module):
@@ -76,18 +86,19 @@ class ExpertLayer(nn.Module):
         self.mlp_modulation = Modulation(size, weights)
         self.mlp = GatedMlp(size, weights, output_gain)
 
-    def forward(self, hidden, condition, cos, sin, key_cache, value_cache):
-        scale, shift, gate = self.attention_modulation(condition)
+    def forward(self, hidden, modulations, cos, sin, key_cache, value_cache):
+        """`modulations`: this step's (scale, shift, gate) for attention, then for the MLP."""
+        (scale, shift, gate), mlp_modulation = modulations
         normed = ops.ada_rms_norm(hidden, scale, shift)
         attended, _, _ = self.attention(normed, cos, sin, key_cache, value_cache)
         hidden = ops.gated_residual(hidden, attended, gate)
-        scale, shift, gate = self.mlp_modulation(condition)
+        scale, shift, gate = mlp_modulation
         update = self.mlp(ops.ada_rms_norm(hidden, scale, shift))
         return ops.gated_residual(hidden, update, gate)
 
 
 class ActionExpert(nn.Module):
-    """Noisy actions and a time step in, the velocity towards clean actions out."""
+    """Noisy actions and a time step's conditioning in, the velocity towards clean actions out."""
 
     def __init__(self, size: ExampleSize, weights: WeightFactory) -> None:
         super().__init__()
@@ -98,15 +109,54 @@ class ActionExpert(nn.Module):
         self.final_shift_weight = weights.matrix(size.width, size.width, gain=0.2)
         self.action_out_weight = weights.matrix(size.action_dim, size.width)
 
-    def forward(self, actions, time, cache: PrefixCache, cos, sin) -> torch.Tensor:
-        """actions (batch, action_tokens, action_dim) float32, time (batch,) -> velocity."""
+    def forward(self, actions, step: "StepCondition", cache: PrefixCache, cos, sin) -> torch.Tensor:
+        """actions (batch, action_tokens, action_dim) float32 and one step's conditioning ->
+        velocity."""
+        condition, modulations = step
         hidden = F.linear(actions.to(torch.bfloat16), self.action_in_weight)
-        condition = self.time_embedding(time)
-        for layer, key_cache, value_cache in zip(
-            self.layers, cache.keys, cache.values, strict=True
+        for layer, layer_modulations, key_cache, value_cache in zip(
+            self.layers, modulations, cache.keys, cache.values, strict=True
         ):
-            hidden = layer(hidden, condition, cos, sin, key_cache, value_cache)
+            hidden = layer(hidden, layer_modulations, cos, sin, key_cache, value_cache)
         scale = F.linear(condition, self.final_scale_weight)
         shift = F.linear(condition, self.final_shift_weight)
         normed = ops.ada_rms_norm(hidden, scale, shift)
         return F.linear(normed, self.action_out_weight).float()
+
+
+class StepCondition(NamedTuple):
+    """One denoise step's condition (batch, width) and, per expert layer, its attention and MLP
+    modulations (each a scale, shift and gate)."""
+
+    condition: torch.Tensor
+    modulations: list
+
+
+class StepConditioning(nn.Module):
+    """Every denoise step's conditioning, computed before the steps run: it depends only on the
+    steps' times, so each modulation reads its weights once for all the steps.
+
+    It owns no weights: it reads the action expert's, held as a plain reference rather than a
+    submodule, so the model's parameters keep their names. `torch.compile` compiles it as its
+    own region.
+    """
+
+    def __init__(self, expert: ActionExpert) -> None:
+        super().__init__()
+        self._expert = (expert,)
+
+    def forward(self, times: list[torch.Tensor]) -> list[StepCondition]:
+        """times: each step's (batch,) time -> each step's conditioning, in step order."""
+        expert = self._expert[0]
+        conditions = [expert.time_embedding(time) for time in times]
+        per_layer = [
+            (layer.attention_modulation(*conditions), layer.mlp_modulation(*conditions))
+            for layer in expert.layers
+        ]
+        return [
+            StepCondition(
+                condition,
+                [(attention[step], mlp[step]) for attention, mlp in per_layer],
+            )
+            for step, condition in enumerate(conditions)
+        ]

@@ -6,7 +6,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from examples.action_expert import ActionExpert
+from examples.action_expert import ActionExpert, StepConditioning
 from examples.checkpoint import load_checkpoint
 from examples.config import ExampleSize
 from examples.layers import WeightFactory, rope_tables
@@ -34,6 +34,7 @@ class ExampleModel(nn.Module):
         self.vision = VisionTower(size, weights)
         self.prefix_encoder = PrefixEncoder(size, weights)
         self.action_expert = ActionExpert(size, weights)
+        self.step_conditioning = StepConditioning(self.action_expert)
         cos, sin = rope_tables(size.prefix_tokens, size.action_tokens, size.head_dim)
         self.register_buffer("action_rope_cos", cos, persistent=False)
         self.register_buffer("action_rope_sin", sin, persistent=False)
@@ -59,10 +60,13 @@ class ExampleModel(nn.Module):
         size = self.size
         cos, sin = self.action_rope_cos, self.action_rope_sin
         step = -1.0 / size.denoise_steps
+        times = [
+            torch.full((noise.shape[0],), 1.0 + index * step, device=noise.device)
+            for index in range(size.denoise_steps)
+        ]
         actions, first_velocity = noise, None
-        for index in range(size.denoise_steps):
-            time = torch.full((noise.shape[0],), 1.0 + index * step, device=noise.device)
-            velocity = self.action_expert(actions, time, cache, cos, sin)
+        for conditioning in self.step_conditioning(times):
+            velocity = self.action_expert(actions, conditioning, cache, cos, sin)
             first_velocity = velocity if first_velocity is None else first_velocity
             actions = actions + step * velocity
         return actions, first_velocity

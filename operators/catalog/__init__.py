@@ -10,6 +10,7 @@ from operators.catalog import (
     gated_gelu,
     gated_gelu_projection,
     gated_residual,
+    modulation_over_steps,
     qkv_projection,
     rms_norm,
     rotate_qk,
@@ -29,6 +30,7 @@ CATALOG = (
     split_kv_attention.DECLARATION,
     attention_output.DECLARATION,
     stacked_projection.DECLARATION,
+    modulation_over_steps.DECLARATION,
 )
 
 for _declaration in CATALOG:
