@@ -2,10 +2,11 @@
 
 `graph` captures the whole eager forward into one CUDA graph and replays it; it needs a
 forward that never touches the host (see `examples.host_transfers`). `compile` and
-`reduce-overhead` compile three regions, the vision tower, the prefix encoder and the action
-expert (one denoise step, called ten times), each traced once into one graph; the second mode
-adds Inductor's CUDA graphs. A runner belongs to the kernel selection it was built under and
-refuses to run under another, so its graphs never run a profile's kernels stale.
+`reduce-overhead` compile four regions, the vision tower, the prefix encoder, the denoise
+steps' conditioning and the action expert (one denoise step, called ten times), each traced
+once into one graph; the second mode adds Inductor's CUDA graphs. A runner belongs to the
+kernel selection it was built under and refuses to run under another, so its graphs never run
+a profile's kernels stale.
 """
 
 import copy
@@ -30,6 +31,7 @@ def compiled_regions(model: ExampleModel) -> dict[str, torch.nn.Module]:
     return {
         "vision": model.vision,
         "prefix_encoder": model.prefix_encoder,
+        "step_conditioning": model.step_conditioning,
         "action_expert": model.action_expert,
     }
 
