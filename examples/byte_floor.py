@@ -17,21 +17,28 @@ class ByteFloor(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    weight_bytes: int = Field(description="vision and prefix weights once, the expert's per step")
+    weight_bytes: int = Field(
+        description="vision, prefix and modulation weights once, the rest of the expert's per step"
+    )
     bandwidth_gb_per_s: float = Field(description="a large device-to-device copy, read + write")
     milliseconds: float
 
 
 def weight_bytes_per_forward(model: ExampleModel) -> int:
-    """Bytes of weights one forward reads: the action expert's once per denoise step, the rest
+    """Bytes of weights one forward reads: the action expert's once per denoise step, except
+    its modulations', which every step's conditioning reads once before the steps; the rest
     once. The token embedding counts only the rows a prompt can gather, so it is left out."""
 
     def size(module: torch.nn.Module) -> int:
         return sum(p.numel() * p.element_size() for p in module.parameters())
 
     embedding = model.prefix_encoder.token_embedding
-    once = size(model.vision) + size(model.prefix_encoder) - embedding.numel() * 2
-    return once + size(model.action_expert) * model.size.denoise_steps
+    modulations = sum(
+        size(layer.attention_modulation) + size(layer.mlp_modulation)
+        for layer in model.action_expert.layers
+    )
+    once = size(model.vision) + size(model.prefix_encoder) - embedding.numel() * 2 + modulations
+    return once + (size(model.action_expert) - modulations) * model.size.denoise_steps
 
 
 def copy_bandwidth(device: torch.device) -> float:

@@ -5,8 +5,9 @@ contract's k unshared BF16 roundings (2^-8 each, relative), plus 2 more for the 
 projection or residual add after it, whose rounding may then land on the other neighbour.
 Calls' errors are taken as independent, so they add in quadrature, and are measured against
 the output's largest magnitude. The denoise steps enter the actions weighted by their step
-sizes, which sum to 1, so one step's calls count once. An output that no registry call
-reaches must match bit for bit.
+sizes, which sum to 1, so one step's calls count once; the steps' conditioning, computed once
+before the steps, feeds every step, so each of its calls counts in one step's share. An output
+that no registry call reaches must match bit for bit.
 """
 
 import math
@@ -46,12 +47,16 @@ def registry_calls_per_output(model: ExampleModel, inputs: ExampleInputs) -> dic
             features = model.vision(inputs.patches)
         with record_registry_hits() as prefix_hits:
             cache = model.prefix_encoder(features, inputs.token_ids)
+        with record_registry_hits() as conditioning_hits:
+            model.step_conditioning(model.step_times(inputs.noise))
         with record_registry_hits() as denoise_hits:
             model.sample_actions(inputs.noise, cache)
     vision = _by_operator(vision_hits)
     prefix = vision + _by_operator(prefix_hits)
     steps = model.size.denoise_steps
-    one_step = Counter({name: count // steps for name, count in _by_operator(denoise_hits).items()})
+    conditioning = _by_operator(conditioning_hits)
+    in_steps = _by_operator(denoise_hits) - conditioning
+    one_step = conditioning + Counter({name: count // steps for name, count in in_steps.items()})
     return {
         "actions": prefix + one_step,
         "first_velocity": prefix + one_step,

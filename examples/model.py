@@ -52,6 +52,14 @@ class ExampleModel(nn.Module):
             "vision_features": vision_features,
         }
 
+    def step_times(self, noise: torch.Tensor) -> list[torch.Tensor]:
+        """Each denoise step's time, (batch,) float32, from 1 down by 1 / denoise_steps."""
+        step = -1.0 / self.size.denoise_steps
+        return [
+            torch.full((noise.shape[0],), 1.0 + index * step, device=noise.device)
+            for index in range(self.size.denoise_steps)
+        ]
+
     def sample_actions(self, noise: torch.Tensor, cache: PrefixCache):
         """Euler steps of the flow from noise (time 1) to actions (time 0), in float32.
 
@@ -60,12 +68,8 @@ class ExampleModel(nn.Module):
         size = self.size
         cos, sin = self.action_rope_cos, self.action_rope_sin
         step = -1.0 / size.denoise_steps
-        times = [
-            torch.full((noise.shape[0],), 1.0 + index * step, device=noise.device)
-            for index in range(size.denoise_steps)
-        ]
         actions, first_velocity = noise, None
-        for conditioning in self.step_conditioning(times):
+        for conditioning in self.step_conditioning(self.step_times(noise)):
             velocity = self.action_expert(actions, conditioning, cache, cos, sin)
             first_velocity = velocity if first_velocity is None else first_velocity
             actions = actions + step * velocity

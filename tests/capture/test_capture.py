@@ -29,7 +29,7 @@ def expected_counts(steps: int) -> dict[str, int]:
         "attention_output": TINY.prefix_layers + denoise * layers,
         "rotate_qk": TINY.prefix_layers + denoise * layers,
         "split_kv_attention": TINY.prefix_layers + denoise * layers,
-        "stacked_projection": denoise * 2 * layers,
+        "modulation_over_steps": 2 * layers,  # every step's modulations, before the steps
     }
     return {name: count * steps for name, count in per_forward.items()}
 

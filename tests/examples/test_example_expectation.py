@@ -8,6 +8,7 @@ from operators import REGISTRY, KernelSelection, OperatorRegistry
 
 CATALOG = {"rms_norm", "ada_rms_norm", "gated_residual", "gated_gelu_projection", "rotate_qk"}
 CATALOG |= {"split_kv_attention", "stacked_projection", "qkv_projection", "attention_output"}
+CATALOG |= {"modulation_over_steps"}
 
 
 def references_except(**broken) -> KernelSelection:
@@ -54,9 +55,13 @@ def test_none_agrees_with_torch_within_the_contract_expectation(
 
 def test_every_catalog_operator_feeds_the_actions(tiny_calls_per_output):
     actions = tiny_calls_per_output["actions"]
-    assert set(actions) == CATALOG
-    # one denoise step: one final norm plus two per expert layer
+    # stacked_projection is one condition's modulation; the model computes every step's at
+    # once through modulation_over_steps
+    assert set(actions) == CATALOG - {"stacked_projection"}
+    # one denoise step: one final norm plus two per expert layer, and the two modulations of
+    # each layer computed before the steps, which feed every step
     assert actions["ada_rms_norm"] == 2 * TINY.expert_layers + 1
+    assert actions["modulation_over_steps"] == 2 * TINY.expert_layers
     assert actions["split_kv_attention"] == TINY.prefix_layers + TINY.expert_layers
     assert tiny_calls_per_output["vision_features"] == {}
     assert roundings_in_quadrature(actions) > roundings_in_quadrature(

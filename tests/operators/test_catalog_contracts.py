@@ -123,6 +123,13 @@ def attention_output_heads_swapped(attended, weight):
     return attention_output_reference(attended.flip(1), weight)
 
 
+def modulation_over_steps_steps_swapped(*operands):
+    """Every step's modulations from the next step's condition (the last step's from the first)."""
+    conditions, weights = operands[:10], operands[10:]
+    shifted = conditions[1:] + conditions[:1]
+    return tuple(F.linear(condition, weight) for condition in shifted for weight in weights)
+
+
 def attention_missing_prefix(q, k_cache, v_cache, k, v, scale):
     """Attends only to the current tokens, ignoring the cached prefix."""
     empty = k_cache[:, :, :0]
@@ -139,6 +146,7 @@ WRONG_KERNELS = {
     "attention_output": attention_output_heads_swapped,
     "rotate_qk": rotate_qk_fused_rounding,
     "split_kv_attention": attention_missing_prefix,
+    "modulation_over_steps": modulation_over_steps_steps_swapped,
 }
 
 
@@ -169,6 +177,7 @@ def test_every_catalog_operator_has_a_production_kernel_and_pi05_workloads():
         "gated_gelu",
         "gated_gelu_projection",
         "gated_residual",
+        "modulation_over_steps",
         "qkv_projection",
         "rms_norm",
         "rotate_qk",
