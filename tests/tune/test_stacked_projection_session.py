@@ -19,6 +19,7 @@ sys.path.insert(0, str(BENCHMARKS.parent / "kernels"))
 
 import projection_gpu  # noqa: E402
 import projection_session  # noqa: E402
+
 import stacked_projection_fused as fused  # noqa: E402
 
 SMALL = projection_gpu.small(DECLARATION)

@@ -1,0 +1,88 @@
+"""modulation_over_steps as one product per weight over every step's condition.
+
+Computed step by step, each of the ten denoise steps streams the modulation's 6 MB of BF16
+weights again for a few rows of condition. Here the ten conditions are gathered into one
+(10 x batch, features) block by device-to-device copies, and one Triton launch (the kernel of
+`stacked_projection_fused.py`, shipped beside this file) streams each weight once for all of
+them; each step's outputs are row blocks of the three products. The operator file the scripted
+tune session ships (`python kernels/solution_session.py modulation_over_steps
+kernels/modulation_over_steps_batched.py` writes it).
+"""
+
+import torch
+import triton
+
+from operators import triton_runtime  # selects the interpreter before any kernel
+from operators.kernel_launch import compiler_visible, launch
+from stacked_projection_fused import _stacked_projection_kernel
+
+TUNING = {"block_n": 32, "block_k": 256, "num_warps": 4, "num_stages": 3}
+"""Launch settings on a GPU: output columns per program, K per step, warps, pipeline stages."""
+TUNING_SPACE = {
+    "block_n": (16, 32, 64, 128),
+    "block_k": (64, 128, 256, 512),
+    "num_warps": (2, 4, 8),
+    "num_stages": (1, 2, 3, 4, 5),
+}
+"""What a sweep may try; block_k changes the FP32 sum order, within the contract."""
+ROWS = (16, 128)
+"""tl.dot takes at least 16 rows: fewer rows are masked up to 16; one program keeps at most
+128 rows (ten steps at batch 8 are 80), more take more programs along the grid's axis 1."""
+
+
+@compiler_visible
+def modulation_over_steps_kernel(
+    c0: torch.Tensor,
+    c1: torch.Tensor,
+    c2: torch.Tensor,
+    c3: torch.Tensor,
+    c4: torch.Tensor,
+    c5: torch.Tensor,
+    c6: torch.Tensor,
+    c7: torch.Tensor,
+    c8: torch.Tensor,
+    c9: torch.Tensor,
+    w0: torch.Tensor,
+    w1: torch.Tensor,
+    w2: torch.Tensor,
+) -> tuple[torch.Tensor, ...]:
+    """c_s W_j^T for every step s and weight j, step-major, from one launch over all steps."""
+    conditions = (c0, c1, c2, c3, c4, c5, c6, c7, c8, c9)
+    batch, features = c0.shape
+    rows, outputs = len(conditions) * batch, w0.shape[0]
+    gathered = torch.empty((rows, features), dtype=c0.dtype, device=c0.device)
+    for step, condition in enumerate(conditions):
+        gathered[step * batch : (step + 1) * batch].copy_(condition)
+    w0, w1, w2 = (w if w.stride(-1) == 1 else w.contiguous() for w in (w0, w1, w2))
+    products = tuple(
+        torch.empty((rows, outputs), dtype=c0.dtype, device=c0.device) for _ in range(3)
+    )
+    if rows and outputs:
+        if features == 0:
+            for product in products:
+                product.zero_()
+        else:
+            _launch(gathered, w0, w1, w2, products, rows, features, outputs)
+    return tuple(
+        product[step * batch : (step + 1) * batch]
+        for step in range(len(conditions))
+        for product in products
+    )
+
+
+def _launch(gathered, w0, w1, w2, products, rows, features, outputs) -> None:
+    settings = TUNING
+    block_b = min(ROWS[1], max(ROWS[0], triton.next_power_of_2(rows)))
+    block_n = settings["block_n"]
+    block_k = min(settings["block_k"], max(16, triton.next_power_of_2(features)))
+    if triton_runtime.interpreting():  # one program per weight keeps the interpreter quick
+        block_n = max(block_n, triton.next_power_of_2(outputs))
+    grid = (3 * triton.cdiv(outputs, block_n), triton.cdiv(rows, block_b))
+    launch(
+        _stacked_projection_kernel, grid,
+        gathered, w0, w1, w2, *products, rows, features, outputs,
+        gathered.stride(0), w0.stride(0), w1.stride(0), w2.stride(0),
+        BLOCK_B=block_b, BLOCK_N=block_n, BLOCK_K=block_k, EVEN_K=features % block_k == 0,
+        DOT=True, INTERPRETED=triton_runtime.interpreting(),
+        num_warps=settings["num_warps"], num_stages=settings["num_stages"],
+    )  # fmt: skip
