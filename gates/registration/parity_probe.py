@@ -269,13 +269,6 @@ def drawn_inputs(args: tuple, kwargs: dict, size: int, seed: int, torch):
     return [redraw(a) for a in args], {k: redraw(v) for k, v in kwargs.items()}
 
 
-def argument_signature(args: tuple, kwargs: dict, torch) -> str:
-    """What a call site was first called with: how many arguments, the keywords' names and
-    every tensor's layout (a registration that moves work, such as a hoisting, changes it)."""
-    tensors = describe([*args, *(kwargs[name] for name in sorted(kwargs))], torch)
-    return f"{len(args)} arguments, keywords {sorted(kwargs)}: {tensors}"
-
-
 def direct_calls(capture: CallCapture, plan: dict, runtime, out: Path, tree: Path) -> dict:
     """Call each captured call site on drawn inputs; outputs and registry hits per size."""
     import torch
@@ -287,7 +280,9 @@ def direct_calls(capture: CallCapture, plan: dict, runtime, out: Path, tree: Pat
             continue
         original, args, kwargs = capture.seen[site]
         results[site] = []
-        arguments = argument_signature(args, kwargs, torch)
+        # what the site was first called with (a registration that moves work changes it)
+        layouts = describe([*args, *(kwargs[name] for name in sorted(kwargs))], torch)
+        arguments = f"{len(args)} arguments, keywords {sorted(kwargs)}: {layouts}"
         for size_index, size in enumerate(plan.get("call_sizes", [])):
             seed = plan.get("input_seed", 0) + 1000 * site_index + size_index
             entry: dict = {"size": size, "arguments": arguments}
