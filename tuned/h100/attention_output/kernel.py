@@ -1,6 +1,6 @@
 """Tuned attention_output, written by `controller install`.
 
-From run tune-20261206T195012Z-7830b8, attempt 1.
+From run tune-20261206T231858Z-8c81af, attempt 1.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """

@@ -1,6 +1,6 @@
-"""Tuned stacked_projection, written by `controller install`.
+"""Tuned gated_gelu_projection, written by `controller install`.
 
-From run tune-20261206T194739Z-357afc, attempt 1.
+From run tune-20261206T231607Z-c30d52, attempt 1.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """

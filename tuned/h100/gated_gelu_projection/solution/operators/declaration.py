@@ -117,6 +117,12 @@ class OperatorDeclaration(BaseModel):
         "stock PyTorch formulation such as SDPA for attention; None means the reference",
     )
     contract: Contract
+    library_products: bool = Field(
+        default=True,
+        description="whether a tuned kernel may call the BLAS products (mm, addmm, bmm, "
+        "baddbmm) on operands it prepares; False where the operator is the kernel's own work "
+        "(attention)",
+    )
     oracle: Literal["reference", "float64"] = Field(
         default="reference",
         description="what the contract compares against: the reference's outputs as written, "
