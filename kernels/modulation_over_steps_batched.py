@@ -1,8 +1,9 @@
 """modulation_over_steps as one product per weight over every step's condition.
 
 Computed step by step, each of the ten denoise steps streams the modulation's 6 MB of BF16
-weights again for a few rows of condition. Here the ten conditions are gathered into one
-(10 x batch, features) block by device-to-device copies, and one Triton launch (the kernel of
+weights again for a few rows of condition. Here one small launch gathers the ten conditions
+into one (10 x batch, features) block (ten device copies would be ten nodes of a CUDA graph,
+each costing about what a launch does), and one Triton launch (the kernel of
 `stacked_projection_fused.py`, shipped beside this file) streams each weight once for all of
 them; each step's outputs are row blocks of the three products. The operator file the scripted
 tune session ships (`python kernels/solution_session.py modulation_over_steps
@@ -11,6 +12,7 @@ kernels/modulation_over_steps_batched.py` writes it).
 
 import torch
 import triton
+import triton.language as tl
 
 from operators import triton_runtime  # selects the interpreter before any kernel
 from operators.kernel_launch import compiler_visible, launch
@@ -34,6 +36,45 @@ rows (ten steps at batch 8 are 80: two programs along the grid's axis 1, the sec
 the weights from L2)."""
 
 
+GATHER_BLOCK = 1024
+"""Values of one condition a gathering program copies."""
+
+
+@triton.jit
+def _gather_conditions(
+    c0_ptr, c1_ptr, c2_ptr, c3_ptr, c4_ptr, c5_ptr, c6_ptr, c7_ptr, c8_ptr, c9_ptr,
+    out_ptr,
+    size,
+    BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Program (s, b) copies block b of condition s (`size` values, contiguous) to rows
+    s x batch onwards of the gathered block."""
+    step = tl.program_id(0)
+    offsets = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    source = c0_ptr
+    if step == 1:
+        source = c1_ptr
+    if step == 2:
+        source = c2_ptr
+    if step == 3:
+        source = c3_ptr
+    if step == 4:
+        source = c4_ptr
+    if step == 5:
+        source = c5_ptr
+    if step == 6:
+        source = c6_ptr
+    if step == 7:
+        source = c7_ptr
+    if step == 8:
+        source = c8_ptr
+    if step == 9:
+        source = c9_ptr
+    inside = offsets < size
+    values = tl.load(source + offsets, mask=inside)
+    tl.store(out_ptr + step * size + offsets, values, mask=inside)
+
+
 @compiler_visible
 def modulation_over_steps_kernel(
     c0: torch.Tensor,
@@ -54,9 +95,13 @@ def modulation_over_steps_kernel(
     conditions = (c0, c1, c2, c3, c4, c5, c6, c7, c8, c9)
     batch, features = c0.shape
     rows, outputs = len(conditions) * batch, w0.shape[0]
+    conditions = tuple(c if c.is_contiguous() else c.contiguous() for c in conditions)
     gathered = torch.empty((rows, features), dtype=c0.dtype, device=c0.device)
-    for step, condition in enumerate(conditions):
-        gathered[step * batch : (step + 1) * batch].copy_(condition)
+    if rows and features:
+        grid = (len(conditions), triton.cdiv(batch * features, GATHER_BLOCK))
+        launch(
+            _gather_conditions, grid, *conditions, gathered, batch * features, BLOCK=GATHER_BLOCK
+        )
     w0, w1, w2 = (w if w.stride(-1) == 1 else w.contiguous() for w in (w0, w1, w2))
     products = tuple(
         torch.empty((rows, outputs), dtype=c0.dtype, device=c0.device) for _ in range(3)
