@@ -81,7 +81,7 @@ def space_points(settings: DeclaredSettings, limit: int = POINT_LIMIT) -> list[P
     two, ...)."""
     incumbent = dict(settings.point or {})
     found = [incumbent]
-    for reach in range(1, len(settings.space or {}) + 1):
+    for reach in range(1, len(settings.varied(incumbent)) + 1):
         if len(found) >= limit:
             break
         found.extend(settings.neighbours(incumbent, reach))

@@ -33,31 +33,63 @@ class DeclaredSettings(BaseModel):
 
         A step is the distance between two values' places in the declared list, so a search
         tries the next value up and down of every setting before any larger jump; ties keep
-        the space's order of settings, the step up before the step down.
+        the space's order of settings, the step up before the step down. Where the point keeps
+        its settings per regime (every value a dict, a tile per row regime say), the space
+        applies to each regime's settings: a setting is one regime's one name.
         """
         if not self.space:
             return []
         found = []
-        for changed in itertools.combinations(list(self.space), reach):
+        for changed in itertools.combinations(self.varied(around), reach):
             choices = [
-                [value for value in self.space[name] if value != around.get(name)]
-                for name in changed
+                [value for value in self.space[key[1]] if value != _value(around, key)]
+                for key in changed
             ]
             for values in itertools.product(*choices):
-                point = {**around, **dict(zip(changed, values, strict=True))}
+                point = _with_values(around, dict(zip(changed, values, strict=True)))
                 found.append((self._distance(around, point), len(found), point))
         return [point for _, _, point in sorted(found, key=lambda item: item[:2])]
 
+    def varied(self, around: Point) -> list[tuple[str | None, str]]:
+        """(regime, name) of every setting the space varies; regime None for a flat point."""
+        if around and all(isinstance(value, dict) for value in around.values()):
+            return [
+                (regime, name)
+                for regime, settings in around.items()
+                for name in self.space or {}
+                if name in settings
+            ]
+        return [(None, name) for name in self.space or {}]
+
     def _distance(self, around: Point, point: Point) -> tuple[int, int]:
         total, downward = 0, 0
-        for name, options in (self.space or {}).items():
-            if point.get(name) == around.get(name):
+        for key in self.varied(around):
+            options = (self.space or {})[key[1]]
+            if _value(point, key) == _value(around, key):
                 continue
-            here = options.index(around[name]) if around.get(name) in options else 0
-            step = options.index(point[name]) - here
+            here = options.index(_value(around, key)) if _value(around, key) in options else 0
+            step = options.index(_value(point, key)) - here
             total += abs(step)
             downward += step < 0
         return total, downward
+
+
+def _value(point: Point, key: tuple[str | None, str]) -> Any:
+    regime, name = key
+    return (point.get(regime) or {}).get(name) if regime is not None else point.get(name)
+
+
+def _with_values(point: Point, values: dict[tuple[str | None, str], Any]) -> Point:
+    """`point` with each (regime, name) setting replaced; regimes are copied, not shared."""
+    changed = {
+        key: dict(value) if isinstance(value, dict) else value for key, value in point.items()
+    }
+    for (regime, name), value in values.items():
+        if regime is None:
+            changed[name] = value
+        else:
+            changed[regime][name] = value
+    return changed
 
 
 def declared_settings(source: str) -> DeclaredSettings:
