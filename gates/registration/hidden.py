@@ -3,9 +3,11 @@
 A registration could route a call site only at the parity drivers' batch sizes, or carry a
 reference that is wrong only at shapes the drivers never use. So besides the declared parity
 configurations the probe runs the target's hidden-parity driver at drawn batch sizes and seeds,
-and calls each selected call site directly on random inputs of drawn sizes (odd ones
-included). The draw depends only on the run's nonce, so BASE and every attempt see the same
-draw and a resumed run draws it again.
+and again at the sizes of the direct calls (within the driver's batch range), and calls each
+selected call site directly on random inputs of drawn sizes (odd ones included). The model at
+the direct calls' sizes judges a call site whose arguments a registration changed, which no
+direct call can compare with BASE. The draw depends only on the run's nonce, so BASE and every
+attempt see the same draw and a resumed run draws it again.
 """
 
 import random
@@ -63,6 +65,16 @@ def draw_hidden(config: TargetConfig, nonce: str) -> HiddenDraw:
             )
     odd = 2 * generator.randint(1, 8) + 1
     sizes = (odd, generator.randint(2, 24))[:CALL_SIZES]
+    if hidden is not None:  # the whole model at the direct calls' sizes, within its range
+        for size in sizes:
+            configurations.append(
+                HiddenConfiguration(
+                    label=f"hidden configuration {len(configurations) + 1}",
+                    driver=hidden.driver,
+                    batch=min(max(size, smallest), largest),
+                    seed=generator.randrange(1, 2**31),
+                )
+            )
     return HiddenDraw(
         configurations=tuple(configurations),
         call_sizes=sizes,

@@ -76,7 +76,10 @@ def test_the_hidden_draw_depends_only_on_the_nonce():
     smallest, largest = config.hidden_parity.batch_sizes
     assert all(smallest <= c.batch <= largest for c in first.configurations)
     assert first.call_sizes[0] % 2 == 1
-    assert configuration_names(config, first)[-1] == "hidden configuration 2"
+    # two drawn configurations, then the model at each direct call's size, within its range
+    assert configuration_names(config, first)[-1] == "hidden configuration 4"
+    at_call_sizes = [c.batch for c in first.configurations[2:]]
+    assert at_call_sizes == [min(max(size, smallest), largest) for size in first.call_sizes]
 
 
 def test_the_gate_table_runs_every_named_gate_static_ones_first():
