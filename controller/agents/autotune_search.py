@@ -5,6 +5,12 @@ The screen's best-ranked points go to the full evaluator in order, one per attem
 `few` per run; the incumbent and points already submitted are skipped. Where the screen timed
 the points, one that screened no faster than the incumbent is not worth an evaluation (the
 latency gate needs a 3% gain), so the agent stops there.
+
+A point kept per regime (a tile per row count) is screened one regime's change at a time, and
+each regime runs on its own workloads, so one change may gain too little of the model's time to
+clear the gate. Where the screen found faster changes in two or more regimes, their join goes
+first: each regime's fastest screened settings in one point, every part of which was compiled,
+checked and timed on the workloads it runs.
 """
 
 from typing import Any
@@ -44,6 +50,9 @@ def next_submission(
     current = point_key(incumbent)
     own = next((p for p in report.points if point_key(p.point) == current), None)
     ceiling = own.weighted_us if report.timed and own is not None else None
+    joined = joined_regimes(report, incumbent, ceiling)
+    if joined is not None and point_key(joined.point) not in submitted | {current}:
+        return joined.model_copy(update={"submitted_before": done})
     for rank, screened in enumerate(report.ranked(), start=1):
         key = point_key(screened.point)
         if key == current or key in submitted:
@@ -73,4 +82,34 @@ def next_submission(
                 )
     return Submission(
         point=None, submitted_before=done, reason="every passing point was submitted already"
+    )
+
+
+def joined_regimes(
+    report: ScreenReport, incumbent: Point, ceiling: float | None
+) -> Submission | None:
+    """Each regime's fastest screened change joined into one point, where two or more regimes
+    have one faster than the incumbent (`ceiling`, its screened weighted time); else None."""
+    regimes = list(incumbent)
+    if ceiling is None or not regimes or not all(isinstance(incumbent[r], dict) for r in regimes):
+        return None
+    fastest: dict[str, Any] = {}
+    for screened in report.ranked():
+        changed = [r for r in regimes if screened.point.get(r) != incumbent[r]]
+        if len(changed) != 1 or screened.weighted_us is None or screened.weighted_us >= ceiling:
+            continue
+        regime = changed[0]
+        if regime not in fastest or screened.weighted_us < fastest[regime].weighted_us:
+            fastest[regime] = screened
+    if len(fastest) < 2:
+        return None
+    point = {r: fastest[r].point[r] if r in fastest else incumbent[r] for r in regimes}
+    estimate = ceiling - sum(ceiling - fastest[r].weighted_us for r in fastest)
+    names = ", ".join(sorted(fastest))
+    return Submission(
+        point=point,
+        weighted_us=estimate,
+        submitted_before=0,
+        reason=f"each regime's fastest screened change joined ({names}): about "
+        f"{estimate:.3f} us weighted against the incumbent's {ceiling:.3f}",
     )

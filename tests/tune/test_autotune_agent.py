@@ -217,3 +217,43 @@ def test_autotune_screens_once_then_submits_its_best_points_through_the_gates(
     report = (evidence / "report.md").read_text()
     assert "### Screen of the declared space" in report and "20 points" in report
     assert "| 1 | `" + json.dumps(tried[0]["tuning"], sort_keys=True) + "` | 2.100 |" in report
+
+
+REGIMES = DeclaredSettings(
+    point={"few": {"rows": 1, "warps": 4}, "many": {"rows": 4, "warps": 4}},
+    space={"rows": (1, 2, 4), "warps": (2, 4, 8)},
+)
+
+
+def _screened_regimes(times: dict[str, float]) -> ScreenReport:
+    """A timed screen of REGIMES' one-step points: a weighted time per changed (regime,
+    setting=value), 5.0 for the incumbent and any point not named."""
+    points = []
+    for index, point in enumerate(space_points(REGIMES)):
+        changed = [
+            f"{regime}.{name}={value}"
+            for regime, settings in point.items()
+            for name, value in settings.items()
+            if value != REGIMES.point[regime][name]
+        ]
+        weighted = times.get(",".join(changed), 5.0)
+        points.append(ScreenedPoint(index=index, point=point, status="timed",
+                                    weighted_us=weighted))  # fmt: skip
+    return ScreenReport(device="cuda", timed=True, points=points)
+
+
+def test_faster_changes_in_two_regimes_are_submitted_joined_first():
+    report = _screened_regimes({"few.rows=2": 4.0, "few.warps=8": 4.4, "many.warps=8": 4.5})
+    first = next_submission(report, REGIMES.point, [], few=3)
+    assert first.point == {"few": {"rows": 2, "warps": 4}, "many": {"rows": 4, "warps": 8}}
+    assert first.weighted_us == pytest.approx(3.5) and "joined (few, many)" in first.reason
+    history = [{"attempt": 1, "gate": "latency", "tuning": first.point}]
+    second = next_submission(report, REGIMES.point, history, few=3)
+    assert second.point == {"few": {"rows": 2, "warps": 4}, "many": {"rows": 4, "warps": 4}}
+
+
+def test_a_faster_change_in_one_regime_only_is_submitted_as_screened():
+    report = _screened_regimes({"few.rows=2": 4.0})
+    chosen = next_submission(report, REGIMES.point, [], few=3)
+    assert chosen.point == {"few": {"rows": 2, "warps": 4}, "many": {"rows": 4, "warps": 4}}
+    assert chosen.rank == 1
