@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from controller.screening.report import ScreenReport, point_key
-from gates.tuning.launch_settings import Point
+from gates.tuning.launch_settings import Point, per_regime
 
 
 class Submission(BaseModel):
@@ -50,9 +50,9 @@ def next_submission(
     current = point_key(incumbent)
     own = next((p for p in report.points if point_key(p.point) == current), None)
     ceiling = own.weighted_us if report.timed and own is not None else None
-    joined = joined_regimes(report, incumbent, ceiling)
+    joined = joined_regimes(report, incumbent, ceiling, done)
     if joined is not None and point_key(joined.point) not in submitted | {current}:
-        return joined.model_copy(update={"submitted_before": done})
+        return joined
     for rank, screened in enumerate(report.ranked(), start=1):
         key = point_key(screened.point)
         if key == current or key in submitted:
@@ -86,13 +86,14 @@ def next_submission(
 
 
 def joined_regimes(
-    report: ScreenReport, incumbent: Point, ceiling: float | None
+    report: ScreenReport, incumbent: Point, ceiling: float | None, done: int
 ) -> Submission | None:
     """Each regime's fastest screened change joined into one point, where two or more regimes
-    have one faster than the incumbent (`ceiling`, its screened weighted time); else None."""
-    regimes = list(incumbent)
-    if ceiling is None or not regimes or not all(isinstance(incumbent[r], dict) for r in regimes):
+    have one faster than the incumbent (`ceiling`, its screened weighted time); else None.
+    `done`: how many points the run submitted before."""
+    if ceiling is None or not per_regime(incumbent):
         return None
+    regimes = list(incumbent)
     fastest: dict[str, Any] = {}
     for screened in report.ranked():
         changed = [r for r in regimes if screened.point.get(r) != incumbent[r]]
@@ -109,7 +110,7 @@ def joined_regimes(
     return Submission(
         point=point,
         weighted_us=estimate,
-        submitted_before=0,
+        submitted_before=done,
         reason=f"each regime's fastest screened change joined ({names}): about "
         f"{estimate:.3f} us weighted against the incumbent's {ceiling:.3f}",
     )

@@ -54,10 +54,10 @@ def check(
                 }
                 return Verdict(gate=GATE, passed=False, summary=summary, details=details)
             compared += 1
-    calls, problem = _direct_calls(base, candidate)
+    changed = _changed_sites(base, candidate)
+    calls, problem = _direct_calls(base, candidate, set(changed))
     if problem:
         return Verdict(gate=GATE, passed=False, summary=problem)
-    changed = _changed_sites(base, candidate)
     hidden_runs = len(names) - len(config.parity_configurations)
     if changed and not hidden_runs:
         summary = (
@@ -76,10 +76,12 @@ def check(
     return Verdict(gate=GATE, passed=True, summary=summary, details={"changed": changed})
 
 
-def _direct_calls(base: ProbeResult, candidate: ProbeResult) -> tuple[int, str | None]:
-    """Where BASE's call site accepted the drawn inputs, the candidate's gives the same bytes."""
+def _direct_calls(
+    base: ProbeResult, candidate: ProbeResult, changed: set[str]
+) -> tuple[int, str | None]:
+    """Where BASE's call site accepted the drawn inputs, the candidate's gives the same bytes;
+    a site in `changed` (called with other arguments) has no BASE call to compare with."""
     compared = 0
-    changed = set(_changed_sites(base, candidate))
     for site, base_entries in base.direct_calls.items():
         entries = candidate.direct_calls.get(site, [])
         for index, before in enumerate(base_entries):

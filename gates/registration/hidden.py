@@ -50,31 +50,28 @@ def new_nonce() -> str:
 def draw_hidden(config: TargetConfig, nonce: str) -> HiddenDraw:
     """The hidden configurations and direct-call sizes for the run whose nonce is `nonce`."""
     generator = random.Random(nonce)
-    configurations = []
+    configurations: list[HiddenConfiguration] = []
     hidden = config.hidden_parity
+
+    def add(batch: int) -> None:  # the seed is drawn after the batch, in draw order
+        configurations.append(
+            HiddenConfiguration(
+                label=f"hidden configuration {len(configurations) + 1}",
+                driver=hidden.driver,
+                batch=batch,
+                seed=generator.randrange(1, 2**31),
+            )
+        )
+
     if hidden is not None:
         smallest, largest = hidden.batch_sizes
-        for index in range(hidden.configurations):
-            configurations.append(
-                HiddenConfiguration(
-                    label=f"hidden configuration {index + 1}",
-                    driver=hidden.driver,
-                    batch=generator.randint(smallest, largest),
-                    seed=generator.randrange(1, 2**31),
-                )
-            )
+        for _ in range(hidden.configurations):
+            add(generator.randint(smallest, largest))
     odd = 2 * generator.randint(1, 8) + 1
     sizes = (odd, generator.randint(2, 24))[:CALL_SIZES]
     if hidden is not None:  # the whole model at the direct calls' sizes, within its range
         for size in sizes:
-            configurations.append(
-                HiddenConfiguration(
-                    label=f"hidden configuration {len(configurations) + 1}",
-                    driver=hidden.driver,
-                    batch=min(max(size, smallest), largest),
-                    seed=generator.randrange(1, 2**31),
-                )
-            )
+            add(min(max(size, smallest), largest))
     return HiddenDraw(
         configurations=tuple(configurations),
         call_sizes=sizes,

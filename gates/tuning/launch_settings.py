@@ -46,13 +46,16 @@ class DeclaredSettings(BaseModel):
                 for key in changed
             ]
             for values in itertools.product(*choices):
-                point = _with_values(around, dict(zip(changed, values, strict=True)))
-                found.append((self._distance(around, point), len(found), point))
+                settings = dict(zip(changed, values, strict=True))
+                steps = [self._step(around, key, value) for key, value in settings.items()]
+                distance = (sum(abs(step) for step in steps), sum(step < 0 for step in steps))
+                point = _with_values(around, settings)
+                found.append((distance, len(found), point))
         return [point for _, _, point in sorted(found, key=lambda item: item[:2])]
 
     def varied(self, around: Point) -> list[tuple[str | None, str]]:
         """(regime, name) of every setting the space varies; regime None for a flat point."""
-        if around and all(isinstance(value, dict) for value in around.values()):
+        if per_regime(around):
             return [
                 (regime, name)
                 for regime, settings in around.items()
@@ -61,17 +64,16 @@ class DeclaredSettings(BaseModel):
             ]
         return [(None, name) for name in self.space or {}]
 
-    def _distance(self, around: Point, point: Point) -> tuple[int, int]:
-        total, downward = 0, 0
-        for key in self.varied(around):
-            options = (self.space or {})[key[1]]
-            if _value(point, key) == _value(around, key):
-                continue
-            here = options.index(_value(around, key)) if _value(around, key) in options else 0
-            step = options.index(_value(point, key)) - here
-            total += abs(step)
-            downward += step < 0
-        return total, downward
+    def _step(self, around: Point, key: tuple[str | None, str], value: Any) -> int:
+        """How many places along its declared list `value` lies from `around`'s setting."""
+        options = (self.space or {})[key[1]]
+        current = _value(around, key)
+        return options.index(value) - (options.index(current) if current in options else 0)
+
+
+def per_regime(point: Point | None) -> bool:
+    """Whether `point` keeps its settings per regime: every value a dict of settings."""
+    return bool(point) and all(isinstance(value, dict) for value in point.values())
 
 
 def _value(point: Point, key: tuple[str | None, str]) -> Any:
