@@ -80,20 +80,26 @@ def _attend_to_keys(
         correction = tl.exp2(row_max - new_max)
         weights = tl.exp2(scores - new_max[:, None])
         row_sum = row_sum * correction + tl.sum(weights, axis=1)
-        # The weights reach the tensor cores as WEIGHT_PARTS BF16 parts (high + low, and the
-        # rest with three), and each block's product joins the running sum in FP32: one BF16
-        # rounding of a near-one-hot softmax would move a cancelling output past the contract.
+        # The weights reach the tensor cores as WEIGHT_PARTS BF16 parts: one, rounded once as a
+        # flash SDPA rounds them; two (high + low) or three, nearly their FP32 value, at one
+        # more product each. Each block's product joins the running sum in FP32.
         high = round_to_bfloat16(weights)
-        low = round_to_bfloat16(weights - high)
-        lowest = tl.zeros_like(low)
-        if WEIGHT_PARTS > 2:
-            lowest = round_to_bfloat16(weights - high - low)
-        if UPCAST:
-            update = tl.dot(high + low + lowest, value.to(tl.float32), input_precision="ieee")
+        if WEIGHT_PARTS == 1:
+            if UPCAST:
+                update = tl.dot(high, value.to(tl.float32), input_precision="ieee")
+            else:
+                update = tl.dot(high.to(value.dtype), value)
         else:
-            update = tl.dot(high.to(value.dtype), value) + tl.dot(low.to(value.dtype), value)
+            low = round_to_bfloat16(weights - high)
+            lowest = tl.zeros_like(low)
             if WEIGHT_PARTS > 2:
-                update += tl.dot(lowest.to(value.dtype), value)
+                lowest = round_to_bfloat16(weights - high - low)
+            if UPCAST:
+                update = tl.dot(high + low + lowest, value.to(tl.float32), input_precision="ieee")
+            else:
+                update = tl.dot(high.to(value.dtype), value) + tl.dot(low.to(value.dtype), value)
+                if WEIGHT_PARTS > 2:
+                    update += tl.dot(lowest.to(value.dtype), value)
         acc = acc * correction[:, None] + update
         row_max = new_max
     return acc, row_max, row_sum

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from gates.tuning.launch_settings import declared_settings
 from operators.catalog import split_kv_attention
@@ -181,3 +182,19 @@ def test_the_margins_allow_only_numerics_that_passed_every_workload():
     source = attention_session.KERNEL_FILE.read_text()
     tuned = attention_session.tuned_source(source, report, {(2, 3), (4, 3)})
     assert declared_settings(tuned).point["short_weight_parts"] == 3
+
+
+def test_one_part_of_the_weights_is_one_rounding_not_two():
+    """`weight_parts` 1 rounds the weights once: its output differs from two parts', so the
+    space's stock-numerics point is a kernel the autotune search really times."""
+    torch.manual_seed(0)
+    q = torch.randn(1, 8, 16, 256, dtype=torch.bfloat16)
+    k_cache, v_cache = (torch.randn(1, 1, 32, 256, dtype=torch.bfloat16) for _ in range(2))
+    k, v = (torch.randn(1, 1, 16, 256, dtype=torch.bfloat16) for _ in range(2))
+    outputs = {
+        parts: split_dim.attend(
+            q, k_cache, v_cache, k, v, 0.0625, {**SINGLE_ROUNDING, "weight_parts": parts}
+        )
+        for parts in (1, 2)
+    }
+    assert not torch.equal(outputs[1], outputs[2])
