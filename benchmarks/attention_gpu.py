@@ -65,7 +65,9 @@ def _variants(points: list[tuple[int, ...]]) -> list[dict]:
 
 
 SHORT_VARIANTS = _variants([
-    (1, 64, 64, 2, 2, 4, 3, 2, 5), (8, 16, 64, 2, 2, 8, 3, 2, 2), (8, 16, 64, 2, 2, 8, 3),
+    (1, 64, 64, 2, 2, 4, 3, 2, 5), (8, 16, 64, 2, 2, 8, 3, 2, 2), (1, 64, 64, 2, 1, 4, 3, 1, 5),
+    (8, 16, 64, 2, 1, 8, 3, 1, 2), (1, 16, 64, 4, 1, 4, 3, 1, 5), (8, 16, 64, 2, 1, 8, 3, 1),
+    (8, 16, 64, 2, 2, 8, 3),
     (8, 16, 64, 2, 2, 8, 2), (8, 16, 32, 2, 2, 8, 3), (4, 16, 64, 2, 2, 8, 3),
     (4, 16, 64, 2, 2, 4, 3), (2, 32, 64, 2, 2, 4, 3), (8, 16, 64, 4, 2, 8, 3),
     (1, 16, 64, 4, 2, 4, 3), (1, 64, 64, 2, 2, 4, 3), (1, 16, 64, 4, 2, 4, 3, 3),
@@ -79,19 +81,21 @@ SHORT_VARIANTS = _variants([
     (4, 16, 64, 2, 2, 4, 3, 2, 2), (1, 32, 64, 2, 2, 4, 3, 2, 3),
 ])  # fmt: skip
 """Settings (in `_variants`' order) tried for the action calls (50 tokens): the shipped ones,
-the eight query heads of a key head in one program without runs of keys (batch 8 fills the GPU
-without them), then the keys in 2 to 10 runs joined by a second launch, over query heads per
-program, output parts and query blocks; scores in two chunks (one misses the contract, see
-TUNING_SPACE)."""
+stock's single rounding (scores in one product, the weights in one BF16 part, within the
+contract "no less accurate than stock"), the eight query heads of a key head in one program
+without runs of keys (batch 8 fills the GPU without them), then the keys in 2 to 10 runs joined
+by a second launch, over query heads per program, output parts and query blocks."""
 LONG_VARIANTS = _variants([
-    (1, 128, 64, 2, 2, 8, 3), (1, 64, 32, 2, 2, 4, 3), (2, 64, 64, 2, 2, 8, 3),
+    (1, 128, 64, 2, 2, 8, 3), (1, 64, 32, 2, 2, 4, 3), (1, 128, 64, 2, 1, 8, 3, 1),
+    (1, 64, 32, 2, 1, 4, 3, 1), (1, 64, 64, 2, 1, 4, 3, 1), (2, 64, 64, 2, 1, 8, 3, 1),
+    (1, 128, 32, 2, 1, 8, 2, 1), (1, 64, 64, 1, 1, 8, 2, 1), (2, 64, 64, 2, 2, 8, 3),
     (2, 64, 32, 2, 2, 8, 3), (1, 64, 64, 2, 2, 4, 2), (1, 128, 64, 2, 2, 8, 3, 2, 2),
     (1, 128, 64, 2, 2, 8, 3, 2, 3), (1, 64, 32, 2, 2, 4, 3, 2, 2), (1, 64, 64, 2, 2, 4, 3, 2, 2),
     (1, 128, 32, 2, 2, 8, 3, 2, 2), (1, 64, 32, 2, 2, 4, 3, 2, 3),
 ])  # fmt: skip
-"""The same for the prefix calls (576 tokens): the shipped settings of both batches, two query
-heads per program (their keys and values loaded once), then runs of keys, which give the 80
-programs of a batch-1 call more of the GPU."""
+"""The same for the prefix calls (576 tokens): the shipped settings of both batches, stock's
+single rounding, two query heads per program (their keys and values loaded once), then runs of
+keys, which give the 80 programs of a batch-1 call more of the GPU."""
 
 
 class Timing(BaseModel):
