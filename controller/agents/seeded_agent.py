@@ -5,10 +5,13 @@ operator (`controller.agents.kernel_templates`).
 
 Attempt 1 writes the seed's sources over the workspace's incumbent (its `solution.json` stays
 the controller's, so the seed must keep the task's entry point), through the same fenced tools
-every agent uses; the controller's gates
-judge it here like any candidate. Later attempts are the inner agent's (by default `autotune`,
-which then searches the seed's declared space once it is the incumbent). The seed's files are
-checked against the digests its profile records before they are written.
+every agent uses; the controller's gates judge it here like any candidate. With
+`seed:<folder>/<operator>+template+<agent>`, attempt 2 writes the product's kernel template
+as a challenger (where its files differ from the seed's): a profile tuned elsewhere may ship an
+older kernel than the product does now, and the paired gates, not the spec, choose between
+them. Later attempts are the inner agent's (by default `autotune`, which then searches the
+incumbent's declared space). The seed's files are checked against the digests its profile
+records before they are written.
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ from gates.tuning.launch_settings import declared_settings
 from operators.errors import ProfileError
 from operators.profiles import read_profile, verify_files
 
-SPEC_FORM = "seed:<tuned/PROFILE>/<operator>[+<agent>]"
+SPEC_FORM = "seed:<tuned/PROFILE>/<operator>[+template][+<agent>]"
 TEMPLATE_FORM = "template:<operator>[+<agent>]"
 STARTING_KINDS = ("seed:", "template:")
+CHALLENGER = "template"
+"""After a seed's `+`: the product's kernel template challenges the seed in attempt 2."""
 
 
 class SeededAgent:
@@ -35,24 +40,35 @@ class SeededAgent:
     template) first, then hands the run to `inner`."""
 
     def __init__(
-        self, profile_folder: Path | None, operator: str, inner: Agent, inner_spec: str
+        self,
+        profile_folder: Path | None,
+        operator: str,
+        inner: Agent,
+        inner_spec: str,
+        challenger: bool = False,
     ) -> None:
         self.profile_folder = None if profile_folder is None else Path(profile_folder)
         self.operator, self.inner = operator, inner
+        self.challenger = challenger and profile_folder is not None
+        then = f"{CHALLENGER}+{inner_spec}" if self.challenger else inner_spec
         self.spec = (
             f"template:{operator}+{inner_spec}"
             if profile_folder is None
-            else f"seed:{profile_folder}/{operator}+{inner_spec}"
+            else f"seed:{profile_folder}/{operator}+{then}"
         )
 
     @classmethod
     def from_argument(cls, argument: str, make_inner) -> SeededAgent:
-        """`tuned/h200/rms_norm+autotune`: the profile folder, the operator, the next agent."""
+        """`tuned/h200/rms_norm+autotune`: the profile folder, the operator, the next agent;
+        `tuned/h200/qkv_projection+template+autotune` puts the template between them."""
         where, inner_spec = _inner(argument, "seed")
+        challenger = inner_spec == CHALLENGER or inner_spec.startswith(f"{CHALLENGER}+")
+        if challenger:
+            inner_spec = inner_spec.removeprefix(CHALLENGER).removeprefix("+") or "autotune"
         if not where or "/" not in where:
             raise ControllerError(f"agent spec 'seed:{argument}': use {SPEC_FORM}")
         folder, _, operator = where.rpartition("/")
-        return cls(Path(folder), operator, make_inner(inner_spec), inner_spec)
+        return cls(Path(folder), operator, make_inner(inner_spec), inner_spec, challenger)
 
     @classmethod
     def from_template(cls, argument: str, make_inner) -> SeededAgent:
@@ -65,6 +81,17 @@ class SeededAgent:
     @property
     def source_name(self) -> str:
         return "template" if self.profile_folder is None else f"{self.profile_folder}"
+
+    def starts(self) -> list[tuple[str, str | None, dict[str, str]]]:
+        """What attempts 1, 2, ... write before the inner agent's turns: (name, entry point,
+        files) of the seed, then of the challenging template where its files differ."""
+        entry, files = self.seed_files()
+        starts = [(Path(self.source_name).name, entry, files)]
+        if self.challenger:
+            template = template_files(self.operator)
+            if any(files.get(path) != text for path, text in template.items()):
+                starts.append(("template", None, template))
+        return starts
 
     def seed_files(self) -> tuple[str | None, dict[str, str]]:
         """The seed's entry point and its sources by path inside `solution/`, digest-checked;
@@ -90,8 +117,9 @@ class SeededAgent:
         return document["spec"]["entry_point"], files
 
     def check_available(self) -> None:
-        """Refuse before the run starts when the seed is missing or tampered with."""
-        self.seed_files()
+        """Refuse before the run starts when the seed (or its challenger) is missing or
+        tampered with."""
+        self.starts()
         self.inner.check_available()
 
     def preflight(self) -> None:
@@ -101,15 +129,19 @@ class SeededAgent:
             check()
 
     def run(self, session: AgentSession) -> SessionResult:
-        """Attempt 1 writes the seed. A later attempt is the inner agent's; where the seed was
-        not kept and the incumbent declares no space to search, the seed is written again
-        first, so the tuner searches the seed's space rather than nothing."""
-        if session.attempt > 1 and _declares_space(session.workspace):
-            return self.inner.run(session)
+        """Attempt n writes the n-th start (the seed, then a challenging template). A later
+        attempt is the inner agent's; where no start was kept and the incumbent declares no
+        space to search, the seed is written again first, so the tuner searches the seed's
+        space rather than nothing."""
         started = time.time()
         transcript: list[dict] = [{"role": "user", "content": session.prompt}]
         try:
-            entry, files = self.seed_files()
+            starts = self.starts()
+            if session.attempt > len(starts) and _declares_space(session.workspace):
+                return self.inner.run(session)
+            name, entry, files = starts[
+                session.attempt - 1 if session.attempt <= len(starts) else 0
+            ]
             task_entry = _entry_point(session.workspace / "solution" / "solution.json")
             if entry is not None and entry != task_entry:
                 raise ControllerError(
@@ -134,7 +166,7 @@ class SeededAgent:
                  "output": outcome.output[:300]}
             )  # fmt: skip
         turn = TraceEvent(
-            name=f"seed from {Path(self.source_name).name}",
+            name=f"seed from {name}",
             category="agent_turn",
             start_s=started,
             duration_s=time.time() - started,
@@ -144,7 +176,7 @@ class SeededAgent:
             transcript=transcript, usage=Usage(), exit_reason="finished",
             events=[turn, *tools.events],
         )  # fmt: skip
-        if session.attempt == 1:
+        if session.attempt <= len(starts):
             return written
         searched = self.inner.run(session)
         return searched.model_copy(

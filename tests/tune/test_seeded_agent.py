@@ -24,27 +24,25 @@ from operators.profiles import TUNED_ROOT
 H200 = TUNED_ROOT / "h200"
 
 
-def write_seed(root: Path, directive: str) -> Path:
-    """A profile `seed` shipping rms_norm's baseline with a fake-evaluator directive."""
-    files = render_package(REGISTRY.declaration("rms_norm"))
+def write_seed(root: Path, directive: str, operator: str = "rms_norm") -> Path:
+    """A profile `seed` shipping `operator`'s baseline with a fake-evaluator directive."""
+    files = render_package(REGISTRY.declaration(operator))
     document = json.loads(files["solution/solution.json"])
     entry = document["spec"]["entry_point"].split("::")[0]
     for source in document["sources"]:
         if source["path"] == entry:
-            source["content"] = source["content"].replace(
-                "TUNING = {", f"# fake-evaluator: {directive}\nTUNING = {{", 1
-            )
+            source["content"] = f"# fake-evaluator: {directive}\n{source['content']}"
     folder = root / "seed"
-    written = {"rms_norm/solution/solution.json": json.dumps(document)}
-    written.update({f"rms_norm/solution/{s['path']}": s["content"] for s in document["sources"]})
-    written["rms_norm/kernel.py"] = "kernel = None\napplies = None\n"
+    written = {f"{operator}/solution/solution.json": json.dumps(document)}
+    written.update({f"{operator}/solution/{s['path']}": s["content"] for s in document["sources"]})
+    written[f"{operator}/kernel.py"] = "kernel = None\napplies = None\n"
     for relative, text in written.items():
         (folder / relative).parent.mkdir(parents=True, exist_ok=True)
         (folder / relative).write_text(text)
     profile = {
         "name": "seed",
         "environment": json.loads((H200 / "profile.json").read_text())["environment"],
-        "operators": {"rms_norm": {"source": "rms_norm/kernel.py"}},
+        "operators": {operator: {"source": f"{operator}/kernel.py"}},
         "files": {r: hashlib.sha256((folder / r).read_bytes()).hexdigest() for r in written},
     }
     (folder / "profile.json").write_text(json.dumps(profile))
@@ -73,10 +71,51 @@ def test_templates_start_what_the_seed_lacks_and_only_for_the_model_free_tuner()
     assert seeded_spec(None, "qkv_projection", "autotune:2", templates=True) == (
         "template:qkv_projection+autotune:2"
     )
-    assert "h200/qkv_projection" in seeded_spec(H200, "qkv_projection", "autotune", True)
+    assert seeded_spec(H200, "qkv_projection", "autotune", True).endswith(
+        "h200/qkv_projection+template+autotune"
+    ), "the product's template challenges the seed"
+    assert seeded_spec(H200, "rotate_qk", "claude", True).endswith("h200/rotate_qk+claude")
     assert seeded_spec(None, "rms_norm", "autotune", True) == "autotune", "no template"
     assert seeded_spec(None, "qkv_projection", "claude", True) == "claude", "writes its own"
     assert seeded_spec(None, "qkv_projection", "autotune") == "autotune", "templates off"
+
+
+def test_a_challenged_seed_names_its_challenger_and_checks_both(tmp_path):
+    agent = make_agent(f"seed:{H200}/qkv_projection+template+autotune:2")
+    assert agent.challenger and agent.inner.spec == "autotune:2"
+    assert agent.spec == f"seed:{H200}/qkv_projection+template+autotune:2"
+    agent.check_available()
+    names = [name for name, _, _ in agent.starts()]
+    assert names == ["h200", "template"], "h200's qkv kernel is older than the template"
+    assert make_agent(f"seed:{H200}/rotate_qk+template").inner.spec == "autotune"
+    seed = write_seed(tmp_path, "factor=0.5")
+    with pytest.raises(ControllerError, match="no kernel template for 'rms_norm'"):
+        make_agent(f"seed:{seed}/rms_norm+template").check_available()
+
+
+def test_a_challenged_seed_writes_the_seed_then_the_template_then_the_agent(tune_target, tmp_path):
+    """Attempt 1 submits the seed, attempt 2 the product's template against it, attempt 3 is
+    the inner agent's, whichever start the gates kept."""
+    seed = write_seed(tmp_path, "factor=0.5", operator="qkv_projection")
+    entry = "solution/operators/catalog/qkv_projection.py"
+    marked = {"tool": "edit", "path": entry, "old": "factor=0.5", "new": "factor=0.4"}
+    script = write_script(tmp_path / "session.json", [], [], [marked])
+    arguments = tune_arguments(
+        tmp_path / "runs",
+        tune_target,
+        operator="qkv_projection",
+        agent=f"seed:{seed}/qkv_projection+template+scripted:{script}",
+        unfenced=True,
+        device="cuda",
+        max_attempts=3,
+    )
+    run_tune(arguments, evaluator=FakeEvaluator())
+    attempts = only_run(tmp_path / "runs") / "attempts"
+    assert "fake-evaluator: factor=0.5" in (attempts / "0001" / "diff.patch").read_text()
+    second = (attempts / "0002" / "diff.patch").read_text()
+    assert "+TUNING_SPACE = {" in second and "-# fake-evaluator: factor=0.5" in second
+    third = (attempts / "0003" / "diff.patch").read_text()
+    assert "+# fake-evaluator: factor=0.4" in third, "the agent goes on from the kept seed"
 
 
 def test_the_template_spec_writes_the_kernel_its_session_submits():
