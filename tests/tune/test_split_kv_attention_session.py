@@ -80,8 +80,14 @@ SINGLE_ROUNDING = {**split_dim.INTERPRETED, "score_chunks": 1, "weight_parts": 1
 rounded once to BF16 for the value product."""
 
 
+ONE_PART_OF_CHUNKED_SCORES = {**split_dim.INTERPRETED, "score_chunks": 2, "weight_parts": 1}
+"""The shipped TUNING's numerics: scores in two chunks, the weights rounded once."""
+
+
 @pytest.mark.parametrize(
-    "settings", [None, SPLIT, SINGLE_ROUNDING], ids=["interpreted", "split", "single_rounding"]
+    "settings",
+    [None, SPLIT, SINGLE_ROUNDING, ONE_PART_OF_CHUNKED_SCORES],
+    ids=["interpreted", "split", "single_rounding", "one_part_chunked_scores"],
 )
 def test_the_kernel_meets_the_contract_on_every_distribution(settings):
     declaration = scaled_down(split_kv_attention.DECLARATION)
