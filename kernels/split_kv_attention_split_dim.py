@@ -47,7 +47,7 @@ TUNING = {
     "short_keys": 64,
     "short_heads": 1,
     "short_dim_parts": 2,
-    "short_score_chunks": 2,
+    "short_score_chunks": 1,
     "short_weight_parts": 1,
     "short_key_splits": 5,
     "short_num_warps": 4,
@@ -65,7 +65,7 @@ TUNING = {
     "long_keys": 64,
     "long_heads": 1,
     "long_dim_parts": 2,
-    "long_score_chunks": 2,
+    "long_score_chunks": 1,
     "long_weight_parts": 1,
     "long_key_splits": 1,
     "long_num_warps": 8,
@@ -74,7 +74,7 @@ TUNING = {
     "long_wide_keys": 32,
     "long_wide_heads": 1,
     "long_wide_dim_parts": 2,
-    "long_wide_score_chunks": 2,
+    "long_wide_score_chunks": 1,
     "long_wide_weight_parts": 1,
     "long_wide_key_splits": 1,
     "long_wide_num_warps": 4,
@@ -82,9 +82,11 @@ TUNING = {
 }
 """Launch settings on a GPU per regime: query block, key block, query heads per program, parts
 of the head dimension for the output, chunks of it for the scores, BF16 parts of the softmax
-weights, runs of keys, warps, pipeline stages. The tiles are a sweep's on the H200; the weights
+weights, runs of keys, warps, pipeline stages. The tiles are a sweep's on the H200. The weights
 go in one BF16 part, as a flash SDPA rounds them (within "no less accurate than stock"), at
-half the value products of the two parts that sweep timed."""
+half the value products of the two parts that sweep timed; the scores in one product where
+that spills less (`benchmarks/attention_registers.py`, offline for sm_90a: 344, 80 and 0 bytes
+against 964, 224 and 20 with two chunks in the short, long and long_wide regimes)."""
 TUNING_SPACE = {
     "short_queries": [16, 32, 64, 128],
     "short_keys": [16, 32, 64, 128],
