@@ -139,9 +139,8 @@ class SeededAgent:
             starts = self.starts()
             if session.attempt > len(starts) and _declares_space(session.workspace):
                 return self.inner.run(session)
-            name, entry, files = starts[
-                session.attempt - 1 if session.attempt <= len(starts) else 0
-            ]
+            again = session.attempt > len(starts)  # the seed again, for the search after it
+            name, entry, files = starts[0 if again else session.attempt - 1]
             task_entry = _entry_point(session.workspace / "solution" / "solution.json")
             if entry is not None and entry != task_entry:
                 raise ControllerError(
