@@ -1,6 +1,6 @@
 """Tuned qkv_projection, written by `controller install`.
 
-From run tune-20261206T231710Z-ba3df4, attempt 1.
+From run tune-20261207T021857Z-809dbb, attempt 1.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """

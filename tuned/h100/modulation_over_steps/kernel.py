@@ -1,6 +1,6 @@
-"""Tuned attention_output, written by `controller install`.
+"""Tuned modulation_over_steps, written by `controller install`.
 
-From run tune-20261206T231858Z-8c81af, attempt 1.
+From run tune-20261207T021946Z-87c7db, attempt 1.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """
