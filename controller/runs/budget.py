@@ -65,15 +65,18 @@ def budget_stop(limits: RunLimits, spend: Spend) -> BudgetStop | None:
 
 
 def attempt_allowance(limits: RunLimits, spend: Spend) -> AttemptAllowance:
-    """Per-attempt limits narrowed to what the run has left."""
+    """Per-attempt limits narrowed to what the run has left. The agent's time also leaves the
+    gates as long to judge its candidate as the run expects one judging to take (tune-all's
+    preflight judged the baseline in `expected_attempt_s`): an agent that spends all the time
+    left (the tuner's screen does) would otherwise end its attempt a judging past the limit."""
+    judging = limits.expected_attempt_s or 0.0
+    left = limits.max_minutes * 60 - spend.elapsed_s - judging
     return AttemptAllowance(
         max_tokens=_tighter(limits.max_tokens_per_attempt, _left(limits.max_tokens, spend.tokens)),
         max_dollars=_tighter(
             limits.max_dollars_per_attempt, _left(limits.max_dollars, spend.dollars)
         ),
-        wall_s=max(
-            1.0, min(limits.attempt_minutes * 60, limits.max_minutes * 60 - spend.elapsed_s)
-        ),
+        wall_s=max(1.0, min(limits.attempt_minutes * 60, left)),
     )
 
 

@@ -1,7 +1,7 @@
 """A run's time limit holds within 10%: an attempt that, as long as the longest one so far,
 would end past the limit by more than that is not started."""
 
-from controller.runs.budget import budget_stop
+from controller.runs.budget import attempt_allowance, budget_stop
 from controller.runs.history import Spend, summarize
 from controller.runs.manifest import RunLimits
 
@@ -39,3 +39,14 @@ def test_before_any_attempt_the_expected_one_is_held_to_the_limit():
     # a longer attempt already judged outweighs the expectation
     longer = budget_stop(fits, Spend(attempts=1, elapsed_s=30.0, longest_attempt_s=40.0))
     assert longer is not None and "the longest so far (0.67 min)" in longer.reason
+
+
+def test_an_agent_session_leaves_the_gates_time_to_judge_its_candidate():
+    """A tune step ran 31% past its minutes: the tuner screened for all the time left, then its
+    candidate was judged. The session's time now ends a judging (the preflight's) earlier."""
+    limits = RunLimits(max_attempts=5, max_minutes=1.0, expected_attempt_s=14.0)
+    allowance = attempt_allowance(limits, Spend(attempts=1, elapsed_s=30.0))
+    assert allowance.wall_s == 16.0
+    assert attempt_allowance(LIMITS, Spend(attempts=1, elapsed_s=30.0)).wall_s == 30.0
+    nearly_out = attempt_allowance(limits, Spend(attempts=1, elapsed_s=59.0))
+    assert nearly_out.wall_s == 1.0
