@@ -57,3 +57,12 @@ def test_a_kernel_that_gives_a_step_its_neighbours_rows_is_caught():
 
     workload = Workload(name="b3", axes={"batch": 3})
     assert first_violation(SMALL, shifted, workload, 3, "normal") is not None
+
+
+def test_each_batch_of_the_model_takes_its_own_settings():
+    """Batch 1's ten rows and batch 8's eighty are separate regimes, so the tuner can keep a
+    point that wins at one without the other."""
+    assert batched.regime(10 * 1) == "one_row_block" and batched.regime(10 * 8) == "row_blocks"
+    assert set(batched.TUNING) == {name for name, _ in batched.REGIMES}
+    for settings in batched.TUNING.values():
+        assert all(settings[key] in batched.TUNING_SPACE[key] for key in settings)
