@@ -66,10 +66,11 @@ def budget_stop(limits: RunLimits, spend: Spend) -> BudgetStop | None:
 
 def attempt_allowance(limits: RunLimits, spend: Spend) -> AttemptAllowance:
     """Per-attempt limits narrowed to what the run has left. The agent's time also leaves the
-    gates as long to judge its candidate as the run expects one judging to take (tune-all's
-    preflight judged the baseline in `expected_attempt_s`): an agent that spends all the time
-    left (the tuner's screen does) would otherwise end its attempt a judging past the limit."""
-    judging = limits.expected_attempt_s or 0.0
+    gates as long to judge its candidate as the longest judging so far, or before any the run's
+    `expected_attempt_s` (tune-all's preflight judged the baseline in it): an agent that spends
+    all the time left (the tuner's screen does) would otherwise end its attempt a judging past
+    the limit."""
+    judging = max(limits.expected_attempt_s or 0.0, spend.longest_judging_s)
     left = limits.max_minutes * 60 - spend.elapsed_s - judging
     return AttemptAllowance(
         max_tokens=_tighter(limits.max_tokens_per_attempt, _left(limits.max_tokens, spend.tokens)),

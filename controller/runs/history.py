@@ -20,6 +20,7 @@ class Spend(BaseModel):
     """Of the input tokens, those read from it (billed at a fraction)."""
     elapsed_s: float = 0.0
     longest_attempt_s: float = 0.0  # agent start to verdicts, of the attempts judged so far
+    longest_judging_s: float = 0.0  # agent end to verdicts: how long the gates took to judge
 
     @property
     def tokens(self) -> int:
@@ -86,13 +87,20 @@ def summarize(events: list[dict]) -> RunHistory:
     published = None
     stops: list[str] = []
     started_at: dict[int, float] = {}
-    longest = 0.0
+    finished_at: dict[int, float] = {}
+    longest = judging = 0.0
     for event in events:
         kind, number = event.get("kind"), event.get("attempt")
+        at = float(event.get("elapsed_s", 0.0))
         if kind == "agent_started":
-            started_at[number] = float(event.get("elapsed_s", 0.0))
-        elif kind == "verdicts" and number in started_at:
-            longest = max(longest, float(event.get("elapsed_s", 0.0)) - started_at[number])
+            started_at[number] = at
+        elif kind == "agent_finished":
+            finished_at[number] = at
+        elif kind == "verdicts":
+            if number in started_at:
+                longest = max(longest, at - started_at[number])
+            if number in finished_at:
+                judging = max(judging, at - finished_at[number])
         if kind == "published":
             published = event.get("result", {})
         stop = _stop_sentence(event)
@@ -130,6 +138,7 @@ def summarize(events: list[dict]) -> RunHistory:
         attempts=sum(1 for record in attempts.values() if record.started),
         elapsed_s=float(events[-1].get("elapsed_s", 0.0)) if events else 0.0,
         longest_attempt_s=longest,
+        longest_judging_s=judging,
         **totals,
     )
     ordered = tuple(attempts[number] for number in sorted(attempts))

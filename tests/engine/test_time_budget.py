@@ -50,3 +50,18 @@ def test_an_agent_session_leaves_the_gates_time_to_judge_its_candidate():
     assert attempt_allowance(LIMITS, Spend(attempts=1, elapsed_s=30.0)).wall_s == 30.0
     nearly_out = attempt_allowance(limits, Spend(attempts=1, elapsed_s=59.0))
     assert nearly_out.wall_s == 1.0
+    judged_slower = Spend(attempts=1, elapsed_s=30.0, longest_judging_s=25.0)
+    assert attempt_allowance(limits, judged_slower).wall_s == 5.0, "the longer judging counts"
+
+
+def test_the_longest_judging_is_read_from_the_journal():
+    events = [
+        {"kind": "agent_started", "attempt": 1, "elapsed_s": 1.0},
+        {"kind": "agent_finished", "attempt": 1, "elapsed_s": 2.0},
+        {"kind": "verdicts", "attempt": 1, "elapsed_s": 27.0, "passed": True},
+        {"kind": "agent_started", "attempt": 2, "elapsed_s": 28.0},
+        {"kind": "agent_finished", "attempt": 2, "elapsed_s": 60.0},
+        {"kind": "verdicts", "attempt": 2, "elapsed_s": 80.0, "passed": False},
+    ]
+    spend = summarize(events).spend
+    assert spend.longest_judging_s == 25.0 and spend.longest_attempt_s == 52.0
