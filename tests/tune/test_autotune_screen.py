@@ -285,3 +285,38 @@ def test_the_fenced_screen_goes_on_past_a_lost_device_and_names_every_point(tmp_
     assert report.timed and report.figures == {"action_b1": "warm"}
     assert "device context failed" in report.note
     assert not (tmp_path / SCREEN_FOLDER).exists()  # nothing of the screen is left to commit
+
+
+class ListsPoints:
+    """A fence whose worker records which points it was handed and screens none of them."""
+
+    def __init__(self):
+        self.listed = []
+
+    def run(self, argv, policy, cwd, stdin=None):
+        self.listed.append([index for index, _ in json.loads((cwd / argv[5]).read_text())])
+        return types.SimpleNamespace(returncode=0, stderr="", stdout="")
+
+
+def test_a_short_cuda_screen_hands_its_worker_only_the_nearest_points_it_can_reach(tmp_path):
+    """240 points in 35 s once left the timing process no time at all; the screen now lists
+    the nearest points its budget reaches, and names the others as beyond it."""
+    from controller.agents.autotune_screen import screen_in_fence, screenable
+    from controller.agents.base import AgentSession
+    from sandbox.policy import FencePolicy
+
+    assert screenable(35.0, 14) == 45 and screenable(5.0, 14) == 14
+    fence = ListsPoints()
+    policy = FencePolicy(workspace=tmp_path, gpu=True)
+    session = AgentSession(workspace=tmp_path, prompt="", fence=fence, policy=policy)
+    points = space_points(declared_settings(KERNEL))  # 8 points
+    report = screen_in_fence(session, points, budget_s=3, jobs=5)
+    assert fence.listed == [[0, 1, 2, 3, 4]]
+    assert [p.status for p in report.points] == ["not_screened"] * 8
+    assert all("not reached" in p.reason for p in report.points[:5])
+    assert all("beyond the 5 nearest points" in p.reason for p in report.points[5:])
+    on_cpu = AgentSession(
+        workspace=tmp_path, prompt="", fence=fence, policy=FencePolicy(workspace=tmp_path)
+    )
+    screen_in_fence(on_cpu, points, budget_s=3, jobs=5)
+    assert fence.listed[-1] == list(range(8)), "the interpreter's screen is not capped"
