@@ -42,14 +42,16 @@ def session_text() -> str:
 def fastest_per_regime(
     report: dict, space: dict[str, tuple] | None, numerics: set[tuple[int, int]] | None = None
 ) -> dict[str, dict]:
-    """Each regime's fastest timed variant (its settings by short name) in a sweep report,
-    among those inside the kernel's declared space (a sweep may time points the space leaves
-    out) and, when given, with
-    (score_chunks, weight_parts) among `numerics`."""
+    """Each regime's fastest timed settings (by short name) in a sweep report: its variants
+    and the kernel at the TUNING it was swept with (`new`), so a variant slower than that is
+    never written; among those inside the kernel's declared space (a sweep may time points
+    the space leaves out) and, when given, with (score_chunks, weight_parts) among
+    `numerics`."""
     best: dict[str, tuple[float, dict]] = {}
     for result in report["results"]:
         for timing in result["timings"]:
-            if not timing["role"].startswith("variant") or timing["us"] is None:
+            timed = timing["role"].startswith("variant") or timing["role"] == "new"
+            if not timed or timing["us"] is None or not timing.get("settings"):
                 continue
             settings = timing["settings"]
             if not _inside(space, result["regime"], settings):

@@ -114,6 +114,24 @@ def _sweep_report(timings: dict[str, list[tuple[float, dict]]]) -> dict:
     return {"results": results}
 
 
+def test_a_variant_slower_than_the_kernel_as_swept_is_not_written():
+    swept = split_dim.regime_settings(split_dim.TUNING, 8, 50)
+    slower = {**swept, "score_chunks": 3 - swept["score_chunks"]}
+    report = {
+        "results": [
+            {
+                "regime": "short_wide",
+                "timings": [
+                    {"role": "new", "us": 17.22, "settings": swept},
+                    {"role": "variant0", "us": 17.47, "settings": slower},
+                ],
+            }
+        ]
+    }
+    tuned = attention_session.tuned_source(attention_session.KERNEL_FILE.read_text(), report)
+    assert declared_settings(tuned).point == split_dim.TUNING
+
+
 def test_tuning_from_a_sweep_takes_the_fastest_setting_the_space_allows():
     inside = {**split_dim.regime_settings(split_dim.TUNING, 1, 50), "queries": 32}
     outside = {**inside, "queries": 256}  # faster, but no query block of 256 is declared
