@@ -39,14 +39,16 @@ def add_parser(subparsers) -> None:
         "--seed-profile",
         metavar="NAME",
         help="start each operator's tune run from the kernel tuned/NAME ships (any GPU or "
-        "versions): re-judged by every gate here, then searched by the agent (e.g. h200)",
+        "versions): re-judged by every gate here; with the autotune agent the product's kernel "
+        "template challenges it in attempt 2, then the agent searches the one kept (e.g. h200)",
     )
     parser.add_argument(
         "--no-templates",
         action="store_true",
         help="the autotune agent searches each production kernel's own space (none for the "
         "BLAS projections) instead of starting from the kernel template the product ships for "
-        "an operator the seed profile lacks (kernels/sessions/tune_OP.json)",
+        "an operator the seed profile lacks, and no template challenges a seed "
+        "(kernels/sessions/tune_OP.json)",
     )
     parser.add_argument("--agent", metavar="SPEC", help="agent for every run (default: autotune)")
     parser.add_argument("--base-url", metavar="URL", help="API server for the agent")
