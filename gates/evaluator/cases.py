@@ -46,8 +46,8 @@ def plan_cases(
     workloads (`captured_cases.load_captured`) add their fixture and drawn cases."""
     declared = [(w.name, dict(w.axes)) for w in declaration.workloads]
     if device == "cpu":
-        declared = _scaled_for_interpreter(declared)
-    hidden = _hidden_workloads(declared, nonce)
+        declared = _completed(declaration, _scaled_for_interpreter(declared))
+    hidden = _completed(declaration, _hidden_workloads(declared, nonce))
     cases = []
     for name, axes in declared:
         for distribution in DISTRIBUTIONS:
@@ -65,6 +65,11 @@ def plan_cases(
 
         cases.extend(Case(**spec) for spec in captured_case_specs(list(captured), nonce))
     return cases
+
+
+def _completed(declaration: OperatorDeclaration, sized: list[tuple[str, dict]]):
+    """Sizes chosen axis by axis, with each product axis set from its factors."""
+    return [(name, declaration.completed(axes)) for name, axes in sized]
 
 
 def _real_sizes(declaration: OperatorDeclaration, nonce: str) -> list[tuple[str, dict]]:

@@ -15,7 +15,16 @@ from gates.tasks.definition import ConstAxis, Definition, TraceTensor, VarAxis
 from gates.tasks.trace import Trace
 from gates.tasks.workload import RandomInput, ScalarInput, Workload
 from operators.accuracy import MAX_RATIO, RMS_RATIO
-from operators.declaration import OperatorDeclaration
+from operators.declaration import Axis, OperatorDeclaration
+
+
+def _var_description(axis: Axis) -> str | None:
+    """A var axis's description; a product axis says what it is the product of (the format
+    has no field for it, and each workload gives its size)."""
+    product = " x ".join(axis.product_of)
+    if product:
+        return f"{axis.description} ({product})" if axis.description else product
+    return axis.description or None
 
 
 def render_definition(declaration: OperatorDeclaration) -> Definition:
@@ -24,7 +33,7 @@ def render_definition(declaration: OperatorDeclaration) -> Definition:
         axis.name: (
             ConstAxis(value=axis.value, description=axis.description or None)
             if axis.kind == "const"
-            else VarAxis(description=axis.description or None)
+            else VarAxis(description=_var_description(axis))
         )
         for axis in declaration.axes
     }

@@ -14,6 +14,7 @@ from operators.declaration import (
     OperatorDeclaration,
     Workload,
     as_outputs,
+    completed_axes,
 )
 
 SCALED_CONST_SIZES = {
@@ -65,7 +66,7 @@ def scaled_down(declaration: OperatorDeclaration) -> OperatorDeclaration:
     )
     workloads = tuple(
         Workload(name="_".join(f"{axis}{size}" for axis, size in axes_.items()), axes=axes_)
-        for axes_ in sizes
+        for axes_ in (completed_axes(axes, given) for given in sizes)
     )
     fields = {name: getattr(declaration, name) for name in type(declaration).model_fields}
     return OperatorDeclaration(**{**fields, "axes": axes, "workloads": workloads})

@@ -110,3 +110,65 @@ def test_unknown_dtype_is_rejected():
 def test_workloads_may_not_be_empty():
     with pytest.raises(ValidationError, match="workloads"):
         declare(workloads=())
+
+
+def flattened_rows(**changes) -> OperatorDeclaration:
+    """residual (batch, tokens, hidden) beside `activated` (rows, hidden), rows = batch x
+    tokens: the down projection's inputs in the model."""
+    fields = {
+        "axes": (
+            Axis(name="batch", kind="var"),
+            Axis(name="tokens", kind="var"),
+            Axis(name="rows", kind="var", product_of=("batch", "tokens")),
+            Axis(name="hidden", kind="const", value=8),
+        ),
+        "inputs": (
+            TensorSpec(name="residual", shape=("batch", "tokens", "hidden")),
+            TensorSpec(name="activated", shape=("rows", "hidden")),
+        ),
+        "outputs": (TensorSpec(name="y", shape=("batch", "tokens", "hidden")),),
+        "workloads": (Workload(name="b2", axes={"batch": 2, "tokens": 5, "rows": 10}),),
+    }
+    return declare(**{**fields, **changes})
+
+
+def test_a_product_axis_is_completed_from_its_factors_wherever_sizes_are_drawn():
+    from gates.evaluator.cases import plan_cases
+    from operators.catalog.checking import scaled_down
+
+    declaration = flattened_rows()
+    assert declaration.completed({"batch": 3, "tokens": 7, "rows": 99})["rows"] == 21
+    shapes = [tuple(t.shape) for t in declaration.make_inputs(declaration.workloads[0])]
+    assert shapes == [(2, 5, 8), (10, 8)]
+    scaled = scaled_down(declaration).workloads
+    assert [w.axes for w in scaled] == [{"batch": 3, "tokens": 3, "rows": 9}]
+    for device in ("cpu", "cuda"):
+        cases = plan_cases(declaration, "nonce", device)
+        assert any(case.hidden for case in cases)
+        for case in cases:
+            assert case.axes["rows"] == case.axes["batch"] * case.axes["tokens"], case.key
+
+
+def test_a_workload_that_breaks_a_product_axis_is_rejected():
+    wrong = (Workload(name="b2", axes={"batch": 2, "tokens": 5, "rows": 9}),)
+    with pytest.raises(ValidationError, match="workloads.b2: .* breaks a product axis"):
+        flattened_rows(workloads=wrong)
+
+
+@pytest.mark.parametrize(
+    ("axis", "message"),
+    [
+        (Axis(name="rows", kind="var", product_of=("batch", "steps")), "'steps' is no other"),
+        (Axis(name="rows", kind="var", product_of=("rows", "batch")), "'rows' is no other"),
+    ],
+)
+def test_a_product_of_unknown_axes_is_rejected(axis, message):
+    axes = (Axis(name="batch", kind="var"), Axis(name="tokens", kind="var"), axis)
+    axes += (Axis(name="hidden", kind="const", value=8),)
+    with pytest.raises(ValidationError, match=message):
+        flattened_rows(axes=axes)
+
+
+def test_only_a_var_axis_is_a_product():
+    with pytest.raises(ValidationError, match="only a var axis is a product"):
+        Axis(name="rows", kind="const", value=4, product_of=("batch",))
