@@ -75,6 +75,22 @@ class Modulation(nn.Module):
         return [projections[start : start + 3] for start in range(0, len(projections), 3)]
 
 
+class GatedResidualMlp(GatedMlp):
+    """The expert's MLP ending in its layer's gated residual (same weights and names as
+    `GatedMlp`): the down projection and the residual scaled by the step's gate sit in one
+    function, so a registration can make them one call."""
+
+    def forward(
+        self, hidden: torch.Tensor, residual: torch.Tensor, step_gate: torch.Tensor
+    ) -> torch.Tensor:
+        """residual + down(gelu_tanh(gate(x)) * up(x)) * step_gate."""
+        batch, tokens, width = hidden.shape
+        rows = hidden.reshape(batch * tokens, width)
+        activated = ops.gated_gelu_projection(rows, self.gate_weight, self.up_weight)
+        update = F.linear(activated, self.down_weight).view(batch, tokens, -1)
+        return ops.gated_residual(residual, update, step_gate)
+
+
 class ExpertLayer(nn.Module):
     """A transformer layer over the action tokens, attending to the prefix cache as well."""
 
@@ -84,7 +100,7 @@ class ExpertLayer(nn.Module):
         self.attention_modulation = Modulation(size, weights)
         self.attention = SelfAttention(size, weights, output_gain)
         self.mlp_modulation = Modulation(size, weights)
-        self.mlp = GatedMlp(size, weights, output_gain)
+        self.mlp = GatedResidualMlp(size, weights, output_gain)
 
     def forward(self, hidden, modulations, cos, sin, key_cache, value_cache):
         """`modulations`: this step's (scale, shift, gate) for attention, then for the MLP."""
@@ -93,8 +109,7 @@ class ExpertLayer(nn.Module):
         attended, _, _ = self.attention(normed, cos, sin, key_cache, value_cache)
         hidden = ops.gated_residual(hidden, attended, gate)
         scale, shift, gate = mlp_modulation
-        update = self.mlp(ops.ada_rms_norm(hidden, scale, shift))
-        return ops.gated_residual(hidden, update, gate)
+        return self.mlp(ops.ada_rms_norm(hidden, scale, shift), hidden, gate)
 
 
 class ActionExpert(nn.Module):
