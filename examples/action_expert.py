@@ -77,8 +77,8 @@ class Modulation(nn.Module):
 
 class GatedResidualMlp(GatedMlp):
     """The expert's MLP ending in its layer's gated residual (same weights and names as
-    `GatedMlp`): the down projection and the residual scaled by the step's gate sit in one
-    function, so a registration can make them one call."""
+    `GatedMlp`): the down projection and the residual scaled by the step's gate are one
+    registry call, so one kernel can apply both in the product's epilogue."""
 
     def forward(
         self, hidden: torch.Tensor, residual: torch.Tensor, step_gate: torch.Tensor
@@ -87,8 +87,7 @@ class GatedResidualMlp(GatedMlp):
         batch, tokens, width = hidden.shape
         rows = hidden.reshape(batch * tokens, width)
         activated = ops.gated_gelu_projection(rows, self.gate_weight, self.up_weight)
-        update = F.linear(activated, self.down_weight).view(batch, tokens, -1)
-        return ops.gated_residual(residual, update, step_gate)
+        return ops.gated_down_projection(residual, activated, self.down_weight, step_gate)
 
 
 class ExpertLayer(nn.Module):

@@ -7,6 +7,7 @@ from operators import triton_runtime  # noqa: F401,I001  (must precede every ker
 from operators.catalog import (
     ada_rms_norm,
     attention_output,
+    gated_down_projection,
     gated_gelu,
     gated_gelu_projection,
     gated_residual,
@@ -31,6 +32,7 @@ CATALOG = (
     attention_output.DECLARATION,
     stacked_projection.DECLARATION,
     modulation_over_steps.DECLARATION,
+    gated_down_projection.DECLARATION,
 )
 
 for _declaration in CATALOG:
