@@ -37,7 +37,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "--agent",
         metavar="SPEC",
         help="anthropic:<model>, openai:<model>, claude, codex, scripted:<file>, "
-        "autotune[:<submissions>] (tune's default) or seed:<tuned/PROFILE>/<op>[+<agent>]",
+        "autotune[:<submissions>] (tune's default), template:<op>[+<agent>] or "
+        "seed:<tuned/PROFILE>/<op>[+template][+<agent>]",
     )
     group.add_argument("--base-url", metavar="URL", help="API server for the agent")
     group.add_argument(

@@ -23,7 +23,8 @@ def expected_counts(steps: int) -> dict[str, int]:
     per_forward = {
         "rms_norm": 2 * TINY.prefix_layers,
         "ada_rms_norm": denoise * (2 * layers + 1),
-        "gated_residual": denoise * 2 * layers,
+        "gated_residual": denoise * layers,  # after attention; the MLP's is fused below
+        "gated_down_projection": denoise * layers,
         "gated_gelu_projection": TINY.prefix_layers + denoise * layers,
         "qkv_projection": TINY.prefix_layers + denoise * layers,
         "attention_output": TINY.prefix_layers + denoise * layers,

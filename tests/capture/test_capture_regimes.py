@@ -23,7 +23,8 @@ def per_forward(size) -> dict[str, int]:
     return {
         "rms_norm": 2 * size.prefix_layers,
         "ada_rms_norm": denoise * (2 * layers + 1),
-        "gated_residual": denoise * 2 * layers,
+        "gated_residual": denoise * layers,
+        "gated_down_projection": denoise * layers,
         "gated_gelu_projection": size.prefix_layers + denoise * layers,
         "qkv_projection": size.prefix_layers + denoise * layers,
         "attention_output": size.prefix_layers + denoise * layers,
