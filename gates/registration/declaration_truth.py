@@ -13,6 +13,7 @@ from typing import Any
 
 from gates.registration.call_bindings import Binding, SeenCall, bind, seen_calls
 from gates.registration.call_sites import CallSite
+from gates.registration.packaging import packaging_problems
 from gates.registration.probes import ProbeResult
 from gates.registration.snapshots import RegistrySnapshot
 from gates.target import TargetConfig
@@ -54,6 +55,11 @@ def check(
         summary = "the parity probe's records of the calls are malformed"
         return Verdict(gate=GATE, passed=False, summary=summary)
     problems = contract_problems(declaration.contract, snapshot.preferred is not None)
+    problems += [
+        f"its reference cannot travel in a task package, which carries only imported modules, "
+        f"classes, constants and helpers of the reference's own module: it reads {problem}"
+        for problem in packaging_problems(snapshot.reference)
+    ]
     if not calls:
         problems.append(f"the parity runs recorded no call of ops.{operator} at the call sites")
     problems += [

@@ -121,3 +121,22 @@ def test_weights_follow_the_call_counts_and_const_axes_have_one_size():
     fitting.append((call((8, 32)), bind(declared, call((8, 32)))))
     (problem,) = declaration_truth.const_axis_problems(declared, fitting)
     assert "axis width is declared const but the call sites pass sizes [32, 64]" in problem
+
+
+def test_a_reference_that_cannot_travel_in_a_task_package_is_rejected(make_candidate, judge):
+    """A reference calling a helper of another module passes parity, yet `generate` cannot
+    write it as standalone source, so the operator could never be tuned (a registration of
+    gated_down_projection did this, all gates passing, before this rule)."""
+    helper = "import torch.nn.functional as F\n\n\ndef gelu_formula(x):\n"
+    helper += '    return F.gelu(x, approximate="tanh")\n'
+    imported = "from operators.catalog.gelu_parts import gelu_formula\n"
+    source = GELU_TANH.replace(
+        "from operators.contract import Contract\n",
+        imported + "from operators.contract import Contract\n",
+    ).replace('    return F.gelu(x, approximate="tanh")\n', "    return gelu_formula(x)\n")
+    edits = {"operators/catalog/gelu_tanh.py": source, "operators/catalog/gelu_parts.py": helper}
+    verdict = judge(make_candidate(edits))
+    assert not verdict.passed
+    problems = "\n".join(verdict.details["problems"])
+    assert "its reference cannot travel in a task package" in problems
+    assert "`gelu_formula` (function operators.catalog.gelu_parts.gelu_formula" in problems
