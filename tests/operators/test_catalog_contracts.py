@@ -174,6 +174,7 @@ def test_every_catalog_operator_has_a_production_kernel_and_pi05_workloads():
     assert sorted(SCALED) == [
         "ada_rms_norm",
         "attention_output",
+        "gated_down_projection",
         "gated_gelu",
         "gated_gelu_projection",
         "gated_residual",
