@@ -16,8 +16,15 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 _LOOPBACKS = ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1"))
+_PUMPS: list[threading.Thread] = []
+"""Every copying thread started; pid 1 waits for them before it exits (see DRAIN_S)."""
+DRAIN_S = 5.0
+"""How long pid 1 waits, after the command ends, for bytes the command sent to an allowed port
+to be copied out: its exit ends every thread, and a command that sends and exits at once would
+otherwise lose what the relay had not yet forwarded."""
 
 
 def _pump(source: socket.socket, target: socket.socket) -> None:
@@ -46,8 +53,10 @@ def _serve(listener: socket.socket, connect) -> None:
         except OSError:
             accepted.close()
             continue
-        threading.Thread(target=_pump, args=(accepted, outgoing), daemon=True).start()
-        threading.Thread(target=_pump, args=(outgoing, accepted), daemon=True).start()
+        for source, target in ((accepted, outgoing), (outgoing, accepted)):
+            pump = threading.Thread(target=_pump, args=(source, target), daemon=True)
+            _PUMPS.append(pump)
+            pump.start()
 
 
 def _connect_host_loopback(port: int) -> socket.socket:
@@ -110,7 +119,15 @@ def _container_main(arguments: list[str]) -> int:
     while True:  # reap every orphan until the command itself ends
         pid, status = os.waitpid(-1, 0)
         if pid == process.pid:
+            _drain(time.monotonic() + DRAIN_S)
             return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def _drain(deadline: float) -> None:
+    """Let the copying threads finish (the command's ends of its connections are closed, so
+    they end at once) until `deadline`."""
+    for pump in list(_PUMPS):
+        pump.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 if __name__ == "__main__":
