@@ -84,9 +84,7 @@ class GatedResidualMlp(GatedMlp):
         self, hidden: torch.Tensor, residual: torch.Tensor, step_gate: torch.Tensor
     ) -> torch.Tensor:
         """residual + down(gelu_tanh(gate(x)) * up(x)) * step_gate."""
-        batch, tokens, width = hidden.shape
-        rows = hidden.reshape(batch * tokens, width)
-        activated = ops.gated_gelu_projection(rows, self.gate_weight, self.up_weight)
+        activated = self.activated(hidden)
         return ops.gated_down_projection(residual, activated, self.down_weight, step_gate)
 
 

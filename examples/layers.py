@@ -87,8 +87,12 @@ class GatedMlp(nn.Module):
         self.up_weight = weights.matrix(size.mlp_width, size.width)
         self.down_weight = weights.matrix(size.width, size.mlp_width, gain=output_gain)
 
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+    def activated(self, hidden: torch.Tensor) -> torch.Tensor:
+        """gelu_tanh(gate(x)) * up(x) of every token, as (batch * tokens, mlp_width) rows."""
         batch, tokens, width = hidden.shape
         rows = hidden.reshape(batch * tokens, width)
-        activated = ops.gated_gelu_projection(rows, self.gate_weight, self.up_weight)
-        return F.linear(activated, self.down_weight).view(batch, tokens, -1)
+        return ops.gated_gelu_projection(rows, self.gate_weight, self.up_weight)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        batch, tokens, _ = hidden.shape
+        return F.linear(self.activated(hidden), self.down_weight).view(batch, tokens, -1)
