@@ -82,21 +82,22 @@ def screen_points(
     clock: Callable[[], float] = time.monotonic,
 ) -> int:
     """Screen `points` in order until `deadline` (a `clock` value); one JSON line per point
-    to `out`. `timer` is a `GraphTimer` (or a stand-in), None where nothing can be timed.
-    Returns how many points were screened; raises DeviceLost after writing the point that
-    broke the device context."""
-    screened = 0
+    to `out`. A point is not started unless one as long as the longest so far would end by
+    the deadline: the agent's time ends where the gates' judging begins. `timer` is a
+    `GraphTimer` (or a stand-in), None where nothing can be timed. Returns how many points
+    were screened; raises DeviceLost after writing the point that broke the device context."""
+    screened, longest = 0, 0.0
     with tempfile.TemporaryDirectory(prefix="screen-") as scratch:
         for index, point in points:
-            if clock() >= deadline:
-                break
             started = clock()
+            if started + longest >= deadline:
+                break
             tag = f"screen_{index}"
             fields, lost = _screen_one(solution, point, check, timer, Path(scratch), tag)
             forget_point(tag)
-            record = ScreenedPoint(
-                index=index, point=point, screen_s=round(clock() - started, 4), **fields
-            )
+            took = clock() - started
+            longest = max(longest, took)
+            record = ScreenedPoint(index=index, point=point, screen_s=round(took, 4), **fields)
             out.write(record.model_dump_json() + "\n")
             out.flush()
             screened += 1

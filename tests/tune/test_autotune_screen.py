@@ -147,6 +147,20 @@ def test_a_screen_stops_at_its_deadline_and_says_how_far_it_got():
     assert statuses == ["checked", "checked"]  # no timer: the contract only
 
 
+def test_a_screen_does_not_start_a_point_that_would_end_past_its_deadline():
+    settings = declared_settings(KERNEL)
+    small = scaled_down(REGISTRY.declaration("rms_norm"))
+    check = ContractCheck(small, small.workloads[-1:], "cpu")
+    ticks = iter([0.0, 3.0, 3.5, 6.0, 7.0, 8.0])  # the first point takes 3 s
+    out = io.StringIO()
+    reached = screen_points(
+        _solution(), list(enumerate(space_points(settings))), check, None, out, 6.4,
+        clock=lambda: next(ticks),
+    )  # fmt: skip
+    assert reached == 1  # at 3.5 s a second 3 s point would end at 6.5, past the deadline
+    assert json.loads(out.getvalue())["screen_s"] == 3.0
+
+
 class StandInGraphs:
     """Graph timing's device interface on the CPU: a call of `slow` takes 3 us, any other
     2 us, and every replay runs 1% slower than the one before (a drifting clock)."""
