@@ -72,6 +72,11 @@ SWEPT = {
         entry="attention_output_kernel",
         launch=lambda fused, tile, args, params: fused.project(*args, tile, **params),
     ),
+    "gated_down_projection": Swept(
+        module="gated_down_projection_fused",
+        entry="gated_down_projection_kernel",
+        launch=lambda fused, tile, args, params: fused.project(*args, tile),
+    ),
     "gated_gelu_projection": Swept(
         module="gated_gelu_projection_fused",
         entry="gated_gelu_projection_kernel",
