@@ -63,9 +63,11 @@ def test_every_swept_kernel_is_called_as_its_operator_is():
     # the operator's params come as keywords (qkv_projection's head_dim): a candidate that
     # refused them was refused at every tile on the GPU
     import attention_output_fused
+    import gated_down_projection_fused
     import gated_gelu_projection_fused
     import rotate_qk_halves
     import test_attention_output_session
+    import test_gated_down_projection_session
     import test_gated_gelu_projection_session
     import test_qkv_projection_session
 
@@ -80,6 +82,12 @@ def test_every_swept_kernel_is_called_as_its_operator_is():
             test_attention_output_session.SMALL,
             attention_output_fused.INTERPRETER_TILE,
             batched,
+        ),
+        "gated_down_projection": (
+            gated_down_projection_fused,
+            test_gated_down_projection_session.SMALL,
+            gated_down_projection_fused.INTERPRETER_TILE,
+            test_gated_down_projection_session.workload(2, 9),
         ),
         "gated_gelu_projection": (
             gated_gelu_projection_fused,
