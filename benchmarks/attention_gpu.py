@@ -87,6 +87,8 @@ without runs of keys (batch 8 fills the GPU without them), then the keys in 2 to
 by a second launch, over query heads per program, output parts and query blocks."""
 LONG_VARIANTS = _variants([
     (1, 128, 64, 2, 2, 8, 3), (1, 64, 32, 2, 2, 4, 3), (1, 128, 64, 2, 1, 8, 3, 1),
+    (1, 128, 64, 1, 1, 8, 3, 1), (1, 128, 64, 1, 1, 8, 2, 1), (2, 64, 64, 1, 1, 8, 3, 1),
+    (1, 128, 32, 1, 1, 8, 3, 1),
     (1, 64, 32, 2, 1, 4, 3, 1), (1, 64, 64, 2, 1, 4, 3, 1), (2, 64, 64, 2, 1, 8, 3, 1),
     (1, 128, 32, 2, 1, 8, 2, 1), (1, 64, 64, 1, 1, 8, 2, 1), (2, 64, 64, 2, 2, 8, 3),
     (2, 64, 32, 2, 2, 8, 3), (1, 64, 64, 2, 2, 4, 2), (1, 128, 64, 2, 2, 8, 3, 2, 2),
@@ -94,7 +96,9 @@ LONG_VARIANTS = _variants([
     (1, 128, 32, 2, 2, 8, 3, 2, 2), (1, 64, 32, 2, 2, 4, 3, 2, 3),
 ])  # fmt: skip
 """The same for the prefix calls (576 tokens): the shipped settings of both batches, stock's
-single rounding, two query heads per program (their keys and values loaded once), then runs of
+single rounding, then the whole head dimension in one program (with two output parts every
+program computes its scores again: 1.5x the FLOPs, and prefix_b8's fastest variant ran at
+SDPA's FLOP rate), two query heads per program (their keys and values loaded once), then runs of
 keys, which give the 80 programs of a batch-1 call more of the GPU."""
 
 
