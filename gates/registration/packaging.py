@@ -1,9 +1,11 @@
 """Whether a new operator's reference can travel in a task package.
 
 `controller generate` writes the reference as standalone source (`gates.tasks.rendering`): it
-carries the modules the reference imports, its classes, and the number and string constants and
-helper functions of its own module, nothing else. A reference that reads a helper of another
-module passes every parity gate and then cannot be tuned; a registration did exactly that.
+carries the imports of the libraries the reference reads, its classes, and the number and
+string constants and helper functions of its own module, nothing else. A reference that reads a
+helper of another module passes every parity gate and then cannot be tuned; a registration did
+exactly that. A module of the repository itself (`parts.helper(x)` after `from pkg import
+parts`) is the same helper by another road: the package would import a file it does not carry.
 This reads the registry snapshot's description of the reference (its globals, described in
 the candidate's fenced process), so nothing of the candidate runs here.
 """
@@ -11,8 +13,9 @@ the candidate's fenced process), so nothing of the candidate runs here.
 from typing import Any
 
 TRAVELLING = ("module", "class", "external_class", "float", "ref")
-"""Described globals the package carries: modules, classes, floats; `ref` is a value already
-described (and judged) where it was first read."""
+"""Described globals the package carries: installed libraries' modules (one of the repository
+is refused first), classes, floats; `ref` is a value already described (and judged) where it
+was first read."""
 
 
 def packaging_problems(reference: Any) -> list[str]:
@@ -31,7 +34,13 @@ def _walk(function: dict, file: str | None, problems: list[str], seen: set[str])
     seen.add(function["function"])
     for name, value in sorted((function.get("globals") or {}).items()):
         if "." in name or isinstance(value, bool | int | str):
-            continue  # an attribute of a module read (the module travels), or a constant
+            continue  # an attribute of a module read (judged with the module), or a constant
+        if isinstance(value, dict) and "module" in value and value.get("file"):
+            problems.append(
+                f"`{name}` (module {value['module']} of the repository, {value['file']}), "
+                f"read by {function['function']}"
+            )
+            continue
         if isinstance(value, dict) and any(key in value for key in TRAVELLING):
             continue
         if isinstance(value, dict) and "function" in value and value.get("file") == file:

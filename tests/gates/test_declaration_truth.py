@@ -140,3 +140,23 @@ def test_a_reference_that_cannot_travel_in_a_task_package_is_rejected(make_candi
     problems = "\n".join(verdict.details["problems"])
     assert "its reference cannot travel in a task package" in problems
     assert "`gelu_formula` (function operators.catalog.gelu_parts.gelu_formula" in problems
+
+
+def test_a_reference_reaching_a_helper_through_its_module_is_rejected(make_candidate, judge):
+    """The nearest variant of the helper above: the module imported, the helper called as its
+    attribute. The package would import a repository file it does not carry."""
+    helper = "import torch.nn.functional as F\n\n\ndef gelu_formula(x):\n"
+    helper += '    return F.gelu(x, approximate="tanh")\n'
+    imported = "from operators.catalog import gelu_parts\n"
+    source = GELU_TANH.replace(
+        "from operators.contract import Contract\n",
+        imported + "from operators.contract import Contract\n",
+    ).replace(
+        '    return F.gelu(x, approximate="tanh")\n', "    return gelu_parts.gelu_formula(x)\n"
+    )
+    edits = {"operators/catalog/gelu_tanh.py": source, "operators/catalog/gelu_parts.py": helper}
+    verdict = judge(make_candidate(edits))
+    assert not verdict.passed
+    problems = "\n".join(verdict.details["problems"])
+    assert "its reference cannot travel in a task package" in problems
+    assert "`gelu_parts` (module operators.catalog.gelu_parts of the repository" in problems
