@@ -1,21 +1,24 @@
 """Whether a new operator's reference can travel in a task package.
 
 `controller generate` writes the reference as standalone source (`gates.tasks.rendering`): it
-carries the imports of the libraries the reference reads, its classes, and the number and
-string constants and helper functions of its own module, nothing else. A reference that reads a
-helper of another module passes every parity gate and then cannot be tuned; a registration did
-exactly that. A module of the repository itself (`parts.helper(x)` after `from pkg import
-parts`) is the same helper by another road: the package would import a file it does not carry.
+carries the imports of the libraries the reference reads, and the number and string constants
+and helper functions of its own module, nothing else: no class it reads by name. A reference
+that reads a helper of another module passes every parity gate and then cannot be tuned; a
+registration did exactly that. A module of the repository itself (`parts.helper(x)` after
+`from pkg import parts`) is the same helper by another road: the package would import a file
+it does not carry.
+
 This reads the registry snapshot's description of the reference (its globals, described in
 the candidate's fenced process), so nothing of the candidate runs here.
 """
 
 from typing import Any
 
-TRAVELLING = ("module", "class", "external_class", "float", "ref")
+TRAVELLING = ("module", "float", "ref")
 """Described globals the package carries: installed libraries' modules (one of the repository
-is refused first), classes, floats; `ref` is a value already described (and judged) where it
-was first read."""
+is refused first) and floats; `ref` is a value already described (and judged) where it was
+first read. A class read by name is not carried (its staticmethod would be a helper of another
+module by a third road)."""
 
 
 def packaging_problems(reference: Any) -> list[str]:
@@ -55,5 +58,7 @@ def _what(value: Any) -> str:
             return f"function {value['function']} of another module"
         if "external" in value:
             return f"{value['external']}, imported by name"
+        if "class" in value or "external_class" in value:
+            return f"class {value.get('class') or value['external_class']}, read by name"
         return next(iter(value), "an object")
     return type(value).__name__

@@ -108,7 +108,7 @@ def _gather(function, imports: set, constants: list, functions: list, seen: set)
         elif isinstance(value, bool | int | float | str):
             constants.append(f"{name} = {value!r}")
             seen.add(name)
-        elif not isinstance(value, type):
+        else:  # a class, an instance, a function of another module: nothing to write it as
             raise GateError(f"reference {function.__name__} uses {name!r}, which cannot be inlined")
     functions.append(ast.unparse(definition))
 

@@ -11,6 +11,7 @@ from gates.errors import GateError
 from gates.tasks.definition import Definition
 from gates.tasks.generation import write_package
 from gates.tasks.package import load_task
+from gates.tasks.rendering import reference_source
 from gates.tasks.solution import load_solution
 from gates.tasks.trace import Trace
 from operators import REGISTRY
@@ -127,3 +128,20 @@ def test_packages_load_in_flashinfer_bench(task_root):
         )
         for line in (folder / "workloads.jsonl").read_text().splitlines():
             data.Trace.model_validate_json(line)
+
+
+class _Scale:
+    factor = 2.0
+
+
+def _scaled_reference(x, weight, eps=1e-6):
+    return x * _Scale.factor
+
+
+def test_a_reference_that_reads_a_class_is_not_rendered():
+    """A package writes no class: the rendered source would name one it does not define."""
+    declaration = REGISTRY.declaration("rms_norm").model_copy(
+        update={"reference": _scaled_reference}
+    )
+    with pytest.raises(GateError, match="'_Scale', which cannot be inlined"):
+        reference_source(declaration)

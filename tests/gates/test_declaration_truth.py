@@ -160,3 +160,21 @@ def test_a_reference_reaching_a_helper_through_its_module_is_rejected(make_candi
     problems = "\n".join(verdict.details["problems"])
     assert "its reference cannot travel in a task package" in problems
     assert "`gelu_parts` (module operators.catalog.gelu_parts of the repository" in problems
+
+
+def test_a_reference_reaching_a_helper_through_a_class_is_rejected(make_candidate, judge):
+    """A third road to the same helper: a class of another module, read by name, whose
+    staticmethod the reference calls. A task package writes no class."""
+    helper = "import torch.nn.functional as F\n\n\nclass Formula:\n"
+    helper += "    @staticmethod\n    def gelu(x):\n"
+    helper += '        return F.gelu(x, approximate="tanh")\n'
+    imported = "from operators.catalog.gelu_parts import Formula\n"
+    source = GELU_TANH.replace(
+        "from operators.contract import Contract\n",
+        imported + "from operators.contract import Contract\n",
+    ).replace('    return F.gelu(x, approximate="tanh")\n', "    return Formula.gelu(x)\n")
+    edits = {"operators/catalog/gelu_tanh.py": source, "operators/catalog/gelu_parts.py": helper}
+    verdict = judge(make_candidate(edits))
+    assert not verdict.passed
+    problems = "\n".join(verdict.details["problems"])
+    assert "`Formula` (class operators.catalog.gelu_parts.Formula, read by name)" in problems
