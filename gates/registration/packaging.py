@@ -5,8 +5,9 @@ carries the imports of the libraries the reference reads, and the number and str
 and helper functions of its own module, nothing else: no class it reads by name. A reference
 that reads a helper of another module passes every parity gate and then cannot be tuned; a
 registration did exactly that. A module of the repository itself (`parts.helper(x)` after
-`from pkg import parts`) is the same helper by another road: the package would import a file
-it does not carry.
+`from pkg import parts`) is the same helper by another road, and so is one imported inside
+the function, or a value the function closes over: the package would name what it does not
+carry.
 
 This reads the registry snapshot's description of the reference (its globals, described in
 the candidate's fenced process), so nothing of the candidate runs here.
@@ -35,6 +36,17 @@ def _walk(function: dict, file: str | None, problems: list[str], seen: set[str])
     if function["function"] in seen:
         return
     seen.add(function["function"])
+    if function.get("closure"):
+        problems.append(
+            f"{function['function']} closes over {len(function['closure'])} value(s) of the "
+            "function that made it (a package writes the function alone)"
+        )
+    for module, module_file in sorted((function.get("imports") or {}).items()):
+        if module_file:
+            problems.append(
+                f"module {module} of the repository ({module_file}), imported inside "
+                f"{function['function']}"
+            )
     for name, value in sorted((function.get("globals") or {}).items()):
         if "." in name or isinstance(value, bool | int | str):
             continue  # an attribute of a module read (judged with the module), or a constant

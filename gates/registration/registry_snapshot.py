@@ -10,8 +10,10 @@ snapshots and digests the listed files itself, so no judgement happens in this p
 
 import argparse
 import ast
+import dis
 import hashlib
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -142,7 +144,9 @@ class Describer:
                         key = f"{global_name}.{attribute}"
                         globals_read[key] = self.describe(getattr(value, attribute), depth)
         closure = [self.describe(_cell(cell), depth) for cell in function.__closure__ or ()]
+        imported = {module: self._found_file(module) for module in sorted(_modules_imported(code))}
         return {
+            **({"imports": imported} if imported else {}),
             "function": name,
             "file": file,
             "code": code_digest(code),
@@ -152,6 +156,18 @@ class Describer:
             "globals": globals_read,
             "attributes": self.describe(dict(vars(function)), depth),
         }
+
+    def _found_file(self, module_name: str) -> str | None:
+        """The tree file a module imported inside a function comes from (None: not the
+        tree's); found without importing it where it is not imported yet."""
+        module = sys.modules.get(module_name)
+        if module is not None:
+            return self.relative_file(getattr(module, "__file__", None))
+        try:
+            spec = importlib.util.find_spec(module_name)
+        except (ImportError, ValueError):
+            return None
+        return self.relative_file(getattr(spec, "origin", None)) if spec else None
 
     def _class(self, cls: type, depth: int):
         name = f"{cls.__module__}.{cls.__qualname__}"
@@ -188,6 +204,19 @@ def _plain_repr(value) -> str | None:
     except Exception:
         return None
     return None if " at 0x" in text else text[:200]
+
+
+def _modules_imported(code: types.CodeType) -> set[str]:
+    """The modules an `import` inside this code (or code nested in it) names."""
+    names = {
+        instruction.argval
+        for instruction in dis.get_instructions(code)
+        if instruction.opname == "IMPORT_NAME"
+    }
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= _modules_imported(constant)
+    return names
 
 
 def _names_read(code: types.CodeType) -> set[str]:

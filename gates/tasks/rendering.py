@@ -91,6 +91,11 @@ def _gather(function, imports: set, constants: list, functions: list, seen: set)
     if function.__name__ in seen:
         return
     seen.add(function.__name__)
+    if function.__closure__:
+        names = ", ".join(function.__code__.co_freevars)
+        raise GateError(
+            f"reference {function.__name__} closes over {names}, which cannot be inlined"
+        )
     tree = parse_python(textwrap.dedent(inspect.getsource(function)))
     definition = tree.body[0]
     definition.args.defaults = []

@@ -145,3 +145,16 @@ def test_a_reference_that_reads_a_class_is_not_rendered():
     )
     with pytest.raises(GateError, match="'_Scale', which cannot be inlined"):
         reference_source(declaration)
+
+
+def _made(factor):
+    def closed_reference(x, weight, eps=1e-6):
+        return x * factor
+
+    return closed_reference
+
+
+def test_a_reference_that_closes_over_a_value_is_not_rendered():
+    declaration = REGISTRY.declaration("rms_norm").model_copy(update={"reference": _made(2.0)})
+    with pytest.raises(GateError, match="closes over factor, which cannot be inlined"):
+        reference_source(declaration)

@@ -178,3 +178,52 @@ def test_a_reference_reaching_a_helper_through_a_class_is_rejected(make_candidat
     assert not verdict.passed
     problems = "\n".join(verdict.details["problems"])
     assert "`Formula` (class operators.catalog.gelu_parts.Formula, read by name)" in problems
+
+
+HELPER = "import torch.nn.functional as F\n\n\ndef gelu_formula(x):\n"
+HELPER += '    return F.gelu(x, approximate="tanh")\n'
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        (  # imported inside the reference
+            "    from operators.catalog.gelu_parts import gelu_formula\n\n"
+            "    return gelu_formula(x)\n",
+            "module operators.catalog.gelu_parts of the repository "
+            "(operators/catalog/gelu_parts.py), imported inside",
+        ),
+        (  # closed over: the reference is made by another function
+            None,
+            "closes over 1 value(s) of the function that made it",
+        ),
+    ],
+    ids=["import_inside", "closure"],
+)
+def test_a_reference_reaching_a_helper_by_the_other_roads_is_rejected(
+    make_candidate, judge, body, expected
+):
+    """The helper of another module reached without a global of the reference's module: an
+    import inside the function, or a closure (the reference made by a factory)."""
+    source = GELU_TANH
+    if body is not None:
+        source = source.replace('    return F.gelu(x, approximate="tanh")\n', body)
+    else:
+        start = source.index("def gelu_tanh_reference")
+        end = source.index("\n\n\n", start)
+        factory = (
+            "def _made(formula):\n"
+            "    def gelu_tanh_reference(x):\n"
+            "        return formula(x)\n\n"
+            "    return gelu_tanh_reference\n\n\n"
+            "gelu_tanh_reference = _made(gelu_parts.gelu_formula)"
+        )
+        source = source[:start] + factory + source[end:]
+        source = source.replace(
+            "from operators.contract import Contract\n",
+            "from operators.catalog import gelu_parts\nfrom operators.contract import Contract\n",
+        )
+    edits = {"operators/catalog/gelu_tanh.py": source, "operators/catalog/gelu_parts.py": HELPER}
+    verdict = judge(make_candidate(edits))
+    assert not verdict.passed
+    assert expected in "\n".join(verdict.details["problems"])
