@@ -55,10 +55,11 @@ def check(
         summary = "the parity probe's records of the calls are malformed"
         return Verdict(gate=GATE, passed=False, summary=summary)
     problems = contract_problems(declaration.contract, snapshot.preferred is not None)
+    passed = {spec.name for spec in declaration.inputs} | set(declaration.params)
     problems += [
-        f"its reference cannot travel in a task package, which carries only imported modules, "
-        f"classes, constants and helpers of the reference's own module: it reads {problem}"
-        for problem in packaging_problems(snapshot.reference)
+        f"its reference cannot travel in a task package, which carries only the libraries it "
+        f"imports, and the constants and helpers of the reference's own module: {problem}"
+        for problem in packaging_problems(snapshot.reference, passed)
     ]
     if not calls:
         problems.append(f"the parity runs recorded no call of ops.{operator} at the call sites")

@@ -22,20 +22,31 @@ first read. A class read by name is not carried (its staticmethod would be a hel
 module by a third road)."""
 
 
-def packaging_problems(reference: Any) -> list[str]:
+def packaging_problems(reference: Any, passed: set[str]) -> list[str]:
     """Each global the reference (or a helper of its module it calls) reads that a task package
-    cannot carry, named with what it is."""
+    cannot carry, named with what it is. `passed`: the declaration's inputs and params, what
+    the package's `run` passes (it writes the reference without its defaults)."""
     if not isinstance(reference, dict) or "function" not in reference:
         return [f"the reference is not a plain function ({_what(reference)})"]
-    problems: list[str] = []
-    _walk(reference, reference.get("file"), problems, set())
+    problems = [
+        f"`{name}`, a parameter with a default that is neither an input nor a param of the "
+        "declaration (the package's `run` would not pass it)"
+        for name in reference.get("defaulted") or []
+        if name not in passed
+    ]
+    _walk(reference, reference.get("file"), problems, set(), top=True)
     return problems
 
 
-def _walk(function: dict, file: str | None, problems: list[str], seen: set[str]) -> None:
+def _walk(
+    function: dict, file: str | None, problems: list[str], seen: set[str], top: bool = False
+) -> None:
     if function["function"] in seen:
         return
     seen.add(function["function"])
+    read = dict(function.get("globals") or {})
+    if not top:  # a helper is written with its defaults, which the package must carry too
+        read.update(_defaults(function))
     if function.get("closure"):
         problems.append(
             f"{function['function']} closes over {len(function['closure'])} value(s) of the "
@@ -47,7 +58,7 @@ def _walk(function: dict, file: str | None, problems: list[str], seen: set[str])
                 f"module {module} of the repository ({module_file}), imported inside "
                 f"{function['function']}"
             )
-    for name, value in sorted((function.get("globals") or {}).items()):
+    for name, value in sorted(read.items()):
         if "." in name or isinstance(value, bool | int | str):
             continue  # an attribute of a module read (judged with the module), or a constant
         if isinstance(value, dict) and "module" in value and value.get("file"):
@@ -62,6 +73,20 @@ def _walk(function: dict, file: str | None, problems: list[str], seen: set[str])
             _walk(value, file, problems, seen)
             continue
         problems.append(f"`{name}` ({_what(value)}), read by {function['function']}")
+
+
+def _defaults(function: dict) -> dict[str, Any]:
+    """A helper's described default values, by a name that says whose they are."""
+    values = (function.get("defaults") or {}).get("tuple") or []
+    keywords = (function.get("keyword_defaults") or {}).get("dict") or []
+    owner = function["function"].rsplit(".", 1)[-1]  # no dot: a dotted name is an attribute
+    named = {f"default {index} of {owner}": value for index, value in enumerate(values)}
+    named.update({f"default {key} of {owner}": value for key, value in keywords})
+    return {  # None is written as itself; a library's function, through its module or refused
+        name: value  # by `generate` in one line
+        for name, value in named.items()
+        if value is not None and not (isinstance(value, dict) and "external" in value)
+    }
 
 
 def _what(value: Any) -> str:

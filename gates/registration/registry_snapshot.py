@@ -145,8 +145,10 @@ class Describer:
                         globals_read[key] = self.describe(getattr(value, attribute), depth)
         closure = [self.describe(_cell(cell), depth) for cell in function.__closure__ or ()]
         imported = {module: self._found_file(module) for module in sorted(_modules_imported(code))}
+        defaulted = _defaulted(function)
         return {
             **({"imports": imported} if imported else {}),
+            **({"defaulted": defaulted} if defaulted else {}),
             "function": name,
             "file": file,
             "code": code_digest(code),
@@ -204,6 +206,14 @@ def _plain_repr(value) -> str | None:
     except Exception:
         return None
     return None if " at 0x" in text else text[:200]
+
+
+def _defaulted(function: types.FunctionType) -> list[str]:
+    """The names of the parameters that have defaults, in the signature's order."""
+    code = function.__code__
+    positional = code.co_varnames[: code.co_argcount]
+    count = len(function.__defaults__ or ())
+    return list(positional[len(positional) - count :]) + list(function.__kwdefaults__ or {})
 
 
 def _modules_imported(code: types.CodeType) -> set[str]:

@@ -70,11 +70,24 @@ def render_definition(declaration: OperatorDeclaration) -> Definition:
 
 
 def reference_source(declaration: OperatorDeclaration) -> str:
-    """The Torch reference as standalone source: its imports, constants and helpers, the
-    function itself (defaults dropped: `run` passes every parameter), and a `run` wrapper."""
+    """The Torch reference as standalone source: its imports, constants and helpers (each with
+    its defaults, whose names are gathered as the body's are), the function itself without its
+    defaults, and a `run` wrapper that passes every declared input and parameter (a default of
+    any other parameter is refused: `run` would not pass it)."""
     function = declaration.reference
+    passed = {spec.name for spec in declaration.inputs} | set(declaration.params)
+    unpassed = [
+        name
+        for name, parameter in inspect.signature(function).parameters.items()
+        if parameter.default is not inspect.Parameter.empty and name not in passed
+    ]
+    if unpassed:
+        raise GateError(
+            f"reference {function.__name__}'s parameter {unpassed[0]!r} has a default but is "
+            "neither an input nor a param of the declaration: `run` would not pass it"
+        )
     imports, constants, functions = {"import torch"}, [], []
-    _gather(function, imports, constants, functions, set())
+    _gather(function, imports, constants, functions, set(), drop_defaults=True)
     tensor_names = [spec.name for spec in declaration.inputs]
     parameters = ", ".join(tensor_names + list(declaration.params))
     arguments = ", ".join(tensor_names + [f"{name}={name}" for name in declaration.params])
@@ -86,8 +99,11 @@ def reference_source(declaration: OperatorDeclaration) -> str:
     return "\n\n\n".join(parts) + "\n"
 
 
-def _gather(function, imports: set, constants: list, functions: list, seen: set) -> None:
-    """Add `function` after everything it names from its own module."""
+def _gather(
+    function, imports: set, constants: list, functions: list, seen: set, drop_defaults=False
+) -> None:
+    """Add `function` after everything it names from its own module (its defaults too, unless
+    dropped: the reference's, whose parameters `run` passes)."""
     if function.__name__ in seen:
         return
     seen.add(function.__name__)
@@ -98,8 +114,9 @@ def _gather(function, imports: set, constants: list, functions: list, seen: set)
         )
     tree = parse_python(textwrap.dedent(inspect.getsource(function)))
     definition = tree.body[0]
-    definition.args.defaults = []
-    definition.args.kw_defaults = [None] * len(definition.args.kwonlyargs)
+    if drop_defaults:
+        definition.args.defaults = []
+        definition.args.kw_defaults = [None] * len(definition.args.kwonlyargs)
     namespace = function.__globals__
     for name in sorted({n.id for n in ast.walk(definition) if isinstance(n, ast.Name)}):
         if name not in namespace or name in seen:

@@ -197,17 +197,26 @@ HELPER += '    return F.gelu(x, approximate="tanh")\n'
             None,
             "closes over 1 value(s) of the function that made it",
         ),
+        (  # a helper's default
+            "    return formula_of(x)\n\n\ndef formula_of(x, formula=gelu_parts.gelu_formula):\n"
+            "    return formula(x)\n",
+            "`default 0 of formula_of` (function operators.catalog.gelu_parts.gelu_formula",
+        ),
     ],
-    ids=["import_inside", "closure"],
+    ids=["import_inside", "closure", "helper_default"],
 )
 def test_a_reference_reaching_a_helper_by_the_other_roads_is_rejected(
     make_candidate, judge, body, expected
 ):
     """The helper of another module reached without a global of the reference's module: an
-    import inside the function, or a closure (the reference made by a factory)."""
+    import inside the function, a closure (the reference made by a factory), or the default of
+    a helper of its own module."""
     source = GELU_TANH
     if body is not None:
-        source = source.replace('    return F.gelu(x, approximate="tanh")\n', body)
+        source = source.replace('    return F.gelu(x, approximate="tanh")\n', body).replace(
+            "from operators.contract import Contract\n",
+            "from operators.catalog import gelu_parts\nfrom operators.contract import Contract\n",
+        )
     else:
         start = source.index("def gelu_tanh_reference")
         end = source.index("\n\n\n", start)
@@ -227,3 +236,15 @@ def test_a_reference_reaching_a_helper_by_the_other_roads_is_rejected(
     verdict = judge(make_candidate(edits))
     assert not verdict.passed
     assert expected in "\n".join(verdict.details["problems"])
+
+
+def test_a_reference_parameter_the_package_would_not_pass_is_rejected(make_candidate, judge):
+    source = GELU_TANH.replace(
+        "def gelu_tanh_reference(x: torch.Tensor) -> torch.Tensor:",
+        'def gelu_tanh_reference(x: torch.Tensor, approximate: str = "tanh") -> torch.Tensor:',
+    ).replace('F.gelu(x, approximate="tanh")', "F.gelu(x, approximate=approximate)")
+    verdict = judge(make_candidate({"operators/catalog/gelu_tanh.py": source}))
+    assert not verdict.passed
+    assert "`approximate`, a parameter with a default that is neither an input nor a param" in (
+        "\n".join(verdict.details["problems"])
+    )
