@@ -6,6 +6,8 @@ On CUDA, `--jobs N` first compiles every point in N child processes (`--compile-
 fill the Triton cache this process then reads: compiling is most of a point's cost (a
 flash-attention point compiles for a second or more, its timing takes a tenth of that), and
 the children compile side by side while the timing stays in one process on a quiet device.
+Each child lists the points it got through; the timing pass then takes only those, so no point
+it times compiles there, past the budget.
 Exit 0 when the listed points were reached or the budget ran out, 4 when the device context
 failed (OUT says at which point; start again after it), 3 for bad input.
 """
@@ -20,7 +22,8 @@ from pathlib import Path
 
 EXIT_BAD_INPUT = 3
 EXIT_DEVICE_LOST = 4
-COMPILE_SHARE = 0.6  # of the budget for compiling ahead; what is left over compiles when timed
+COMPILE_SHARE = 0.6  # of the budget for compiling ahead; the rest times what was compiled
+COMPILED_LIST = "compiled.txt"  # beside OUT: the indices the compiling children got through
 
 
 def main(argv: list[str]) -> int:
@@ -33,7 +36,14 @@ def main(argv: list[str]) -> int:
         shard, shards = (int(part) for part in arguments.compile_shard.split("/"))
         return _compile_shard(arguments, points[shard::shards], deadline)
     if arguments.device == "cuda" and arguments.jobs > 1 and len(points) > arguments.jobs:
-        compile_ahead(argv, arguments.jobs, time.monotonic() + COMPILE_SHARE * arguments.budget_s)
+        listed = arguments.out.with_name(COMPILED_LIST)
+        listed.unlink(missing_ok=True)
+        compile_ahead(
+            [*argv, "--compiled-list", str(listed)],
+            arguments.jobs,
+            time.monotonic() + COMPILE_SHARE * arguments.budget_s,
+        )
+        points = compiled_first(points, _indices(listed))
     from gates.errors import GateError
 
     try:
@@ -93,6 +103,20 @@ def _production_kernel(baseline):
     return import_entry(baseline, folder, "screen_production")
 
 
+def compiled_first(points: list, compiled: set[int]) -> list:
+    """The points the children got through, in order; all of them where they got through none
+    (the timing pass then compiles as it goes, bounded by its longest point)."""
+    through = [(index, point) for index, point in points if index in compiled]
+    return through or points
+
+
+def _indices(listed: Path) -> set[int]:
+    try:
+        return {int(line) for line in listed.read_text().split() if line.isdigit()}
+    except OSError:
+        return set()
+
+
 def compile_ahead(argv: list[str], jobs: int, deadline: float) -> None:
     """Compile every point in `jobs` children before this process touches the device."""
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -108,7 +132,7 @@ def compile_ahead(argv: list[str], jobs: int, deadline: float) -> None:
                     stderr=subprocess.DEVNULL,
                 )
             )
-        except OSError as error:  # a process limit: the timing pass compiles what is left
+        except OSError as error:  # a process limit: the timing pass takes what these compile
             print(f"compiling ahead in {len(children)} processes ({error})", file=sys.stderr)
             break
     for child in children:
@@ -145,6 +169,9 @@ def _compile_shard(arguments, points, deadline: float) -> int:
                     return EXIT_DEVICE_LOST
             finally:
                 forget_point(tag)
+            if arguments.compiled_list is not None:  # one short line: appended whole
+                with arguments.compiled_list.open("a") as listed:
+                    listed.write(f"{index}\n")
     return 0
 
 
@@ -167,6 +194,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, default=1, help="compiling processes on CUDA")
     parser.add_argument("--figure", choices=("warm", "cold"), default=None)
     parser.add_argument("--compile-shard", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--compiled-list", type=Path, default=None, help=argparse.SUPPRESS)
     return parser
 
 

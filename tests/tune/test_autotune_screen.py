@@ -161,6 +161,17 @@ def test_a_screen_does_not_start_a_point_that_would_end_past_its_deadline():
     assert json.loads(out.getvalue())["screen_s"] == 3.0
 
 
+def test_the_timing_pass_takes_only_the_points_the_compiling_children_got_through(tmp_path):
+    from controller.screening.worker import _indices, compiled_first
+
+    points = [(index, {"block": block}) for index, block in enumerate((64, 96, 128, 256))]
+    listed = tmp_path / "compiled.txt"
+    listed.write_text("2\n0\n")  # two children, each through one point
+    assert compiled_first(points, _indices(listed)) == [points[0], points[2]]
+    # none got through (a budget too short to compile one): every point, compiled as timed
+    assert compiled_first(points, _indices(tmp_path / "absent.txt")) == points
+
+
 class StandInGraphs:
     """Graph timing's device interface on the CPU: a call of `slow` takes 3 us, any other
     2 us, and every replay runs 1% slower than the one before (a drifting clock)."""
