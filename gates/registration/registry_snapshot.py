@@ -144,7 +144,10 @@ class Describer:
                         key = f"{global_name}.{attribute}"
                         globals_read[key] = self.describe(getattr(value, attribute), depth)
         closure = [self.describe(_cell(cell), depth) for cell in function.__closure__ or ()]
-        imported = {module: self._found_file(module) for module in sorted(_modules_imported(code))}
+        package = _package_of(function)
+        imported = {
+            module: self._found_file(module) for module in sorted(_modules_imported(code, package))
+        }
         defaulted = _defaulted(function)
         return {
             **({"imports": imported} if imported else {}),
@@ -208,6 +211,11 @@ def _plain_repr(value) -> str | None:
     return None if " at 0x" in text else text[:200]
 
 
+def _package_of(function: types.FunctionType) -> str | None:
+    module = sys.modules.get(function.__module__)
+    return getattr(module, "__package__", None) if module else None
+
+
 def _defaulted(function: types.FunctionType) -> list[str]:
     """The names of the parameters that have defaults, in the signature's order."""
     code = function.__code__
@@ -216,16 +224,24 @@ def _defaulted(function: types.FunctionType) -> list[str]:
     return list(positional[len(positional) - count :]) + list(function.__kwdefaults__ or {})
 
 
-def _modules_imported(code: types.CodeType) -> set[str]:
-    """The modules an `import` inside this code (or code nested in it) names."""
-    names = {
-        instruction.argval
-        for instruction in dis.get_instructions(code)
-        if instruction.opname == "IMPORT_NAME"
-    }
+def _modules_imported(code: types.CodeType, package: str | None) -> set[str]:
+    """The modules an `import` inside this code (or code nested in it) names, a relative one
+    resolved against `package` (the code's module's)."""
+    names, constants = set(), []
+    for instruction in dis.get_instructions(code):
+        if instruction.opname == "IMPORT_NAME":
+            level = constants[-2] if len(constants) > 1 and isinstance(constants[-2], int) else 0
+            name = instruction.argval
+            if level:
+                try:
+                    name = importlib.util.resolve_name("." * level + name, package)
+                except (ImportError, ValueError):
+                    name = "." * level + name  # unresolvable: named as written
+            names.add(name)
+        constants = [*constants, instruction.argval] if instruction.opname == "LOAD_CONST" else []
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
-            names |= _modules_imported(constant)
+            names |= _modules_imported(constant, package)
     return names
 
 

@@ -187,6 +187,11 @@ HELPER += '    return F.gelu(x, approximate="tanh")\n'
 @pytest.mark.parametrize(
     "body, expected",
     [
+        (  # imported inside the reference, relatively
+            "    from .gelu_parts import gelu_formula\n\n    return gelu_formula(x)\n",
+            "module operators.catalog.gelu_parts of the repository "
+            "(operators/catalog/gelu_parts.py), imported inside",
+        ),
         (  # imported inside the reference
             "    from operators.catalog.gelu_parts import gelu_formula\n\n"
             "    return gelu_formula(x)\n",
@@ -203,7 +208,7 @@ HELPER += '    return F.gelu(x, approximate="tanh")\n'
             "`default 0 of formula_of` (function operators.catalog.gelu_parts.gelu_formula",
         ),
     ],
-    ids=["import_inside", "closure", "helper_default"],
+    ids=["relative_import_inside", "import_inside", "closure", "helper_default"],
 )
 def test_a_reference_reaching_a_helper_by_the_other_roads_is_rejected(
     make_candidate, judge, body, expected
