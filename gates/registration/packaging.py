@@ -59,8 +59,15 @@ def _walk(
                 f"{function['function']}"
             )
     for name, value in sorted(read.items()):
-        if "." in name or isinstance(value, bool | int | str):
-            continue  # an attribute of a module read (judged with the module), or a constant
+        if "." in name:  # an attribute of a module: judged with the module, unless the tree
+            if _of_tree(value):  # set it there (a package imports the library, not the tree)
+                problems.append(
+                    f"`{name}` ({_what(value)}, set by the repository on a module), read by "
+                    f"{function['function']}"
+                )
+            continue
+        if isinstance(value, bool | int | str):
+            continue  # a constant
         if isinstance(value, dict) and "module" in value and value.get("file"):
             problems.append(
                 f"`{name}` (module {value['module']} of the repository, {value['file']}), "
@@ -73,6 +80,16 @@ def _walk(
             _walk(value, file, problems, seen)
             continue
         problems.append(f"`{name}` ({_what(value)}), read by {function['function']}")
+
+
+def _of_tree(value: Any) -> bool:
+    """A described value defined in the repository, which no module a package imports holds
+    (the snapshot describes a library module's attribute only when the tree set it there)."""
+    if not isinstance(value, dict):
+        return False
+    if "function" in value or "class" in value:
+        return bool(value.get("file"))
+    return "instance" in value
 
 
 def _defaults(function: dict) -> dict[str, Any]:

@@ -143,6 +143,9 @@ class Describer:
                     if attribute != global_name and hasattr(value, attribute):
                         key = f"{global_name}.{attribute}"
                         globals_read[key] = self.describe(getattr(value, attribute), depth)
+            elif isinstance(value, types.ModuleType):  # a library's: what the tree set on it
+                for key, planted in self._planted(global_name, value, names):
+                    globals_read[key] = self.describe(planted, depth)
         closure = [self.describe(_cell(cell), depth) for cell in function.__closure__ or ()]
         package = _package_of(function)
         imported = {
@@ -161,6 +164,28 @@ class Describer:
             "globals": globals_read,
             "attributes": self.describe(dict(vars(function)), depth),
         }
+
+    def _planted(self, prefix: str, module, names: set[str], depth: int = 0):
+        """(dotted name, value) of each attribute chain the code names that leads from a
+        library module to an object of the tree (a function, a class or an instance the tree
+        set on the library), read from the modules' own dictionaries (no lazy import runs)."""
+        for attribute in sorted(names):
+            value = vars(module).get(attribute)
+            if value is None:
+                continue
+            key = f"{prefix}.{attribute}"
+            if isinstance(value, types.ModuleType):
+                if depth < 3 and not self.relative_file(getattr(value, "__file__", None)):
+                    yield from self._planted(key, value, names, depth + 1)
+            elif self._of_tree(value):
+                yield key, value
+
+    def _of_tree(self, value) -> bool:
+        code = getattr(value, "__code__", None)
+        if code is not None:
+            return self.relative_file(code.co_filename) is not None
+        kind = value if isinstance(value, type) else type(value)
+        return self.module_file(getattr(kind, "__module__", None)) is not None
 
     def _found_file(self, module_name: str) -> str | None:
         """The tree file a module imported inside a function comes from (None: not the

@@ -253,3 +253,19 @@ def test_a_reference_parameter_the_package_would_not_pass_is_rejected(make_candi
     assert "`approximate`, a parameter with a default that is neither an input nor a param" in (
         "\n".join(verdict.details["problems"])
     )
+
+
+def test_a_helper_the_repository_sets_on_a_library_module_is_rejected(make_candidate, judge):
+    """The helper planted as an attribute of torch: the package imports torch elsewhere, where
+    no such attribute is."""
+    source = GELU_TANH.replace(
+        "from operators.contract import Contract\n",
+        "from operators.catalog import gelu_parts\nfrom operators.contract import Contract\n\n"
+        "torch.gelu_planted = gelu_parts.gelu_formula\n",
+    ).replace('    return F.gelu(x, approximate="tanh")\n', "    return torch.gelu_planted(x)\n")
+    edits = {"operators/catalog/gelu_tanh.py": source, "operators/catalog/gelu_parts.py": HELPER}
+    verdict = judge(make_candidate(edits))
+    assert not verdict.passed
+    problems = "\n".join(verdict.details["problems"])
+    assert "`torch.gelu_planted` (function operators.catalog.gelu_parts.gelu_formula" in problems
+    assert "set by the repository on a module" in problems
