@@ -11,6 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 SCRIPT = """
 import threading
+import time
 
 from gates.evaluator.detectors.concurrency import (
     ExtraThreads,
@@ -35,6 +36,10 @@ except ExtraThreads as error:
 finally:
     stop.set()
     thread.join()
+# join returns once Python is done with the thread; its OS thread may take a moment to go
+deadline = time.monotonic() + 5
+while set(os_threads()) - set(os_before) and time.monotonic() < deadline:
+    time.sleep(0.01)
 check_threads(python_before, os_before, main_name)
 print("quiet after")
 """
