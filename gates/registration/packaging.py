@@ -1,13 +1,15 @@
 """Whether a new operator's reference can travel in a task package.
 
-`controller generate` writes the reference as standalone source (`gates.tasks.rendering`): it
-carries the imports of the libraries the reference reads, and the number and string constants
-and helper functions of its own module, nothing else: no class it reads by name. A reference
-that reads a helper of another module passes every parity gate and then cannot be tuned; a
-registration did exactly that. A module of the repository itself (`parts.helper(x)` after
-`from pkg import parts`) is the same helper by another road, and so is one imported inside
-the function, or a value the function closes over: the package would name what it does not
-carry.
+`controller generate` writes the reference as standalone source (`gates.tasks.rendering`): the
+imports of the libraries it reads, the number and string constants and the helper functions
+of its own module (helpers with their defaults), the reference without its defaults, and a
+`run` that passes the declared inputs and params. Nothing else travels. A registration whose
+reference reads a helper of another module passes every parity gate and then cannot be tuned,
+and there are many roads to that helper: imported by name, through a module of the repository
+(`parts.helper(x)`), through a class read by name, by an import inside the function, as a
+value the function closes over, as a helper's default, or set by the repository on a library
+module (`torch.helper = ...`). Each is refused here, as is a defaulted parameter `run` does not
+pass.
 
 This reads the registry snapshot's description of the reference (its globals, described in
 the candidate's fenced process), so nothing of the candidate runs here.
@@ -18,8 +20,7 @@ from typing import Any
 TRAVELLING = ("module", "float", "ref")
 """Described globals the package carries: installed libraries' modules (one of the repository
 is refused first) and floats; `ref` is a value already described (and judged) where it was
-first read. A class read by name is not carried (its staticmethod would be a helper of another
-module by a third road)."""
+first read."""
 
 
 def packaging_problems(reference: Any, passed: set[str]) -> list[str]:
