@@ -9,8 +9,6 @@ snapshots and digests the listed files itself, so no judgement happens in this p
 """
 
 import argparse
-import ast
-import dis
 import hashlib
 import importlib
 import importlib.util
@@ -20,6 +18,20 @@ import sys
 import traceback
 import types
 from pathlib import Path
+
+
+def _load_beside(name: str):
+    """A module beside this file, loaded by path and kept out of `sys.modules`: this script
+    runs with `python -I`, where only the tree under test is importable."""
+    spec = importlib.util.spec_from_file_location(
+        f"_registry_snapshot_{name}", Path(__file__).with_name(f"{name}.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+code_reading = _load_beside("code_reading")
 
 MAX_ITEMS = 256
 MAX_DEPTH = 24
@@ -128,7 +140,7 @@ class Describer:
         name = f"{function.__module__}.{function.__qualname__}"
         if file is None:
             return {"external": name}
-        names = _names_read(code)
+        names = code_reading.names_read(code)
         scope = function.__globals__
         globals_read = {}
         for global_name in sorted(names):
@@ -147,17 +159,18 @@ class Describer:
                 for key, planted in self._planted(global_name, value, names):
                     globals_read[key] = self.describe(planted, depth)
         closure = [self.describe(_cell(cell), depth) for cell in function.__closure__ or ()]
-        package = _package_of(function)
+        package = code_reading.package_of(function)
         imported = {
-            module: self._found_file(module) for module in sorted(_modules_imported(code, package))
+            module: self._found_file(module)
+            for module in sorted(code_reading.modules_imported(code, package))
         }
-        defaulted = _defaulted(function)
+        defaulted = code_reading.defaulted_parameters(function)
         return {
             **({"imports": imported} if imported else {}),
             **({"defaulted": defaulted} if defaulted else {}),
             "function": name,
             "file": file,
-            "code": code_digest(code),
+            "code": code_reading.code_digest(code),
             "defaults": self.describe(function.__defaults__, depth),
             "keyword_defaults": self.describe(function.__kwdefaults__, depth),
             "closure": closure,
@@ -236,125 +249,6 @@ def _plain_repr(value) -> str | None:
     return None if " at 0x" in text else text[:200]
 
 
-def _package_of(function: types.FunctionType) -> str | None:
-    module = sys.modules.get(function.__module__)
-    return getattr(module, "__package__", None) if module else None
-
-
-def _defaulted(function: types.FunctionType) -> list[str]:
-    """The names of the parameters that have defaults, in the signature's order."""
-    code = function.__code__
-    positional = code.co_varnames[: code.co_argcount]
-    count = len(function.__defaults__ or ())
-    return list(positional[len(positional) - count :]) + list(function.__kwdefaults__ or {})
-
-
-def _modules_imported(code: types.CodeType, package: str | None) -> set[str]:
-    """The modules an `import` inside this code (or code nested in it) names, a relative one
-    resolved against `package` (the code's module's)."""
-    names, constants = set(), []
-    for instruction in dis.get_instructions(code):
-        if instruction.opname == "IMPORT_NAME":
-            level = constants[-2] if len(constants) > 1 and isinstance(constants[-2], int) else 0
-            name = instruction.argval
-            if level:
-                try:
-                    name = importlib.util.resolve_name("." * level + name, package)
-                except (ImportError, ValueError):
-                    name = "." * level + name  # unresolvable: named as written
-            names.add(name)
-        constants = [*constants, instruction.argval] if instruction.opname == "LOAD_CONST" else []
-    for constant in code.co_consts:
-        if isinstance(constant, types.CodeType):
-            names |= _modules_imported(constant, package)
-    return names
-
-
-def _names_read(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for constant in code.co_consts:
-        if isinstance(constant, types.CodeType):
-            names |= _names_read(constant)
-    return names
-
-
-def code_digest(code: types.CodeType) -> str:
-    """The code's bytecode, constants and names (not its file or line numbers), recursively."""
-    digest = hashlib.sha256()
-
-    def feed(part: types.CodeType) -> None:
-        digest.update(part.co_code)
-        shape = (
-            part.co_names,
-            part.co_varnames,
-            part.co_freevars,
-            part.co_cellvars,
-            part.co_argcount,
-            part.co_posonlyargcount,
-            part.co_kwonlyargcount,
-            part.co_flags,
-        )
-        digest.update(repr(shape).encode())
-        for constant in part.co_consts:
-            if isinstance(constant, types.CodeType):
-                feed(constant)
-            elif isinstance(constant, frozenset):
-                digest.update(repr(sorted(repr(item) for item in constant)).encode())
-            else:
-                digest.update(repr(constant).encode())
-
-    feed(code)
-    return digest.hexdigest()
-
-
-def import_closure(tree: Path, files: set[str]) -> set[str]:
-    """`files` plus every tree module they import by name, transitively (a package's
-    `__init__` only where it is imported itself, not for each of its submodules)."""
-    found, pending = set(), sorted(files)
-    while pending:
-        relative = pending.pop()
-        if relative in found or not relative.endswith(".py"):
-            continue
-        found.add(relative)
-        try:
-            module = ast.parse((tree / relative).read_text())
-        except (OSError, SyntaxError, UnicodeDecodeError):
-            continue
-        package = Path(relative).parent.as_posix().replace("/", ".")
-        for node in ast.walk(module):
-            for target in _imported_files(tree, node, package):
-                if target not in found:
-                    pending.append(target)
-    return found
-
-
-def _imported_files(tree: Path, node: ast.AST, package: str) -> list[str]:
-    if isinstance(node, ast.Import):
-        return [f for alias in node.names if (f := _module_path(tree, alias.name))]
-    if not isinstance(node, ast.ImportFrom):
-        return []
-    base = node.module or ""
-    if node.level:
-        parts = package.split(".") if package and package != "." else []
-        parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
-        base = ".".join(parts + ([node.module] if node.module else []))
-    targets = []
-    for alias in node.names:
-        submodule = _module_path(tree, f"{base}.{alias.name}") if base else None
-        targets.append(submodule or _module_path(tree, base))
-    return [target for target in targets if target]
-
-
-def _module_path(tree: Path, dotted: str) -> str | None:
-    if not dotted:
-        return None
-    path = Path(*dotted.split("."))
-    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
-        if (tree / candidate).is_file():
-            return candidate.as_posix()
-    return None
-
-
 def bound_in(declaration, tree: Path, describer: Describer) -> list[str]:
     """`module:name` of every tree module global that holds `declaration`."""
     places = []
@@ -425,7 +319,7 @@ def describe_operator(runtime, declaration, profiles: list[str], tree: Path) -> 
             snapshot["resolved"][profile] = describer.describe(resolved)
         except Exception as error:  # a profile that refuses to load is part of the answer
             snapshot["resolved"][profile] = {"error": _last_line(error, tree)}
-    snapshot["files"] = sorted(import_closure(tree, describer.files))
+    snapshot["files"] = sorted(code_reading.import_closure(tree, describer.files))
     return snapshot
 
 
