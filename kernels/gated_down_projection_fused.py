@@ -70,12 +70,11 @@ INTERPRETER_TILE = {
 
 
 @triton.jit
-def _gated_residual_epilogue(acc, residual_ptr, gate_ptr, row, column, tokens, outputs, keep):
-    """residual + bf16(acc) * gate over one tile, rounded once to BF16 (FP32 in between)."""
+def _gated_residual_epilogue(acc, residual_ptr, gate_ptr, place, gate_place, keep):
+    """residual + bf16(acc) * gate at the outputs `place` (the gate's at `gate_place`), rounded
+    once to BF16 (FP32 in between): the tile's epilogue and split-K's second launch share it."""
     update = round_to_bfloat16(acc)
-    batch = row // tokens
-    gate = tl.load(gate_ptr + batch[:, None] * outputs + column[None, :], mask=keep, other=0.0)
-    place = row[:, None] * outputs + column[None, :]
+    gate = tl.load(gate_ptr + gate_place, mask=keep, other=0.0)
     residual = tl.load(residual_ptr + place, mask=keep, other=0.0)
     return round_to_bfloat16(residual.to(tl.float32) + update * gate.to(tl.float32))
 
@@ -126,10 +125,9 @@ def _gated_down_kernel(
         w_block += BLOCK_K
     keep = row_in[:, None] & column_in[None, :]
     if SPLITS == 1:
-        out = _gated_residual_epilogue(
-            acc, residual_ptr, gate_ptr, row, column, tokens, outputs, keep
-        )
         place = row[:, None] * outputs + column[None, :]
+        gate_place = (row // tokens)[:, None] * outputs + column[None, :]
+        out = _gated_residual_epilogue(acc, residual_ptr, gate_ptr, place, gate_place, keep)
         tl.store(out_ptr + place, out.to(out_ptr.dtype.element_ty), mask=keep)
     else:  # out_ptr is the FP32 partial sums, one (rows, outputs) slab per split
         place = split * rows * outputs + row[:, None] * outputs + column[None, :]
@@ -147,11 +145,8 @@ def _add_splits_kernel(
     total = tl.load(partial_ptr + index, mask=inside, other=0.0)
     for split in range(1, SPLITS):
         total += tl.load(partial_ptr + split * count + index, mask=inside, other=0.0)
-    update = round_to_bfloat16(total)
-    row = index // outputs
-    gate = tl.load(gate_ptr + (row // tokens) * outputs + index % outputs, mask=inside, other=0.0)
-    residual = tl.load(residual_ptr + index, mask=inside, other=0.0)
-    out = round_to_bfloat16(residual.to(tl.float32) + update * gate.to(tl.float32))
+    gate_place = (index // outputs // tokens) * outputs + index % outputs
+    out = _gated_residual_epilogue(total, residual_ptr, gate_ptr, index, gate_place, inside)
     tl.store(out_ptr + index, out.to(out_ptr.dtype.element_ty), mask=inside)
 
 

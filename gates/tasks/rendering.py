@@ -75,7 +75,8 @@ def reference_source(declaration: OperatorDeclaration) -> str:
     defaults, and a `run` wrapper that passes every declared input and parameter (a default of
     any other parameter is refused: `run` would not pass it)."""
     function = declaration.reference
-    passed = {spec.name for spec in declaration.inputs} | set(declaration.params)
+    tensor_names = [spec.name for spec in declaration.inputs]
+    passed = set(tensor_names) | set(declaration.params)
     unpassed = [
         name
         for name, parameter in inspect.signature(function).parameters.items()
@@ -88,7 +89,6 @@ def reference_source(declaration: OperatorDeclaration) -> str:
         )
     imports, constants, functions = {"import torch"}, [], []
     _gather(function, imports, constants, functions, set(), drop_defaults=True)
-    tensor_names = [spec.name for spec in declaration.inputs]
     parameters = ", ".join(tensor_names + list(declaration.params))
     arguments = ", ".join(tensor_names + [f"{name}={name}" for name in declaration.params])
     parts = ["\n".join(sorted(imports))]
