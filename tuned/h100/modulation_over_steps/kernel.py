@@ -1,6 +1,6 @@
 """Tuned modulation_over_steps, written by `controller install`.
 
-From run tune-20261207T021946Z-87c7db, attempt 1.
+From run tune-20261207T074358Z-2aaca8, attempt 2.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """

@@ -1,6 +1,6 @@
 """Tuned qkv_projection, written by `controller install`.
 
-From run tune-20261207T021857Z-809dbb, attempt 1.
+From run tune-20261207T074305Z-fba7eb, attempt 1.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """

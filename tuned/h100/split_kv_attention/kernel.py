@@ -1,6 +1,6 @@
 """Tuned split_kv_attention, written by `controller install`.
 
-From run tune-20261207T021738Z-0175a1, attempt 2.
+From run tune-20261207T074014Z-3ccda6, attempt 2.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """

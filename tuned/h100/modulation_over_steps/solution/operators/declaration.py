@@ -4,6 +4,7 @@ A declaration is validated on construction, so a bad one never reaches the regis
 evaluator or an agent's prompt.
 """
 
+import math
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -25,13 +26,20 @@ DISTRIBUTIONS: tuple[str, ...] = ("normal", "large", "cancellation")
 
 
 class Axis(BaseModel):
-    """A named dimension: `const` (fixed by the model) or `var` (set by each workload)."""
+    """A named dimension: `const` (fixed by the model) or `var` (set by each workload). A var
+    axis may be the product of others (`product_of`): the rows of a flattened (batch, tokens)
+    beside a tensor that keeps both, so every size drawn for it stays consistent."""
 
     model_config = ConfigDict(frozen=True)
 
     name: str
     kind: Literal["const", "var"]
     value: int | None = Field(default=None, description="the size of a const axis")
+    product_of: tuple[str, ...] = Field(
+        default=(),
+        description="the axes whose sizes multiply to this var axis's size, e.g. (batch, "
+        "tokens) for rows; every workload and every drawn size is completed from them",
+    )
     description: str = ""
 
     @model_validator(mode="after")
@@ -40,6 +48,8 @@ class Axis(BaseModel):
             raise ValueError(f"axes.{self.name}.value: a const axis needs a size >= 0")
         if self.kind == "var" and self.value is not None:
             raise ValueError(f"axes.{self.name}.value: a var axis takes its size from workloads")
+        if self.product_of and self.kind != "var":
+            raise ValueError(f"axes.{self.name}.product_of: only a var axis is a product")
         return self
 
 
@@ -147,6 +157,12 @@ class OperatorDeclaration(BaseModel):
         for axis in variable:
             if axis not in determined:
                 raise ValueError(f"axes.{axis}: var axis is not determined by any input shape")
+        for axis in self.axes:
+            for factor in axis.product_of:
+                if factor not in known or factor == axis.name:
+                    raise ValueError(f"axes.{axis.name}.product_of: {factor!r} is no other axis")
+                if next(a for a in self.axes if a.name == factor).product_of:
+                    raise ValueError(f"axes.{axis.name}.product_of: {factor!r} is a product")
         for workload in self.workloads:
             missing = [axis for axis in variable if axis not in workload.axes]
             if missing:
@@ -154,13 +170,23 @@ class OperatorDeclaration(BaseModel):
             unknown = [axis for axis in workload.axes if axis not in variable]
             if unknown:
                 raise ValueError(f"workloads.{workload.name}: {unknown} are not var axes")
+            if self.completed(workload.axes) != workload.axes:
+                raise ValueError(
+                    f"workloads.{workload.name}: {workload.axes} breaks a product axis "
+                    f"({self.completed(workload.axes)})"
+                )
         _no_duplicates("workloads", [w.name for w in self.workloads])
         return self
+
+    def completed(self, axes: dict[str, int]) -> dict[str, int]:
+        """Var-axis sizes with each product axis set from its factors (a size drawn for each
+        axis on its own, as hidden cases are, is made consistent here)."""
+        return completed_axes(self.axes, axes)
 
     def axis_sizes(self, workload: Workload) -> dict[str, int]:
         """Every axis's size for one workload: const axes plus the workload's var axes."""
         sizes = {axis.name: axis.value for axis in self.axes if axis.kind == "const"}
-        sizes.update(workload.axes)
+        sizes.update(self.completed(workload.axes))
         return sizes
 
     def shape_of(self, spec: TensorSpec, workload: Workload) -> tuple[int, ...]:
@@ -210,6 +236,17 @@ class OperatorDeclaration(BaseModel):
     def run_reference(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """Call the reference with the declared params; always a tuple of outputs."""
         return as_outputs(self.reference(*inputs, **self.params))
+
+
+def completed_axes(axes: tuple[Axis, ...], given: dict[str, int]) -> dict[str, int]:
+    """`given` var-axis sizes with each product axis among `axes` set from its factors."""
+    sizes = {axis.name: axis.value for axis in axes if axis.kind == "const"}
+    sizes.update(given)
+    done = dict(given)
+    for axis in axes:
+        if axis.product_of:
+            done[axis.name] = math.prod(sizes[factor] for factor in axis.product_of)
+    return done
 
 
 def as_outputs(result: Any) -> tuple[torch.Tensor, ...]:

@@ -18,18 +18,27 @@ from ...operators import triton_runtime  # selects the interpreter before any ke
 from ...operators.kernel_launch import compiler_visible, launch
 from .stacked_projection_fused import _stacked_projection_kernel
 
-TUNING = {"block_n": 32, "block_k": 128, "num_warps": 4, "num_stages": 3}
-"""Launch settings on a GPU: output columns per program, K per step, warps, pipeline stages.
-Triton 3.6 on an H100 asked 491,520 bytes of shared memory for 128 rows x 256 of K over three
-stages (the limit is 232,448), about four bytes per element of each stage's row and weight
-blocks; 64 rows x 128 of K over three stages needs about 147,000."""
+REGIMES = (("one_row_block", 16), ("row_blocks", None))
+"""A call's regime by the rows of its gathered block (ten steps x batch): batch 1 fits one block
+of 16 rows, batch 8 (80 rows) takes two of 64."""
+TUNING = {
+    "one_row_block": {"block_n": 32, "block_k": 128, "num_warps": 4, "num_stages": 5},
+    "row_blocks": {"block_n": 64, "block_k": 128, "num_warps": 8, "num_stages": 3},
+}
+"""Launch settings on a GPU per regime: output columns per program, K per step, warps, pipeline
+stages. On an H100 (2026-12-07, the optimize in docs/benchmarks.md) 64 columns a program took
+the batch-8 call from 14.3 to 10.4 us and the batch-1 call from 8.3 to 8.6 us. Triton 3.6 there
+asked 491,520 bytes of shared memory for 128 rows x 256 of K over three stages (the limit is
+232,448), about four bytes per element of each stage's row and weight blocks; 64 rows x 128 of
+K over three stages needs about 147,000."""
 TUNING_SPACE = {
     "block_n": (16, 32, 64, 128),
     "block_k": (64, 128, 256, 512),
     "num_warps": (2, 4, 8),
     "num_stages": (1, 2, 3, 4, 5),
 }
-"""What a sweep may try; block_k changes the FP32 sum order, within the contract."""
+"""What a sweep may try, in each regime; block_k changes the FP32 sum order, within the
+contract."""
 ROWS = (16, 64)
 """tl.dot takes at least 16 rows: fewer rows are masked up to 16; one program keeps at most 64
 rows (ten steps at batch 8 are 80: two programs along the grid's axis 1, the second reading
@@ -119,8 +128,13 @@ def modulation_over_steps_kernel(
     )
 
 
+def regime(rows: int) -> str:
+    """The TUNING entry for a gathered block of `rows` rows."""
+    return next(name for name, most in REGIMES if most is None or rows <= most)
+
+
 def _launch(gathered, w0, w1, w2, products, rows, features, outputs) -> None:
-    settings = TUNING
+    settings = TUNING[regime(rows)]
     block_b = min(ROWS[1], max(ROWS[0], triton.next_power_of_2(rows)))
     block_n = settings["block_n"]
     block_k = min(settings["block_k"], max(16, triton.next_power_of_2(features)))

@@ -61,32 +61,34 @@ TUNING = {
     "short_wide_key_splits": 2,
     "short_wide_num_warps": 8,
     "short_wide_num_stages": 3,
-    "long_queries": 128,
+    "long_queries": 64,
     "long_keys": 64,
-    "long_heads": 1,
+    "long_heads": 2,
     "long_dim_parts": 2,
     "long_score_chunks": 1,
     "long_weight_parts": 1,
     "long_key_splits": 1,
     "long_num_warps": 8,
     "long_num_stages": 3,
-    "long_wide_queries": 64,
-    "long_wide_keys": 32,
+    "long_wide_queries": 128,
+    "long_wide_keys": 64,
     "long_wide_heads": 1,
     "long_wide_dim_parts": 2,
     "long_wide_score_chunks": 1,
     "long_wide_weight_parts": 1,
     "long_wide_key_splits": 1,
-    "long_wide_num_warps": 4,
+    "long_wide_num_warps": 8,
     "long_wide_num_stages": 3,
 }
 """Launch settings on a GPU per regime: query block, key block, query heads per program, parts
 of the head dimension for the output, chunks of it for the scores, BF16 parts of the softmax
-weights, runs of keys, warps, pipeline stages. The tiles are a sweep's on the H200. The weights
-go in one BF16 part, as a flash SDPA rounds them (within "no less accurate than stock"), at
-half the value products of the two parts that sweep timed; the scores in one product where
-that spills less (`benchmarks/attention_registers.py`, offline for sm_90a: 344, 80 and 0 bytes
-against 964, 224 and 20 with two chunks in the short, long and long_wide regimes)."""
+weights, runs of keys, warps, pipeline stages. The weights go in one BF16 part, as a flash SDPA
+rounds them (within "no less accurate than stock"), at half the value products of two parts.
+The action calls' tiles are a sweep's on the H200; short takes the scores in one product, which
+spills 344 bytes against 964 with two chunks (`benchmarks/attention_registers.py`, offline for
+sm_90a). The prefix calls' settings are the single-rounding sweep's fastest on an H100
+(2026-12-07, `docs/evidence/h100-2026-12-07/attention_gpu.json`: prefix_b8 98.6 us against
+104.0 at the settings before, 119.8 with two parts and two chunks)."""
 TUNING_SPACE = {
     "short_queries": [16, 32, 64, 128],
     "short_keys": [16, 32, 64, 128],
