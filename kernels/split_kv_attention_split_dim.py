@@ -73,12 +73,12 @@ TUNING = {
     "long_wide_queries": 128,
     "long_wide_keys": 64,
     "long_wide_heads": 1,
-    "long_wide_dim_parts": 2,
+    "long_wide_dim_parts": 1,
     "long_wide_score_chunks": 1,
     "long_wide_weight_parts": 1,
     "long_wide_key_splits": 1,
     "long_wide_num_warps": 8,
-    "long_wide_num_stages": 3,
+    "long_wide_num_stages": 2,
 }
 """Launch settings on a GPU per regime: query block, key block, query heads per program, parts
 of the head dimension for the output, chunks of it for the scores, BF16 parts of the softmax
@@ -86,9 +86,11 @@ weights, runs of keys, warps, pipeline stages. The weights go in one BF16 part, 
 rounds them (within "no less accurate than stock"), at half the value products of two parts.
 The action calls' tiles are a sweep's on the H200; short takes the scores in one product, which
 spills 344 bytes against 964 with two chunks (`benchmarks/attention_registers.py`, offline for
-sm_90a). The prefix calls' settings are the single-rounding sweep's fastest on an H100
-(2026-12-07, `docs/evidence/h100-2026-12-07/attention_gpu.json`: prefix_b8 98.6 us against
-104.0 at the settings before, 119.8 with two parts and two chunks)."""
+sm_90a). The prefix calls' settings are the single-rounding sweeps' fastest on an H100:
+prefix_b8 takes the whole head dimension in one program (one score product per key block, not
+one per part), 81.7 us against 98.3 with two parts and 66.9 for SDPA; three stages need 256 KB
+of shared memory there, over the 227 KB limit (2026-12-07,
+`docs/evidence/h100-2026-12-07b/attention_gpu.json`)."""
 TUNING_SPACE = {
     "short_queries": [16, 32, 64, 128],
     "short_keys": [16, 32, 64, 128],
