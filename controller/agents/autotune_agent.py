@@ -28,6 +28,10 @@ from gates.tuning.launch_settings import declared_settings, with_point
 DEFAULT_SUBMISSIONS = 3
 BUDGET_SHARE = 0.9  # of one tool call's timeout, for the whole screen
 CPU_BUDGET_S = 60.0  # the interpreter only checks the contract: a cheaper screen will do
+MIN_GPU_SCREEN_S = 15.0
+"""The shortest CUDA screen started: on an H100 a 9.6 s screen timed no point of the MLP
+projection's space, 18.5 s and 18.8 s ones timed 20 and 35 (2026-12-07). A shorter one would
+spend the attempt's judging on a blind guess and end the run past its minutes."""
 
 
 class AutotuneAgent:
@@ -69,6 +73,8 @@ class AutotuneAgent:
                 transcript, "error", f"{entry} declares no TUNING and TUNING_SPACE to search"
             )
         report = self._screened(session, source, settings, transcript)
+        if report is None:
+            return _ended(transcript, "finished", None, started)
         choice = next_submission(
             report, settings.point, _history(session.workspace), self.submissions
         )
@@ -90,9 +96,10 @@ class AutotuneAgent:
         )
         return _ended(transcript, "finished", None, started, tools.events)
 
-    def _screened(self, session, source, settings, transcript) -> ScreenReport:
+    def _screened(self, session, source, settings, transcript) -> ScreenReport | None:
         """The screen of this space (kept from an earlier attempt when the sources, the task
-        and the device are the same), every point written to the transcript."""
+        and the device are the same), every point written to the transcript; None, and no
+        submission, where a CUDA screen would have less than MIN_GPU_SCREEN_S."""
         key = _screen_key(session, source)
         report = self._screens.get(key)
         if report is not None:
@@ -108,6 +115,16 @@ class AutotuneAgent:
         budget = min(session.limits.turn_timeout_s, session.limits.wall_s) * BUDGET_SHARE
         if not getattr(session.policy, "gpu", False):
             budget = min(budget, CPU_BUDGET_S)
+        elif budget < MIN_GPU_SCREEN_S:
+            transcript.append(
+                {
+                    "role": "autotune",
+                    "step": "no_screen",
+                    "note": f"{budget:.1f} s left for the screen, under the {MIN_GPU_SCREEN_S:.0f}"
+                    " s it needs to time a point: nothing submitted",
+                }
+            )
+            return None
         report = self._screen(session, points, budget)
         self._screens[key] = report
         summary = report.model_dump(mode="json", exclude={"points"})

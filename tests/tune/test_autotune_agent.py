@@ -257,3 +257,35 @@ def test_a_faster_change_in_one_regime_only_is_submitted_as_screened():
     chosen = next_submission(report, REGIMES.point, [], few=3)
     assert chosen.point == {"few": {"rows": 2, "warps": 4}, "many": {"rows": 4, "warps": 4}}
     assert chosen.rank == 1
+
+
+def test_a_cuda_screen_too_short_to_time_a_point_is_not_started_and_nothing_is_submitted(
+    tmp_path_factory,
+):
+    from types import SimpleNamespace
+
+    from controller.agents.autotune_agent import MIN_GPU_SCREEN_S
+    from controller.agents.base import AgentLimits, AgentSession
+
+    class Screened(Exception):
+        """Raised by the injected screen: the agent started one."""
+
+    def screen(session, points, budget_s):
+        raise Screened(budget_s)
+
+    task = _task(tmp_path_factory)
+    workspace = tmp_path_factory.mktemp("short_screen")
+    subprocess.run(["cp", "-r", str(task / "solution"), str(workspace)], check=True)
+    kernel = next((workspace / "solution").rglob("rms_norm.py")).read_text()
+
+    def session(wall_s: float) -> AgentSession:
+        limits = AgentLimits(wall_s=wall_s)
+        policy = SimpleNamespace(gpu=True)
+        return AgentSession(workspace=workspace, prompt="tune", fence=None, policy=policy,
+                            limits=limits)  # fmt: skip
+
+    result = AutotuneAgent(screen=screen).run(session(MIN_GPU_SCREEN_S))
+    assert any(step.get("step") == "no_screen" for step in result.transcript)
+    assert next((workspace / "solution").rglob("rms_norm.py")).read_text() == kernel
+    with pytest.raises(Screened):  # a little more time: the screen starts
+        AutotuneAgent(screen=screen).run(session(MIN_GPU_SCREEN_S / 0.9 + 1))
