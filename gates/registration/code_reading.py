@@ -1,6 +1,7 @@
 """What a function's code names, read from its code object and its module's source without
-running either: the globals it reads, the modules it imports inside, its defaulted parameters,
-a digest of its bytecode, and the tree files a set of files imports.
+running either: the globals it reads, the modules it imports inside, the names through which it
+looks objects up as it runs, its defaulted parameters, a digest of its bytecode, and the tree
+files a set of files imports.
 
 `registry_snapshot.py` loads this file beside it by path: it runs with `python -I`, where only
 the tree under test is importable, so neither imports the controller's packages.
@@ -47,6 +48,24 @@ def modules_imported(code: types.CodeType, package: str | None) -> set[str]:
         if isinstance(constant, types.CodeType):
             names |= modules_imported(constant, package)
     return names
+
+
+RUNTIME_LOOKUPS = frozenset(
+    {
+        "__builtins__", "__dict__", "__getattribute__", "__globals__", "__import__",
+        "attrgetter", "eval", "exec", "exec_module", "find_spec", "getattr", "globals",
+        "import_module", "load_module", "locals", "methodcaller", "module_from_spec", "modules",
+        "reload", "vars",
+    }
+)  # fmt: skip
+"""Names through which code reaches an object by a name computed as it runs (`getattr`,
+`sys.modules[...]`, `importlib.import_module`, `globals()[...]`, ...): what it reaches then is
+in no description read from the code."""
+
+
+def runtime_lookups(code: types.CodeType) -> list[str]:
+    """The RUNTIME_LOOKUPS this code (or code nested in it) names."""
+    return sorted(names_read(code) & RUNTIME_LOOKUPS)
 
 
 def names_read(code: types.CodeType) -> set[str]:

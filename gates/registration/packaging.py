@@ -7,9 +7,10 @@ of its own module (helpers with their defaults), the reference without its defau
 reference reads a helper of another module passes every parity gate and then cannot be tuned,
 and there are many roads to that helper: imported by name, through a module of the repository
 (`parts.helper(x)`), through a class read by name, by an import inside the function, as a
-value the function closes over, as a helper's default, or set by the repository on a library
-module (`torch.helper = ...`). Each is refused here, as is a defaulted parameter `run` does not
-pass.
+value the function closes over, as a helper's default, set by the repository on a library
+module (`torch.helper = ...`), or looked up by a name computed as it runs (`getattr`,
+`sys.modules[...]`, `importlib.import_module`). Each is refused here, as is a defaulted
+parameter `run` does not pass.
 
 This reads the registry snapshot's description of the reference (its globals, described in
 the candidate's fenced process), so nothing of the candidate runs here.
@@ -48,6 +49,13 @@ def _walk(
     read = dict(function.get("globals") or {})
     if not top:  # a helper is written with its defaults, which the package must carry too
         read.update(_defaults(function))
+    if function.get("lookups"):
+        names = ", ".join(f"`{name}`" for name in function["lookups"])
+        problems.append(
+            f"{function['function']} looks objects up by names computed as it runs ({names}): "
+            "what it reaches then is not described, and a package carries only what the code "
+            "names (write the module and attribute out)"
+        )
     if function.get("closure"):
         problems.append(
             f"{function['function']} closes over {len(function['closure'])} value(s) of the "

@@ -165,8 +165,10 @@ class Describer:
             for module in sorted(code_reading.modules_imported(code, package))
         }
         defaulted = code_reading.defaulted_parameters(function)
+        lookups = code_reading.runtime_lookups(code)
         return {
             **({"imports": imported} if imported else {}),
+            **({"lookups": lookups} if lookups else {}),
             **({"defaulted": defaulted} if defaulted else {}),
             "function": name,
             "file": file,

@@ -243,6 +243,40 @@ def test_a_reference_reaching_a_helper_by_the_other_roads_is_rejected(
     assert expected in "\n".join(verdict.details["problems"])
 
 
+@pytest.mark.parametrize(
+    "imported, body, looked_up",
+    [
+        (
+            "import sys\n",
+            '    return sys.modules["operators.catalog.gelu_parts"].gelu_formula(x)\n',
+            "`modules`",
+        ),
+        (
+            "import importlib\n",
+            '    parts = importlib.import_module("operators.catalog.gelu_parts")\n'
+            '    return getattr(parts, "gelu_formula")(x)\n',
+            "`getattr`, `import_module`",
+        ),
+    ],
+    ids=["sys_modules", "import_module_getattr"],
+)
+def test_a_reference_looking_a_helper_up_by_a_computed_name_is_rejected(
+    make_candidate, judge, imported, body, looked_up
+):
+    """The helper of another module reached through a name the code computes as it runs: no
+    description read from the code sees it, so the code's naming the lookup is refused."""
+    source = GELU_TANH.replace('    return F.gelu(x, approximate="tanh")\n', body).replace(
+        "from operators.contract import Contract\n",
+        imported + "import operators.catalog.gelu_parts  # noqa: F401\n"
+        "from operators.contract import Contract\n",
+    )
+    edits = {"operators/catalog/gelu_tanh.py": source, "operators/catalog/gelu_parts.py": HELPER}
+    verdict = judge(make_candidate(edits))
+    assert not verdict.passed
+    problems = "\n".join(verdict.details["problems"])
+    assert f"looks objects up by names computed as it runs ({looked_up})" in problems
+
+
 def test_a_reference_parameter_the_package_would_not_pass_is_rejected(make_candidate, judge):
     source = GELU_TANH.replace(
         "def gelu_tanh_reference(x: torch.Tensor) -> torch.Tensor:",
