@@ -47,7 +47,10 @@ TUNING = {
     },
 }
 """Tiles per row regime on a GPU: a first guess (128 programs at 50 rows, 224 at 400) for the
-tuner and `benchmarks/tile_sweep.py` to replace; not yet timed on a GPU."""
+tuner and `benchmarks/tile_sweep.py` to replace. On an H100 (2026-12-07, seeded optimize,
+`docs/evidence/h100-2026-12-07b/`) few_rows ran 1.29x faster than production (the BLAS product,
+then the gated-residual kernel) and many_rows 0.88x, so install left 400 rows to production;
+the tile sweep has not run."""
 TUNING_SPACE = {
     "block_m": (64, 16, 32, 128),
     "block_n": (32, 64, 128),
