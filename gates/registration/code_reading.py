@@ -52,10 +52,11 @@ def modules_imported(code: types.CodeType, package: str | None) -> set[str]:
 
 RUNTIME_LOOKUPS = frozenset(
     {
-        "__builtins__", "__dict__", "__getattribute__", "__globals__", "__import__",
-        "attrgetter", "eval", "exec", "exec_module", "find_spec", "getattr", "globals",
-        "import_module", "load_module", "locals", "methodcaller", "module_from_spec", "modules",
-        "reload", "vars",
+        "__builtins__", "__dict__", "__getattr__", "__getattribute__", "__globals__",
+        "__import__", "__subclasses__", "attrgetter", "eval", "exec", "exec_module",
+        "find_spec", "getattr", "getmembers", "getmembers_static", "globals", "import_module",
+        "load_module", "locals", "locate", "methodcaller", "module_from_spec", "modules",
+        "reload", "resolve_name", "run_module", "run_path", "vars",
     }
 )  # fmt: skip
 """Names through which code reaches an object by a name computed as it runs (`getattr`,

@@ -257,8 +257,13 @@ def test_a_reference_reaching_a_helper_by_the_other_roads_is_rejected(
             '    return getattr(parts, "gelu_formula")(x)\n',
             "`getattr`, `import_module`",
         ),
+        (
+            "import pkgutil\n",
+            '    return pkgutil.resolve_name("operators.catalog.gelu_parts:gelu_formula")(x)\n',
+            "`resolve_name`",
+        ),
     ],
-    ids=["sys_modules", "import_module_getattr"],
+    ids=["sys_modules", "import_module_getattr", "resolve_name"],
 )
 def test_a_reference_looking_a_helper_up_by_a_computed_name_is_rejected(
     make_candidate, judge, imported, body, looked_up
