@@ -111,7 +111,6 @@ class AutotuneAgent:
                 }
             )
             return report
-        points = space_points(settings)
         budget = min(session.limits.turn_timeout_s, session.limits.wall_s) * BUDGET_SHARE
         if not getattr(session.policy, "gpu", False):
             budget = min(budget, CPU_BUDGET_S)
@@ -125,7 +124,7 @@ class AutotuneAgent:
                 }
             )
             return None
-        report = self._screen(session, points, budget)
+        report = self._screen(session, space_points(settings), budget)
         self._screens[key] = report
         summary = report.model_dump(mode="json", exclude={"points"})
         transcript.append(

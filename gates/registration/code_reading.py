@@ -64,9 +64,9 @@ RUNTIME_LOOKUPS = frozenset(
 in no description read from the code."""
 
 
-def runtime_lookups(code: types.CodeType) -> list[str]:
-    """The RUNTIME_LOOKUPS this code (or code nested in it) names."""
-    return sorted(names_read(code) & RUNTIME_LOOKUPS)
+def runtime_lookups(names: set[str]) -> list[str]:
+    """The RUNTIME_LOOKUPS among `names`, what `names_read` found in a code object."""
+    return sorted(names & RUNTIME_LOOKUPS)
 
 
 def names_read(code: types.CodeType) -> set[str]:

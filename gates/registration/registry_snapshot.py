@@ -165,7 +165,7 @@ class Describer:
             for module in sorted(code_reading.modules_imported(code, package))
         }
         defaulted = code_reading.defaulted_parameters(function)
-        lookups = code_reading.runtime_lookups(code)
+        lookups = code_reading.runtime_lookups(names)
         return {
             **({"imports": imported} if imported else {}),
             **({"lookups": lookups} if lookups else {}),
