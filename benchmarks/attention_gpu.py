@@ -94,12 +94,17 @@ LONG_VARIANTS = _variants([
     (2, 64, 32, 2, 2, 8, 3), (1, 64, 64, 2, 2, 4, 2), (1, 128, 64, 2, 2, 8, 3, 2, 2),
     (1, 128, 64, 2, 2, 8, 3, 2, 3), (1, 64, 32, 2, 2, 4, 3, 2, 2), (1, 64, 64, 2, 2, 4, 3, 2, 2),
     (1, 128, 32, 2, 2, 8, 3, 2, 2), (1, 64, 32, 2, 2, 4, 3, 2, 3),
+    (2, 64, 64, 1, 1, 8, 2, 1), (4, 32, 64, 1, 1, 8, 2, 1), (2, 64, 32, 1, 1, 8, 3, 1),
+    (2, 64, 32, 1, 1, 8, 2, 1), (1, 128, 32, 1, 1, 8, 2, 1), (8, 16, 64, 1, 1, 8, 2, 1),
+    (1, 64, 32, 1, 1, 4, 2, 1), (1, 64, 64, 1, 1, 4, 2, 1), (2, 64, 128, 1, 1, 8, 1, 1),
 ])  # fmt: skip
 """The same for the prefix calls (576 tokens): the shipped settings of both batches, stock's
 single rounding, then the whole head dimension in one program (with two output parts every
 program computes its scores again: 1.5x the FLOPs, and prefix_b8's fastest variant ran at
 SDPA's FLOP rate), two query heads per program (their keys and values loaded once), then runs of
-keys, which give the 80 programs of a batch-1 call more of the GPU."""
+keys, which give the 80 programs of a batch-1 call more of the GPU; last, the whole head
+dimension with 2 to 8 query heads a program (576 queries in full blocks of 128 rows, where 128
+queries of one head leave the fifth block half empty) and one warpgroup over 64 rows."""
 
 
 class Timing(BaseModel):
@@ -272,6 +277,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--quick", action="store_true", help="scaled-down sizes, one variant")
     parser.add_argument("--out", default=os.environ.get("OUT", "/tmp/attention_gpu"))
+    parser.add_argument(
+        "--workloads",
+        default=os.environ.get("ATTENTION_WORKLOADS", ""),
+        help="comma-separated workload names to sweep (default: every workload)",
+    )
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("attention_gpu: no CUDA device here; use --device cpu --quick", file=sys.stderr)
@@ -290,7 +300,15 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = []
+    names = [name for name in args.workloads.split(",") if name]
+    known = [workload.name for workload in declaration.workloads]
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        print(f"attention_gpu: unknown workload {unknown[0]!r}; known: {', '.join(known)}")
+        return 2
     for workload in declaration.workloads:
+        if names and workload.name not in names:
+            continue
         deadline = time.time() + SWEEP_SECONDS
         result = measure(declaration, workload, device, args.quick, deadline)
         results.append(result)

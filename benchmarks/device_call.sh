@@ -28,6 +28,17 @@ for part in "$@"; do
         run profile_b$b 150 python3 -m controller profile --output "$OUT/profile-pi05-b$b" \
           --warmup 2 --steps 3 -- controller.profiling.example_driver:forward pi05 $b
       done ;;
+    tuned_profile)  # what remains: the forward per batch under this GPU's tuned profile
+      # (TUNED_PROFILE, default h100, h200_seeded on an H200), one CUDA graph, by region
+      case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)" in
+        *H200*) tuned=${TUNED_PROFILE:-h200_seeded} ;;
+        *) tuned=${TUNED_PROFILE:-h100} ;;
+      esac
+      for b in ${BATCHES:-8}; do
+        CONTROLLER_KERNEL_PROFILE=$tuned run "tuned_profile_b$b" 200 python3 -m controller \
+          profile --graph --output "$OUT/tuned-profile-$tuned-b$b" --warmup 2 --steps 3 \
+          -- controller.profiling.example_driver:forward pi05 "$b"
+      done ;;
     capture) run capture 150 python3 -m controller capture-ops --output "$OUT/capture-pi05-b1" \
           --steps 1 -- controller.profiling.example_driver:forward pi05 1 ;;
     example) run example 300 python3 -m controller example run --size pi05 --time \

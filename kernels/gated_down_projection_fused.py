@@ -34,23 +34,23 @@ TUNING = {
         "block_n": 32,
         "block_k": 128,
         "num_warps": 4,
-        "num_stages": 4,
+        "num_stages": 5,
         "splits": 4,
     },
     "many_rows": {
         "block_m": 64,
-        "block_n": 64,
-        "block_k": 64,
+        "block_n": 128,
+        "block_k": 128,
         "num_warps": 4,
         "num_stages": 4,
         "splits": 2,
     },
 }
-"""Tiles per row regime on a GPU: a first guess (128 programs at 50 rows, 224 at 400) for the
-tuner and `benchmarks/tile_sweep.py` to replace. On an H100 (2026-12-07, seeded optimize,
-`docs/evidence/h100-2026-12-07b/`) few_rows ran 1.29x faster than production (the BLAS product,
-then the gated-residual kernel) and many_rows 0.88x, so install left 400 rows to production;
-the tile sweep has not run."""
+"""Tiles per row regime on a GPU, the fastest of `benchmarks/tile_sweep.py` on an H100
+(2026-12-07 10:34 UTC, `docs/evidence/h100-2026-12-07c/`): at 50 rows 7.89 us against
+production's 10.89 (the BLAS product, then the gated-residual kernel; 430 tiles timed); at 400
+rows 13.56 against 13.59 (all 544 tiles that compiled timed): no tile of this kernel beats the
+BLAS product there, so install leaves batch 8 to production unless a tune run finds one."""
 TUNING_SPACE = {
     "block_m": (64, 16, 32, 128),
     "block_n": (32, 64, 128),
