@@ -1,0 +1,10 @@
+"""Tuned gated_down_projection, written by `controller install`.
+
+From run tune-20261207T104725Z-4b7662, attempt 1.
+Its files are pinned by the digests in ../profile.json, and it runs
+only on the argument layouts the evaluator verified.
+"""
+
+from operators.tuned_solution import installed_kernel
+
+kernel, applies = installed_kernel(__file__)
