@@ -11,8 +11,8 @@ from operators.catalog.rounding import round_to_bfloat16
 
 
 @triton.jit
-def _chunk_scores(q, k_ptr, keys, valid, token_stride, head_dim, chunk, UPCAST):
-    """Scores of one chunk of the head dimension, unscaled: the tensor cores accumulate each
+def _chunk_scores(q, k_ptr, keys, valid, token_stride, head_dim, chunk, score_scale, UPCAST):
+    """Scores of one chunk of the head dimension, scaled: the tensor cores accumulate each
     chunk's products apart, and the chunks meet in FP32 registers."""
     dims = chunk * q.shape[1] + tl.arange(0, q.shape[1])
     key = tl.load(
@@ -24,7 +24,7 @@ def _chunk_scores(q, k_ptr, keys, valid, token_stride, head_dim, chunk, UPCAST):
         scores = tl.dot(q.to(tl.float32), tl.trans(key.to(tl.float32)), input_precision="ieee")
     else:
         scores = tl.dot(q, tl.trans(key))
-    return scores
+    return scores * tl.cast(score_scale, tl.float32)  # float32 under Inductor too
 
 
 @triton.jit
@@ -53,53 +53,54 @@ def _attend_to_keys(
     scores), into the accumulator's columns `value_dims` of the head dimension. The query block
     comes in SCORE_CHUNKS chunks of the head dimension (q0 .. q3; those past the count are
     unused)."""
-    scale = tl.cast(score_scale, tl.float32)  # float32 under Inductor too
     for start in range(first, last, BLOCK_KEYS):
         keys = start + tl.arange(0, BLOCK_KEYS)
         valid = keys < last
-        scores = _chunk_scores(q0, k_ptr, keys, valid, token_stride, head_dim, 0, UPCAST)
+        scores = _chunk_scores(
+            q0, k_ptr, keys, valid, token_stride, head_dim, 0, score_scale, UPCAST
+        )
         if SCORE_CHUNKS > 1:
-            scores += _chunk_scores(q1, k_ptr, keys, valid, token_stride, head_dim, 1, UPCAST)
+            scores += _chunk_scores(
+                q1, k_ptr, keys, valid, token_stride, head_dim, 1, score_scale, UPCAST
+            )
         if SCORE_CHUNKS > 2:
-            scores += _chunk_scores(q2, k_ptr, keys, valid, token_stride, head_dim, 2, UPCAST)
-            scores += _chunk_scores(q3, k_ptr, keys, valid, token_stride, head_dim, 3, UPCAST)
+            scores += _chunk_scores(
+                q2, k_ptr, keys, valid, token_stride, head_dim, 2, score_scale, UPCAST
+            )
+            scores += _chunk_scores(
+                q3, k_ptr, keys, valid, token_stride, head_dim, 3, score_scale, UPCAST
+            )
         value = tl.load(
             v_ptr + keys[:, None] * token_stride + value_dims[None, :],
             mask=valid[:, None] & (value_dims[None, :] < head_dim),
             other=0.0,
         )
-        # The scale (base 2) meets the scores inside the exponent, one fused multiply-add an
-        # element, not a pass of its own; the maximum of scaled scores is the scaled maximum.
         scores = tl.where(valid[None, :], scores, float("-inf"))
-        new_max = tl.maximum(row_max, tl.max(scores, axis=1) * scale)
+        new_max = tl.maximum(row_max, tl.max(scores, axis=1))
         correction = tl.exp2(row_max - new_max)
-        weights = tl.exp2(scores * scale - new_max[:, None])
+        weights = tl.exp2(scores - new_max[:, None])
         row_sum = row_sum * correction + tl.sum(weights, axis=1)
         # The weights reach the tensor cores as WEIGHT_PARTS BF16 parts: one, rounded once as a
         # flash SDPA rounds them; two (high + low) or three, nearly their FP32 value, at one
-        # more product each. Each product accumulates in FP32 into the rescaled running sum,
-        # in the tensor cores' own accumulator as a flash SDPA adds them, so no second FP32
-        # tile of the block's update is held beside it (at 128 rows x 256 dimensions that is
-        # 128 more registers a thread).
-        acc = acc * correction[:, None]
+        # more product each. Each block's product joins the running sum in FP32.
         high = round_to_bfloat16(weights)
         if WEIGHT_PARTS == 1:
             if UPCAST:
-                acc = tl.dot(high, value.to(tl.float32), acc, input_precision="ieee")
+                update = tl.dot(high, value.to(tl.float32), input_precision="ieee")
             else:
-                acc = tl.dot(high.to(value.dtype), value, acc)
+                update = tl.dot(high.to(value.dtype), value)
         else:
             low = round_to_bfloat16(weights - high)
             lowest = tl.zeros_like(low)
             if WEIGHT_PARTS > 2:
                 lowest = round_to_bfloat16(weights - high - low)
             if UPCAST:
-                acc = tl.dot(high + low + lowest, value.to(tl.float32), acc, input_precision="ieee")
+                update = tl.dot(high + low + lowest, value.to(tl.float32), input_precision="ieee")
             else:
-                acc = tl.dot(high.to(value.dtype), value, acc)
-                acc = tl.dot(low.to(value.dtype), value, acc)
+                update = tl.dot(high.to(value.dtype), value) + tl.dot(low.to(value.dtype), value)
                 if WEIGHT_PARTS > 2:
-                    acc = tl.dot(lowest.to(value.dtype), value, acc)
+                    update += tl.dot(lowest.to(value.dtype), value)
+        acc = acc * correction[:, None] + update
         row_max = new_max
     return acc, row_max, row_sum
 
