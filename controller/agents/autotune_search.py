@@ -4,7 +4,11 @@ what earlier attempts of the run submitted. Pure, so it is easy to test.
 The screen's best-ranked points go to the full evaluator in order, one per attempt, at most
 `few` per run; the incumbent and points already submitted are skipped. Where the screen timed
 the points, one that screened no faster than the incumbent is not worth an evaluation (the
-latency gate needs a 3% gain), so the agent stops there.
+latency gate needs a 3% gain), so the agent stops there. A CUDA screen that timed no point
+(its budget spent compiling) submits nothing: a guess judged in full takes the step past its
+minutes (2026-12-07, H100: a 17.2 s screen of the modulations' space timed none, and its
+blind point was judged and refused). Only the interpreter's screen, which never times, falls
+back to the nearest untried point when it reached none.
 
 A point kept per regime (a tile per row count) is screened one regime's change at a time, and
 each regime runs on its own workloads, so one change may gain too little of the model's time to
@@ -71,6 +75,13 @@ def next_submission(
             weighted_us=screened.weighted_us,
             submitted_before=done,
             reason=f"rank {rank} of {len(report.ranked())} passing points{timed}",
+        )
+    if report.timed and not any(p.weighted_us is not None for p in report.points):
+        return Submission(
+            point=None,
+            submitted_before=done,
+            reason=f"the screen timed no point in its {report.seconds:.1f} s; a point submitted "
+            "unscreened would spend the attempt's judging on a guess",
         )
     if report.points and all(p.status == "not_screened" for p in report.points[1:]):
         for screened in report.points[1:]:

@@ -81,14 +81,25 @@ def test_without_timing_passing_points_go_nearest_first():
     assert next_submission(report, SPACE.point, [], few=3).point == {"rows": 1, "warps": 8}
 
 
-def test_a_screen_that_reached_no_point_falls_back_to_the_nearest_untried_point():
+def test_an_interpreter_screen_that_reached_no_point_falls_back_to_the_nearest_untried_point():
     points = [
         ScreenedPoint(index=i, point=p, status="not_screened", reason="budget")
         for i, p in enumerate(space_points(SPACE))
     ]
-    report = ScreenReport(device="cuda", timed=True, points=points)
+    report = ScreenReport(device="cpu", timed=False, points=points)
     chosen = next_submission(report, SPACE.point, [], few=3)
     assert chosen.point == {"rows": 2, "warps": 4} and "reached no point" in chosen.reason
+
+
+def test_a_cuda_screen_that_timed_no_point_submits_nothing():
+    # the incumbent compiled and passed its check, the rest were not reached: nothing timed
+    points = [
+        ScreenedPoint(index=i, point=p, status="checked" if i == 0 else "not_screened")
+        for i, p in enumerate(space_points(SPACE))
+    ]
+    report = ScreenReport(device="cuda", timed=True, seconds=17.2, points=points)
+    chosen = next_submission(report, SPACE.point, [], few=3)
+    assert chosen.point is None and "timed no point in its 17.2 s" in chosen.reason
 
 
 def test_a_point_of_tiles_per_regime_is_rewritten_as_ruff_writes_it(tmp_path):
