@@ -162,9 +162,11 @@ def installed_ratios(row, other: str, owned: bool) -> list[float]:
 
 
 def _owning(owns: list[str], workloads) -> str:
+    """Where the candidate as installed runs, and that production runs on the rest: a ratio
+    far above 1 often means a declined workload, not a slow kernel."""
     if len(owns) == len(workloads):
         return ""
-    return f" (applied only where it owns: {', '.join(owns) or 'nowhere'})"
+    return f" (applied only where it owns: {', '.join(owns) or 'nowhere'}; production elsewhere)"
 
 
 class _Workloads(NamedTuple):

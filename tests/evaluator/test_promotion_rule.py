@@ -69,7 +69,7 @@ def test_a_gain_only_where_it_is_small_is_not_promoted_and_names_what_it_would_s
     slowed["workloads"]["b"]["paired_ratios"]["baseline"] = [1.3] * 40
     verdict = promotion_verdict(slowed, ["baseline", "candidate"])
     assert not verdict.promoted and verdict.owns == ["a"]
-    assert "not 3% under 1 (applied only where it owns: a)" in verdict.reason
+    assert "not 3% under 1 (applied only where it owns: a; production elsewhere)" in verdict.reason
     assert "b slower than baseline beyond noise" in verdict.reason
 
 
