@@ -304,7 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     known = [workload.name for workload in declaration.workloads]
     unknown = sorted(set(names) - set(known))
     if unknown:
-        print(f"attention_gpu: unknown workload {unknown[0]!r}; known: {', '.join(known)}")
+        print(
+            f"attention_gpu: unknown workload {unknown[0]!r}; known: {', '.join(known)}",
+            file=sys.stderr,
+        )
         return 2
     for workload in declaration.workloads:
         if names and workload.name not in names:

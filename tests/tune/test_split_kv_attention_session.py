@@ -172,6 +172,14 @@ def test_the_margin_benchmark_runs_on_the_cpu_and_every_kernel_passes_there(tmp_
     assert all(row["passed"] == row["cases"] and row["worst_ratio"] <= 1 for row in rows)
 
 
+def test_the_benchmark_refuses_an_unknown_workload_in_one_line(tmp_path, capsys):
+    arguments = ["--device", "cpu", "--quick", "--out", str(tmp_path), "--workloads", "nope"]
+    assert attention_gpu.main(arguments) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "unknown workload 'nope'; known:" in error[0]
+    assert not (tmp_path / "attention_gpu.json").exists()
+
+
 def test_the_benchmarks_refuse_full_sizes_under_the_interpreter(capsys):
     assert attention_gpu.main(["--device", "cpu"]) == 2
     assert attention_margin.main(["--device", "cpu"]) == 2
