@@ -4,9 +4,10 @@ cheap timing on CUDA (`controller.screening`), then writes the best-ranked point
 submitted as this attempt's candidate, which the controller's gates judge like any other.
 
 `autotune:<few>` submits at most that many of the screen's best points in a run (default 3),
-one per attempt. The screen of a space is kept for the later attempts of the run in this
-process (a resumed run screens again). Every point, its status and its screen time go to the
-transcript.
+one per attempt. An attempt with nothing worth submitting ends `exhausted`, which stops the
+run rather than spend its later attempts on the same answer. The screen of a space is kept
+for the later attempts of the run in this process (a resumed run screens again). Every point,
+its status and its screen time go to the transcript.
 """
 
 from __future__ import annotations
@@ -74,13 +75,13 @@ class AutotuneAgent:
             )
         report = self._screened(session, source, settings, transcript)
         if report is None:
-            return _ended(transcript, "finished", None, started)
+            return _ended(transcript, "exhausted", None, started)
         choice = next_submission(
             report, settings.point, _history(session.workspace), self.submissions
         )
         transcript.append({"role": "autotune", "step": "choose", **choice.model_dump(mode="json")})
         if choice.point is None:
-            return _ended(transcript, "finished", None, started)
+            return _ended(transcript, "exhausted", None, started)
         tools = FencedTools(session)
         outcome = tools.call(
             "write", {"path": f"solution/{entry}", "content": with_point(source, choice.point)}

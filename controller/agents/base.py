@@ -7,7 +7,11 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ExitReason = Literal["finished", "turn_limit", "token_limit", "dollar_limit", "timeout", "error"]
+ExitReason = Literal[
+    "finished", "exhausted", "turn_limit", "token_limit", "dollar_limit", "timeout", "error"
+]
+"""`exhausted`: the agent has nothing left worth judging (the tuner's screen holds no untried
+point faster than the incumbent, or no time to screen); the run stops after that attempt."""
 
 
 class AgentLimits(BaseModel):

@@ -1,5 +1,7 @@
 """Budget accounting: whether a run may start another attempt, and what that attempt may spend."""
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, ConfigDict
 
 from controller.runs.history import Spend
@@ -60,6 +62,18 @@ def budget_stop(limits: RunLimits, spend: Spend) -> BudgetStop | None:
         return BudgetStop(
             limit="dollars",
             reason=f"dollar limit reached: ${spend.dollars:.4f} of ${limits.max_dollars:.4f}",
+        )
+    return None
+
+
+def agent_stop(attempts: Sequence) -> BudgetStop | None:
+    """The latest attempt's agent ended `exhausted` (nothing left worth judging): another
+    attempt would ask it the same question with less time."""
+    if attempts and attempts[-1].exit_reason == "exhausted":
+        return BudgetStop(
+            limit="agent",
+            reason=f"the agent had nothing left worth judging after attempt "
+            f"{attempts[-1].number} (its transcript says why)",
         )
     return None
 

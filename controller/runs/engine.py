@@ -25,7 +25,7 @@ from controller.errors import ProviderUnavailable, environment_failure, is_user_
 from controller.flows.base import Flow, RunContext
 from controller.runs import records
 from controller.runs.attempt_session import AttemptSetting, attempt_session, logged_usage
-from controller.runs.budget import budget_stop
+from controller.runs.budget import agent_stop, budget_stop
 from controller.runs.evidence import write_evidence
 from controller.runs.faults import fault_point
 from controller.runs.fencing import FenceBinding
@@ -42,6 +42,9 @@ NO_CHANGES = Verdict(
     gate="changes",
     passed=False,
     summary="the attempt changed no file; make the change the task asks for",
+)
+NOTHING_LEFT = NO_CHANGES.model_copy(
+    update={"summary": "the agent submitted nothing: it had nothing left worth judging"}
 )
 # An environmental failure (a full disk, a fence that cannot start) leaves the run interrupted;
 # the process exits with EX_TEMPFAIL: fix the machine and resume.
@@ -192,6 +195,8 @@ class Engine:
         stop = budget_stop(self.manifest.limits, spend)
         if stop is None and hasattr(self.flow, "stop_reason"):
             stop = self.flow.stop_reason(self.context)
+        if stop is None:
+            stop = agent_stop(self.store.history().attempts)
         if stop is not None:
             fields = {"reason": stop.reason, "limit": stop.limit}
             best = self.flow.result_attempt(self.context) if self._promotes else None
@@ -297,7 +302,8 @@ class Engine:
         candidate = load_candidate(directory / "candidate", self._base(directory))
         started = time.time()
         if not candidate.changes:
-            verdicts = [NO_CHANGES]
+            exhausted = self.store.history().attempt(number).exit_reason == "exhausted"
+            verdicts = [NOTHING_LEFT if exhausted else NO_CHANGES]
         else:
             fault_point("write attempt/gates", directory / "gates")
             with self.progress.phase(f"attempt {number}: gates checking"):

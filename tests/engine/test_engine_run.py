@@ -98,6 +98,23 @@ def test_an_attempt_that_changes_nothing_is_rejected_without_gates(tmp_path, tar
     assert [v["gate"] for v in verdicts] == ["changes"] and not verdicts[0]["passed"]
 
 
+def test_an_agent_with_nothing_left_to_submit_stops_the_run_after_that_attempt(tmp_path, target):
+    class ExhaustedAgent(GreetingAgent):
+        def run(self, session):
+            result = super().run(session)
+            (session.workspace / "hello.txt").write_text("hi\n")
+            return result.model_copy(update={"exit_reason": "exhausted"})
+
+    store = new_tiny_run(tmp_path / "runs", target, max_attempts=5)
+    outcome = run_tiny(store, ExhaustedAgent(good_from=1))
+    assert (outcome.state, outcome.limit) == ("rejected", "agent")
+    assert "nothing left worth judging after attempt 1" in outcome.reason
+    attempts = report_json(store)["attempts"]
+    assert len(attempts) == 1  # four attempts were left: none started
+    verdict = attempts[0]["verdicts"][0]
+    assert verdict["gate"] == "changes" and "nothing left worth judging" in verdict["summary"]
+
+
 def test_a_flow_error_fails_the_run_with_its_reason(tmp_path, target):
     class BrokenFlow(TinyFlow):
         def check(self, run, attempt, candidate):

@@ -297,6 +297,20 @@ def test_a_cuda_screen_too_short_to_time_a_point_is_not_started_and_nothing_is_s
 
     result = AutotuneAgent(screen=screen).run(session(MIN_GPU_SCREEN_S))
     assert any(step.get("step") == "no_screen" for step in result.transcript)
+    assert result.exit_reason == "exhausted"  # the run stops: a later attempt has less time
     assert next((workspace / "solution").rglob("rms_norm.py")).read_text() == kernel
     with pytest.raises(Screened):  # a little more time: the screen starts
         AutotuneAgent(screen=screen).run(session(MIN_GPU_SCREEN_S / 0.9 + 1))
+
+    def untimed(session, points, budget_s):  # a screen that spent its time compiling
+        return ScreenReport(
+            device="cuda",
+            timed=True,
+            seconds=budget_s,
+            points=[ScreenedPoint(index=i, point=p, status="not_screened") for i, p in
+                    enumerate(points)],
+        )  # fmt: skip
+
+    result = AutotuneAgent(screen=untimed).run(session(30.0))
+    assert result.exit_reason == "exhausted" and "timed no point" in str(result.transcript[-1])
+    assert next((workspace / "solution").rglob("rms_norm.py")).read_text() == kernel
