@@ -29,6 +29,8 @@ from gates.tuning.launch_settings import declared_settings, with_point
 DEFAULT_SUBMISSIONS = 3
 BUDGET_SHARE = 0.9  # of one tool call's timeout, for the whole screen
 CPU_BUDGET_S = 60.0  # the interpreter only checks the contract: a cheaper screen will do
+SEARCH_TURN = "autotune search"
+"""The name of the agent turn in an attempt's events (reports read which submission shipped)."""
 MIN_GPU_SCREEN_S = 15.0
 """The shortest CUDA screen started: on an H100 a 9.6 s screen timed no point of the MLP
 projection's space, 18.5 s and 18.8 s ones timed 20 and 35 (2026-12-07). A shorter one would
@@ -158,7 +160,7 @@ def _history(workspace: Path) -> list[dict]:
 def _ended(transcript, reason, error, started=None, events=()) -> SessionResult:
     started = started or time.time()
     turn = TraceEvent(
-        name="autotune search",
+        name=SEARCH_TURN,
         category="agent_turn",
         start_s=started,
         duration_s=time.time() - started,

@@ -33,6 +33,9 @@ TEMPLATE_FORM = "template:<operator>[+<agent>]"
 STARTING_KINDS = ("seed:", "template:")
 CHALLENGER = "template"
 """After a seed's `+`: the product's kernel template challenges the seed in attempt 2."""
+SEED_TURN = "seed from "
+"""How an attempt's agent turn is named when it writes a start: `seed from template` or
+`seed from <profile>` (reports read which submission shipped from it)."""
 
 
 class SeededAgent:
@@ -165,7 +168,7 @@ class SeededAgent:
                  "output": outcome.output[:300]}
             )  # fmt: skip
         turn = TraceEvent(
-            name=f"seed from {name}",
+            name=f"{SEED_TURN}{name}",
             category="agent_turn",
             start_s=started,
             duration_s=time.time() - started,

@@ -6,7 +6,7 @@ from pathlib import Path
 from controller.kernel_ownership import batch_profile, kernel_workloads
 from controller.optimize.batch import OptimizeOutcome
 from controller.optimize.model_checks import REUSED_TIMING, ModelCheck
-from controller.optimize.starting_points import starting_point
+from controller.optimize.starting_points import shipped_submission, starting_point
 from controller.runs.store import RunStore, write_atomic, write_json_atomic
 
 
@@ -87,11 +87,13 @@ def render(folder: Path, outcome: OptimizeOutcome) -> str:
         planned = {row.operator: row.minutes for row in outcome.plan.tuned} if outcome.plan else {}
         lines += ["", "## Tuning", ""]
         lines += [
-            "| operator | started from | status | speedup | minutes (plan) | export | reason |"
+            "| operator | started from | shipped | status | speedup | minutes (plan) | export "
+            "| reason |"
         ]
-        lines += ["| --- | --- | --- | ---: | ---: | --- | --- |"]
+        lines += ["| --- | --- | --- | --- | ---: | ---: | --- | --- |"]
         lines += [
-            f"| {row.operator} | {starting_point(settings, row.operator)} | {row.status} | "
+            f"| {row.operator} | {starting_point(settings, row.operator)} "
+            f"| {shipped_submission(row.export)} | {row.status} | "
             f"{'-' if row.speedup is None else f'x{row.speedup:.3f}'} "
             f"| {_minutes(used.get(f'tune {row.operator}'), planned.get(row.operator))} "
             f"| {row.export or '-'} | {row.reason.replace('|', '/')} |"
@@ -99,7 +101,9 @@ def render(folder: Path, outcome: OptimizeOutcome) -> str:
         ]
         lines += [
             "",
-            "Minutes are each tune step's wall time (its preflight included) against the plan's; "
+            "Shipped: the submission the step exported (a template at its own tiles is not "
+            "a tuned one). Minutes are each tune step's wall time (its preflight included) "
+            "against the plan's; "
             f"a step more than {BUDGET_OVERRUN:.0%} past its minutes is marked over.",
         ]
     if outcome.verify is not None:

@@ -1,9 +1,13 @@
-"""What each operator's tune run in an optimize batch starts from: the seed profile's kernel,
-the product's kernel template, or the production kernel's own declared space."""
+"""What each operator's tune run in an optimize batch starts from (the seed profile's kernel,
+the product's kernel template, or the production kernel's own declared space), and which
+submission it shipped."""
 
+import json
 from pathlib import Path
 
+from controller.agents.autotune_agent import SEARCH_TURN
 from controller.agents.kernel_templates import has_template
+from controller.agents.seeded_agent import SEED_TURN
 from controller.optimize.settings import OptimizeSettings
 
 
@@ -35,3 +39,29 @@ def starting_point(settings: OptimizeSettings, operator: str) -> str:
         challenged = "+template+" in spec
         return f"seed `{settings.seed_profile}`" + (", then the template" if challenged else "")
     return "template" if spec.startswith("template:") else "production"
+
+
+def shipped_submission(export: str | None) -> str:
+    """Which submission a tune run exported, from its winning attempt's agent turns: the
+    template, a seed profile's kernel, a point of the autotune search, or the agent's change;
+    `-` when nothing was exported or the run folder cannot be read. A template shipped at its
+    own tiles is not a tuned one: the report says which it was."""
+    if not export:
+        return "-"
+    run_dir = Path(export).parent
+    try:
+        attempt = json.loads((run_dir / "publish.json").read_text())["attempt"]
+        events = json.loads((run_dir / "attempts" / f"{attempt:04d}" / "events.json").read_text())
+        turns = [event["name"] for event in events if event.get("category") == "agent_turn"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "-"
+    last = turns[-1] if turns else ""
+    if last == SEARCH_TURN:
+        label = "an autotune point"
+    elif last == f"{SEED_TURN}template":
+        label = "the template at its tiles"
+    elif last.startswith(SEED_TURN):
+        label = f"seed `{last.removeprefix(SEED_TURN)}`"
+    else:
+        label = "the agent's change"
+    return f"{label} (attempt {attempt})"

@@ -16,7 +16,7 @@ from controller.agents.kernel_templates import template_files
 from controller.agents.seeded_agent import SeededAgent
 from controller.cli.tune_command import run_tune
 from controller.errors import ControllerError
-from controller.optimize.starting_points import seeded_spec
+from controller.optimize.starting_points import seeded_spec, shipped_submission
 from gates.tasks.generation import render_package
 from operators import REGISTRY
 from operators.profiles import TUNED_ROOT
@@ -174,6 +174,8 @@ def test_a_seeded_run_judges_the_seed_first_then_the_inner_agent_goes_on(tune_ta
     assert promoted == [1, 2]
     diff = (run_dir / "attempts" / "0001" / "diff.patch").read_text()
     assert "fake-evaluator: factor=0.5" in diff
+    # the report names what shipped: the inner agent's change, not the seed it started from
+    assert shipped_submission(str(run_dir / "export")) == "the agent's change (attempt 2)"
 
 
 def test_a_template_not_kept_is_written_again_for_the_search_after_it(tune_target, tmp_path):
