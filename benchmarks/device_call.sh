@@ -35,9 +35,9 @@ for part in "$@"; do
         *) tuned=${TUNED_PROFILE:-h100} ;;
       esac
       for b in ${BATCHES:-8}; do
-        CONTROLLER_KERNEL_PROFILE=$tuned run "tuned_profile_b$b" 200 python3 -m controller \
-          profile --graph --output "$OUT/tuned-profile-$tuned-b$b" --warmup 2 --steps 3 \
-          -- controller.profiling.example_driver:forward pi05 "$b"
+        run "tuned_profile_b$b" 200 python3 -m controller profile --graph \
+          --kernel-profile "$tuned" --output "$OUT/tuned-profile-$tuned-b$b" --warmup 2 \
+          --steps 3 -- controller.profiling.example_driver:forward pi05 "$b"
       done ;;
     capture) run capture 150 python3 -m controller capture-ops --output "$OUT/capture-pi05-b1" \
           --steps 1 -- controller.profiling.example_driver:forward pi05 1 ;;

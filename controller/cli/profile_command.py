@@ -1,5 +1,7 @@
 """`controller profile`: where a driver's step goes, by registry operator, module and gap."""
 
+import os
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from controller.profiling.driver import add_driver_argument
@@ -39,6 +41,13 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="profile the step captured as one CUDA graph and replayed (CUDA only)",
     )
+    parser.add_argument(
+        "--kernel-profile",
+        metavar="NAME",
+        help="run the driver under this kernel profile: none, torch, stock, auto or a name "
+        "installed in tuned/ (what remains after tuning); default: the environment's "
+        "CONTROLLER_KERNEL_PROFILE, else none",
+    )
     add_driver_argument(parser)
     parser.set_defaults(func=run)
 
@@ -52,10 +61,16 @@ def run(arguments) -> int:
 
     if arguments.steps < 1 or arguments.warmup < 0 or arguments.timed_steps < 1:
         raise ControllerError("--steps and --timed-steps must be at least 1, --warmup at least 0")
-    step = load_driver(arguments.driver)
-    mode = "graph" if arguments.graph else "eager"
-    profiled = profile_driver(step, mode, arguments.warmup, arguments.steps, arguments.timed_steps)
-    report = build_report(profiled, arguments.driver)
+    from operators.selection import PROFILE_VARIABLE
+
+    kernel_profile = arguments.kernel_profile or os.environ.get(PROFILE_VARIABLE) or "none"
+    with _under_profile(kernel_profile):
+        step = load_driver(arguments.driver)
+        mode = "graph" if arguments.graph else "eager"
+        profiled = profile_driver(
+            step, mode, arguments.warmup, arguments.steps, arguments.timed_steps
+        )
+    report = build_report(profiled, arguments.driver, kernel_profile)
     if not report.device_attribution:
         print("profile: no CUDA device; device attribution needs CUDA (host time shown instead)")
     for row in report.regions[:10]:
@@ -76,3 +91,24 @@ def run(arguments) -> int:
     for path in write_report(report, arguments.output):
         print(f"wrote {path}")
     return 0
+
+
+@contextmanager
+def _under_profile(name: str):
+    """The driver's registry calls under kernel profile `name`; an unknown name, or one this
+    machine cannot load, is a one-line error naming what is installed."""
+    from controller.errors import ControllerError
+    from operators.errors import ProfileError
+    from operators.profiles import TUNED_ROOT, profile_names
+    from operators.selection import BUILTIN_PROFILES, use_kernel_profile
+
+    known = [*BUILTIN_PROFILES, *profile_names(TUNED_ROOT)]
+    if name not in known:
+        raise ControllerError(f"--kernel-profile {name!r}: not a profile here; use one of "
+                              f"{', '.join(known)}")  # fmt: skip
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(use_kernel_profile(name))
+        except ProfileError as error:
+            raise ControllerError(f"--kernel-profile {name!r}: {error}") from None
+        yield

@@ -29,7 +29,7 @@ def markdown(report: HotspotReport) -> str:
     unit = "kernel" if report.device_attribution else "timed op"
     mode = "one CUDA graph, replayed" if report.mode == "graph" else "eager"
     lines = [
-        f"# Hotspots of `{' '.join(report.driver)}` ({mode})",
+        f"# Hotspots of `{' '.join(report.driver)}` ({mode}{_under(report)})",
         "",
         f"{report.steps} profiled steps after {report.warmup} warm-up{_lead_in(report)}; "
         f"{report.note}.",
@@ -192,3 +192,8 @@ def _write(path: Path, text: str) -> Path:
     staged.write_text(text)
     os.replace(staged, path)
     return path
+
+
+def _under(report: HotspotReport) -> str:
+    """The kernel profile in the title, where it is not the default `none`."""
+    return "" if report.kernel_profile == "none" else f", kernel profile `{report.kernel_profile}`"

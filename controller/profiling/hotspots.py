@@ -82,6 +82,8 @@ class HotspotReport(BaseModel):
 
     driver: list[str]
     mode: Literal["eager", "graph"]
+    kernel_profile: str = "none"
+    """The kernel profile the driver ran under (`controller profile --kernel-profile`)."""
     device_attribution: bool
     note: str
     warmup: int
@@ -102,8 +104,10 @@ class HotspotReport(BaseModel):
         return sorted(rows, key=lambda row: (-row.kernel_us_per_step, row.region))
 
 
-def build_report(run: ProfiledRun, driver: list[str]) -> HotspotReport:
-    """Attribute, account for and rank one profiled run."""
+def build_report(
+    run: ProfiledRun, driver: list[str], kernel_profile: str = "none"
+) -> HotspotReport:
+    """Attribute, account for and rank one profiled run (made under `kernel_profile`)."""
     timeline, graph = run.timeline, None
     steps = step_ranges(timeline)
     lead_in, waits = run.lead_in, timeline.waits
@@ -154,6 +158,7 @@ def build_report(run: ProfiledRun, driver: list[str]) -> HotspotReport:
     return HotspotReport(
         driver=driver,
         mode=run.mode,
+        kernel_profile=kernel_profile,
         device_attribution=run.device == "cuda",
         note=note,
         warmup=run.warmup,

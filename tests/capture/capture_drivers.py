@@ -25,6 +25,18 @@ def strided_rms_norm() -> None:
     ops.rms_norm(wide[:1, :HIDDEN].contiguous(), weight)
 
 
+PROFILES_SEEN: list[str] = []
+"""The kernel profile each `profile_seen` step ran under, for the `--kernel-profile` test."""
+
+
+def profile_seen() -> None:
+    """One rms_norm through the registry, noting the kernel profile its call resolved under."""
+    from operators.selection import active_selection
+
+    PROFILES_SEEN.append(active_selection().profile)
+    ops.rms_norm(torch.randn(2, HIDDEN, dtype=torch.bfloat16), torch.ones(HIDDEN).bfloat16())
+
+
 def tokens_first_residual() -> None:
     """gated_residual on tokens-first buffers seen as (batch, tokens, hidden), twice, run by
     the reference: its output keeps that layout, strides (HIDDEN, 2 * HIDDEN, 1), where the

@@ -90,6 +90,28 @@ def test_profile_ranks_module_and_attention_ranges_of_a_small_driver(tmp_path, m
     assert any(kind == "attention" for kind in kinds.values())
 
 
+def test_the_driver_runs_under_the_kernel_profile_asked_for_and_the_report_says_so(
+    tmp_path, monkeypatch
+):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    import capture_drivers
+
+    argv = ["profile", "--output", str(tmp_path), "--steps", "1", "--timed-steps", "1"]
+    assert main([*argv, "--kernel-profile", "torch", "--", "capture_drivers:profile_seen"]) == 0
+    assert set(capture_drivers.PROFILES_SEEN) == {"torch"}  # warm-up, profiled and timed steps
+    assert json.loads((tmp_path / "hotspots.json").read_text())["kernel_profile"] == "torch"
+    assert "kernel profile `torch`" in (tmp_path / "hotspots.md").read_text().splitlines()[0]
+
+
+def test_an_unknown_kernel_profile_is_a_one_line_error_naming_those_installed(tmp_path, capsys):
+    argv = ["profile", "--output", str(tmp_path / "out"), "--kernel-profile", "h999"]
+    assert main([*argv, "--", *TINY]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "--kernel-profile 'h999': not a profile here" in error[0]
+    assert "none, torch, stock, auto" in error[0] and "h100" in error[0]
+    assert not (tmp_path / "out").exists()
+
+
 def test_profile_refuses_a_bad_step_count(tmp_path, capsys):
     assert main(["profile", "--output", str(tmp_path), "--steps", "0", "--", "x:y"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
