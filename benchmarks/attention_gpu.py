@@ -79,12 +79,16 @@ SHORT_VARIANTS = _variants([
     (2, 16, 64, 4, 2, 4, 3, 2, 10), (1, 64, 64, 2, 2, 4, 3, 2, 2), (1, 64, 64, 2, 2, 4, 3, 2, 3),
     (1, 64, 64, 2, 2, 4, 3, 2, 4), (1, 64, 64, 4, 2, 4, 3, 2, 2), (2, 32, 64, 2, 2, 4, 3, 2, 2),
     (4, 16, 64, 2, 2, 4, 3, 2, 2), (1, 32, 64, 2, 2, 4, 3, 2, 3),
+    (8, 16, 64, 1, 1, 8, 2, 1, 2), (8, 16, 64, 1, 1, 8, 2, 1, 3), (8, 16, 64, 1, 1, 8, 2, 1, 4),
+    (8, 16, 32, 1, 1, 8, 3, 1, 2), (4, 32, 64, 1, 1, 8, 2, 1, 2), (8, 8, 64, 1, 1, 4, 2, 1, 2),
 ])  # fmt: skip
 """Settings (in `_variants`' order) tried for the action calls (50 tokens): the shipped ones,
 stock's single rounding (scores in one product, the weights in one BF16 part, within the
 contract "no less accurate than stock"), the eight query heads of a key head in one program
 without runs of keys (batch 8 fills the GPU without them), then the keys in 2 to 10 runs joined
-by a second launch, over query heads per program, output parts and query blocks."""
+by a second launch, over query heads per program, output parts and query blocks; last, the
+whole head dimension in one program with stock's numerics (each score computed once, where two
+output parts compute it twice), 2 to 4 runs of keys, not yet timed."""
 LONG_VARIANTS = _variants([
     (1, 128, 64, 2, 2, 8, 3), (1, 64, 32, 2, 2, 4, 3), (1, 128, 64, 2, 1, 8, 3, 1),
     (1, 128, 64, 1, 1, 8, 3, 1), (1, 128, 64, 1, 1, 8, 2, 1), (2, 64, 64, 1, 1, 8, 3, 1),
