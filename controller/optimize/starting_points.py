@@ -10,6 +10,9 @@ from controller.agents.kernel_templates import has_template
 from controller.agents.seeded_agent import SEED_TURN
 from controller.optimize.settings import OptimizeSettings
 
+WRITING_TOOLS = frozenset({"write", "edit"})
+"""Tool calls that change the workspace: the turn before the last of them wrote what shipped."""
+
 
 def seeded_spec(seed: Path | None, operator: str, agent: str, templates: bool = False) -> str:
     """`seed:<profile>/<operator>+<agent>` where the seed profile ships `operator` (with
@@ -52,16 +55,27 @@ def shipped_submission(export: str | None) -> str:
     try:
         attempt = json.loads((run_dir / "publish.json").read_text())["attempt"]
         events = json.loads((run_dir / "attempts" / f"{attempt:04d}" / "events.json").read_text())
-        turns = [event["name"] for event in events if event.get("category") == "agent_turn"]
-    except (OSError, ValueError, KeyError, TypeError):
+        label = _last_writer(events)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return "-"
-    last = turns[-1] if turns else ""
-    if last == SEARCH_TURN:
-        label = "an autotune point"
-    elif last == f"{SEED_TURN}template":
-        label = "the template at its tiles"
-    elif last.startswith(SEED_TURN):
-        label = f"seed `{last.removeprefix(SEED_TURN)}`"
-    else:
-        label = "the agent's change"
     return f"{label} (attempt {attempt})"
+
+
+def _last_writer(events: list[dict]) -> str:
+    """The label of the last agent turn that wrote a file (a turn's tool calls follow it): a
+    search that wrote nothing after the seed was written again leaves the seed shipped."""
+    label, writer = "the agent's change", None
+    for event in events:
+        if event.get("category") == "agent_turn":
+            name = event["name"]
+            if name == SEARCH_TURN:
+                label = "an autotune point"
+            elif name == f"{SEED_TURN}template":
+                label = "the template at its tiles"
+            elif name.startswith(SEED_TURN):
+                label = f"seed `{name.removeprefix(SEED_TURN)}`"
+            else:
+                label = "the agent's change"
+        elif event.get("category") == "tool_call" and event.get("name") in WRITING_TOOLS:
+            writer = label
+    return writer or label

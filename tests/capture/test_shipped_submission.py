@@ -10,12 +10,17 @@ from controller.agents.seeded_agent import SEED_TURN
 from controller.optimize.starting_points import shipped_submission
 
 
-def _run(tmp_path, attempt: int, turns: list[str]) -> str:
+def _run(tmp_path, attempt: int, turns: list[str], last_writes: bool = True) -> str:
+    """A tune run folder whose winning attempt's agent turns are `turns`, each followed by a
+    write (the last one only when `last_writes`)."""
     run_dir = tmp_path / "tune-run"
     (run_dir / "attempts" / f"{attempt:04d}").mkdir(parents=True)
     (run_dir / "publish.json").write_text(json.dumps({"attempt": attempt}))
-    events = [{"name": name, "category": "agent_turn"} for name in turns]
-    events.append({"name": "write", "category": "tool_call"})
+    events = []
+    for number, name in enumerate(turns, start=1):
+        events.append({"name": name, "category": "agent_turn"})
+        if number < len(turns) or last_writes:
+            events.append({"name": "write", "category": "tool_call"})
     (run_dir / "attempts" / f"{attempt:04d}" / "events.json").write_text(json.dumps(events))
     return str(run_dir / "export")
 
@@ -32,6 +37,11 @@ def _run(tmp_path, attempt: int, turns: list[str]) -> str:
 )
 def test_the_winning_attempt_names_what_shipped(tmp_path, attempt, turns, shipped):
     assert shipped_submission(_run(tmp_path, attempt, turns)) == shipped
+
+
+def test_a_search_that_wrote_nothing_after_the_seed_was_written_again_ships_the_seed(tmp_path):
+    export = _run(tmp_path, 3, [f"{SEED_TURN}template", SEARCH_TURN], last_writes=False)
+    assert shipped_submission(export) == "the template at its tiles (attempt 3)"
 
 
 def test_nothing_exported_or_an_unreadable_run_is_a_dash(tmp_path):
