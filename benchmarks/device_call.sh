@@ -16,6 +16,13 @@ verify_and_pack_h200() {  # verify tuned/h200, then pack it, with the verified.j
   tar czf "$OUT/tuned-h200.tgz" tuned/h200
 }
 
+gpu_profile() {  # the profile this GPU's runs publish: h200_seeded on an H200, else h100
+  case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)" in
+    *H200*) echo h200_seeded ;;
+    *) echo h100 ;;
+  esac
+}
+
 for part in "$@"; do
   case $part in
     evaluator3) run evaluator3 200 python3 benchmarks/evaluator_gpu.py --repeats 3 --no-cheats
@@ -30,10 +37,7 @@ for part in "$@"; do
       done ;;
     tuned_profile)  # what remains: the forward per batch under this GPU's tuned profile
       # (TUNED_PROFILE, default h100, h200_seeded on an H200), one CUDA graph, by region
-      case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)" in
-        *H200*) tuned=${TUNED_PROFILE:-h200_seeded} ;;
-        *) tuned=${TUNED_PROFILE:-h100} ;;
-      esac
+      tuned=${TUNED_PROFILE:-$(gpu_profile)}
       for b in ${BATCHES:-8}; do
         run "tuned_profile_b$b" 200 python3 -m controller profile --graph \
           --kernel-profile "$tuned" --output "$OUT/tuned-profile-$tuned-b$b" --warmup 2 \
@@ -123,10 +127,7 @@ for part in "$@"; do
       # so a kernel can own batch-8 layouts too
       target=.device-target
       echo "repository root: $PWD"
-      case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)" in
-        *H200*) OPT_PROFILE=${OPT_PROFILE:-h200_seeded} ;;  # tuned/h200 is the seed here
-        *) OPT_PROFILE=${OPT_PROFILE:-h100} ;;
-      esac
+      OPT_PROFILE=${OPT_PROFILE:-$(gpu_profile)}  # on an H200, tuned/h200 is the seed
       if ls .device-carry/optimize-batch.tgz.part-* >/dev/null 2>&1; then
         cat .device-carry/optimize-batch.tgz.part-* > .device-carry/optimize-batch.tgz
       fi

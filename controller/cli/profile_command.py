@@ -1,7 +1,6 @@
 """`controller profile`: where a driver's step goes, by registry operator, module and gap."""
 
 import os
-from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from controller.profiling.driver import add_driver_argument
@@ -61,10 +60,10 @@ def run(arguments) -> int:
 
     if arguments.steps < 1 or arguments.warmup < 0 or arguments.timed_steps < 1:
         raise ControllerError("--steps and --timed-steps must be at least 1, --warmup at least 0")
-    from operators.selection import PROFILE_VARIABLE
+    from operators.selection import PROFILE_VARIABLE, use_kernel_profile
 
     kernel_profile = arguments.kernel_profile or os.environ.get(PROFILE_VARIABLE) or "none"
-    with _under_profile(kernel_profile):
+    with use_kernel_profile(_selection(kernel_profile)):
         step = load_driver(arguments.driver)
         mode = "graph" if arguments.graph else "eager"
         profiled = profile_driver(
@@ -93,22 +92,19 @@ def run(arguments) -> int:
     return 0
 
 
-@contextmanager
-def _under_profile(name: str):
-    """The driver's registry calls under kernel profile `name`; an unknown name, or one this
+def _selection(name: str):
+    """Kernel profile `name`, resolved before the driver runs; an unknown name, or one this
     machine cannot load, is a one-line error naming what is installed."""
     from controller.errors import ControllerError
     from operators.errors import ProfileError
     from operators.profiles import TUNED_ROOT, profile_names
-    from operators.selection import BUILTIN_PROFILES, use_kernel_profile
+    from operators.selection import BUILTIN_PROFILES, KernelSelection
 
     known = [*BUILTIN_PROFILES, *profile_names(TUNED_ROOT)]
     if name not in known:
         raise ControllerError(f"--kernel-profile {name!r}: not a profile here; use one of "
                               f"{', '.join(known)}")  # fmt: skip
-    with ExitStack() as stack:
-        try:
-            stack.enter_context(use_kernel_profile(name))
-        except ProfileError as error:
-            raise ControllerError(f"--kernel-profile {name!r}: {error}") from None
-        yield
+    try:
+        return KernelSelection(name).prepare()
+    except ProfileError as error:
+        raise ControllerError(f"--kernel-profile {name!r}: {error}") from None

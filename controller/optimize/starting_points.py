@@ -2,13 +2,14 @@
 the product's kernel template, or the production kernel's own declared space), and which
 submission it shipped."""
 
-import json
 from pathlib import Path
 
 from controller.agents.autotune_agent import SEARCH_TURN
 from controller.agents.kernel_templates import has_template
 from controller.agents.seeded_agent import SEED_TURN
 from controller.optimize.settings import OptimizeSettings
+from controller.runs.records import read_json
+from controller.runs.store import RunStore
 
 WRITING_TOOLS = frozenset({"write", "edit"})
 """Tool calls that change the workspace: the turn before the last of them wrote what shipped."""
@@ -51,11 +52,10 @@ def shipped_submission(export: str | None) -> str:
     own tiles is not a tuned one: the report says which it was."""
     if not export:
         return "-"
-    run_dir = Path(export).parent
+    store = RunStore(Path(export).parent)
     try:
-        attempt = json.loads((run_dir / "publish.json").read_text())["attempt"]
-        events = json.loads((run_dir / "attempts" / f"{attempt:04d}" / "events.json").read_text())
-        label = _last_writer(events)
+        attempt = read_json(store.run_dir / "publish.json")["attempt"]
+        label = _last_writer(read_json(store.attempt_dir(attempt) / "events.json"))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return "-"
     return f"{label} (attempt {attempt})"

@@ -189,14 +189,13 @@ class Engine:
         return "prepared", {}
 
     def _plan_attempt(self) -> tuple[str, dict]:
-        spend = self.store.history().spend.model_copy(
-            update={"elapsed_s": self.journal.elapsed_s()}
-        )
+        history = self.store.history()
+        spend = history.spend.model_copy(update={"elapsed_s": self.journal.elapsed_s()})
         stop = budget_stop(self.manifest.limits, spend)
         if stop is None and hasattr(self.flow, "stop_reason"):
             stop = self.flow.stop_reason(self.context)
         if stop is None:
-            stop = agent_stop(self.store.history().attempts)
+            stop = agent_stop(history.attempts)
         if stop is not None:
             fields = {"reason": stop.reason, "limit": stop.limit}
             best = self.flow.result_attempt(self.context) if self._promotes else None
