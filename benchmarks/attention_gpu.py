@@ -95,7 +95,8 @@ contract "no less accurate than stock"), the eight query heads of a key head in 
 without runs of keys (batch 8 fills the GPU without them), then the keys in 2 to 10 runs joined
 by a second launch, over query heads per program, output parts and query blocks; last, the
 whole head dimension in one program with stock's numerics (each score computed once, where two
-output parts compute it twice), 2 to 8 runs of keys (from index 38)."""
+output parts compute it twice), 2 to 8 runs of keys (from index 38; on an H100 none beat the
+shipped two output parts, docs/benchmarks.md)."""
 LONG_VARIANTS = _variants([
     (1, 128, 64, 2, 2, 8, 3), (1, 64, 32, 2, 2, 4, 3), (1, 128, 64, 2, 1, 8, 3, 1),
     (1, 128, 64, 1, 1, 8, 3, 1), (1, 128, 64, 1, 1, 8, 2, 1), (2, 64, 64, 1, 1, 8, 3, 1),

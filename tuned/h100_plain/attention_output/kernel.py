@@ -1,6 +1,6 @@
 """Tuned attention_output, written by `controller install`.
 
-From run tune-20261207T104638Z-9686c4, attempt 1.
+From run tune-20261207T141304Z-9f34bf, attempt 1.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """

@@ -1,6 +1,6 @@
 """Tuned gated_down_projection, written by `controller install`.
 
-From run tune-20261207T104725Z-4b7662, attempt 1.
+From run tune-20261207T141354Z-d9fcf8, attempt 1.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """

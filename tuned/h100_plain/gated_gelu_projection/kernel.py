@@ -1,6 +1,6 @@
 """Tuned gated_gelu_projection, written by `controller install`.
 
-From run tune-20261207T104326Z-cce765, attempt 1.
+From run tune-20261207T141000Z-59b43b, attempt 1.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """

@@ -1,6 +1,6 @@
 """Tuned modulation_over_steps, written by `controller install`.
 
-From run tune-20261207T104520Z-f126c3, attempt 1.
+From run tune-20261207T141209Z-80bb88, attempt 1.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """

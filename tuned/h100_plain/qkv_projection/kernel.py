@@ -1,6 +1,6 @@
 """Tuned qkv_projection, written by `controller install`.
 
-From run tune-20261207T104429Z-a120e5, attempt 1.
+From run tune-20261207T141105Z-c0e1e0, attempt 1.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """

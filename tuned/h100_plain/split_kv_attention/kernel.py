@@ -1,6 +1,6 @@
 """Tuned split_kv_attention, written by `controller install`.
 
-From run tune-20261207T104228Z-2cec93, attempt 1.
+From run tune-20261207T140849Z-ae451e, attempt 1.
 Its files are pinned by the digests in ../profile.json, and it runs
 only on the argument layouts the evaluator verified.
 """
