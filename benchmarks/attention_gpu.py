@@ -50,10 +50,6 @@ as many as the evaluator draws per workload."""
 SWEEP_SECONDS = float(os.environ.get("SWEEP_SECONDS", "75"))
 """Compiling a variant takes seconds; a workload's variants past this much time are skipped
 (the environment's SWEEP_SECONDS when set)."""
-FIRST_VARIANT = int(os.environ.get("ATTENTION_FIRST_VARIANT", "0"))
-"""Variants before this index are skipped without compiling (the environment's
-ATTENTION_FIRST_VARIANT), so a call can time settings added at a list's end; the kernel at its
-TUNING (`new`) is timed all the same."""
 
 
 def _variants(points: list[tuple[int, ...]]) -> list[dict]:
@@ -193,8 +189,16 @@ def host_times(roles: dict[str, Callable], input_sets: list, scale: float) -> di
 
 
 def measure(
-    declaration: OperatorDeclaration, workload: Workload, device, quick: bool, deadline: float
+    declaration: OperatorDeclaration,
+    workload: Workload,
+    device,
+    quick: bool,
+    deadline: float,
+    first_variant: int = 0,
 ) -> WorkloadResult:
+    """The workload's roles and its regime's variants from `first_variant` on (those before it
+    are skipped without compiling, so a call can time settings added at a list's end; the
+    kernel at its TUNING, `new`, is timed all the same)."""
     scale = declaration.params["scale"]
     tokens, batch = workload.axes["tokens"], workload.axes["batch"]
     regime = split_dim.regime(batch, tokens)
@@ -209,7 +213,7 @@ def measure(
         variants = [{**split_dim.INTERPRETED, "heads": 2, "dim_parts": 2, "score_chunks": 2}]
     for number, variant in enumerate(variants):
         name = f"variant{number}"
-        if number < FIRST_VARIANT and not quick:
+        if number < first_variant and not quick:
             continue
         if time.time() > deadline:
             timings[name] = Timing(role=name, settings=variant, problem="skipped: sweep time")
@@ -296,6 +300,12 @@ def main(argv: list[str] | None = None) -> int:
         default=os.environ.get("ATTENTION_WORKLOADS", ""),
         help="comma-separated workload names to sweep (default: every workload)",
     )
+    parser.add_argument(
+        "--first-variant",
+        type=int,
+        default=os.environ.get("ATTENTION_FIRST_VARIANT", "0"),  # a string: argparse converts it
+        help="skip the variants before this index (default: ATTENTION_FIRST_VARIANT, else 0)",
+    )
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("attention_gpu: no CUDA device here; use --device cpu --quick", file=sys.stderr)
@@ -327,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         if names and workload.name not in names:
             continue
         deadline = time.time() + SWEEP_SECONDS
-        result = measure(declaration, workload, device, args.quick, deadline)
+        result = measure(declaration, workload, device, args.quick, deadline, args.first_variant)
         results.append(result)
         for timing in result.timings:
             figure = f"{timing.us:8.2f} us" if timing.us is not None else timing.problem
