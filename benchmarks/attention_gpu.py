@@ -211,10 +211,9 @@ def measure(
     variants = SHORT_VARIANTS if tokens <= 64 else LONG_VARIANTS  # each checked on its own
     if quick:
         variants = [{**split_dim.INTERPRETED, "heads": 2, "dim_parts": 2, "score_chunks": 2}]
-    for number, variant in enumerate(variants):
+    start = 0 if quick else first_variant  # the interpreter's one variant always runs
+    for number, variant in enumerate(variants[start:], start):
         name = f"variant{number}"
-        if number < first_variant and not quick:
-            continue
         if time.time() > deadline:
             timings[name] = Timing(role=name, settings=variant, problem="skipped: sweep time")
             continue

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from operators.accuracy import MAX_RATIO, RMS_RATIO  # noqa: E402
+from operators.catalog.rotate_qk import rotate_half  # noqa: E402
 from operators.error_measure import error_figures  # noqa: E402
 
 HEADS, HEAD_DIM, FEATURES, PREFIX_TOKENS = 8, 256, 1024, 576
@@ -41,11 +42,10 @@ def tables(rows: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def rotate(projected: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x * cos + rotate_half(x) * sin per head, in the dtype of its arguments."""
+    """x * cos + rotate_half(x) * sin per head (`rotate_qk`'s formula), in the dtype of its
+    arguments."""
     heads = projected.view(-1, HEADS, HEAD_DIM).transpose(0, 1)
-    half = HEAD_DIM // 2
-    rotated = torch.cat((-heads[..., half:], heads[..., :half]), -1)
-    return heads * cos + rotated * sin
+    return heads * cos + rotate_half(heads) * sin
 
 
 def main(argv: list[str] | None = None) -> int:
