@@ -200,9 +200,10 @@ for part in "$@"; do
       # kernel's tiles per regime, the fastest written into the kernel and its scripted session
       # (then `h200` with the same H200_OPS ships them); the written kernels come back as .txt;
       # TILE_WORKLOADS (comma-separated) sweeps only those workloads' regimes; TILE_MODULE
-      # sweeps another kernel module of the operator, TILE_INCUMBENT times one beside the tiles
+      # sweeps another kernel module of the operator, TILE_INCUMBENT times one beside the tiles;
+      # TILE_RUN_SECONDS bounds each operator's sweep (default 260)
       for op in ${TILE_OPS:-attention_output}; do
-        run "tiles_$op" 260 python3 benchmarks/tile_sweep.py "$op" --write \
+        run "tiles_$op" "${TILE_RUN_SECONDS:-260}" python3 benchmarks/tile_sweep.py "$op" --write \
           ${TILE_WORKLOADS:+--workloads "$TILE_WORKLOADS"} ${TILE_MODULE:+--module "$TILE_MODULE"} \
           ${TILE_INCUMBENT:+--incumbent "$TILE_INCUMBENT"}
       done ;;
