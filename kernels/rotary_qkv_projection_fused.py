@@ -272,10 +272,11 @@ DECLARATION = OperatorDeclaration(
     preferred=rotary_qkv_projection_kernel,
     contract=Contract(
         mode="no_less_accurate",
-        roundings=4,
+        roundings=2,
         reason="a fused kernel sums the products in FP32 in another order than the BLAS "
-        "library and rotates the FP32 sums, rounding once where the model rounds four "
-        "times: the projection, both rotation products and their sum",
+        "library and rotates the FP32 sums, rounding once where the model rounds the "
+        "projection, both rotation products and their sum; counted as the projection it "
+        "replaces, since one rounding of the exact rotation errs less than the four",
     ),
     workloads=sequence_workloads(),
 )
