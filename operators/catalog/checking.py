@@ -24,10 +24,14 @@ SCALED_CONST_SIZES = {
     "kv_heads": 2,
     "head_dim": 48,
     "merged": 4 * 48,
+    "query_rows": 4 * 48,
+    "kv_rows": 2 * 48,
 }
 """Const axes shrunk so interpreter runs are fast; 96, 160 and 48 are not powers of two, so
 every kernel's masking along them is exercised. `merged` is the heads side by side
-(query_heads x head_dim)."""
+(query_heads x head_dim), `query_rows` and `kv_rows` the projection weights' rows of the query
+and key/value heads. A param named after a const axis (a projection's `head_dim`) takes the
+axis's scaled size."""
 
 SCALED_WORKLOADS: dict[str, tuple[dict[str, int], ...]] = {
     "rms_norm": ({"tokens": 1}, {"tokens": 13}),
@@ -69,8 +73,13 @@ def scaled_down(declaration: OperatorDeclaration) -> OperatorDeclaration:
         Workload(name="_".join(f"{axis}{size}" for axis, size in axes_.items()), axes=axes_)
         for axes_ in (completed_axes(axes, given) for given in sizes)
     )
+    sizes_by_axis = {axis.name: axis.value for axis in axes if axis.kind == "const"}
+    params = {
+        name: float(sizes_by_axis[name]) if name in sizes_by_axis else value
+        for name, value in declaration.params.items()
+    }
     fields = {name: getattr(declaration, name) for name in type(declaration).model_fields}
-    return OperatorDeclaration(**{**fields, "axes": axes, "workloads": workloads})
+    return OperatorDeclaration(**{**fields, "axes": axes, "workloads": workloads, "params": params})
 
 
 def first_violation(

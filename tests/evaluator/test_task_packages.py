@@ -170,8 +170,8 @@ def test_every_rendered_reference_computes_what_the_registry_reference_does():
         namespace: dict = {}
         exec(reference_source(declaration), namespace)
         inputs = small.make_inputs(small.workloads[0], 0)
-        rendered = namespace["run"](*inputs, **declaration.params)
-        expected = declaration.reference(*inputs, **declaration.params)
+        rendered = namespace["run"](*inputs, **small.params)
+        expected = declaration.reference(*inputs, **small.params)
         for got, want in zip(_outputs(rendered), _outputs(expected), strict=True):
             assert torch.equal(got, want), declaration.name
 
