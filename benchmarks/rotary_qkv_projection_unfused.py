@@ -15,7 +15,11 @@ from operators.catalog.rotate_qk import rotate_qk_triton  # noqa: E402
 
 TUNING = qkv_projection_fused.TUNING
 TUNING_SPACE = qkv_projection_fused.TUNING_SPACE
-regime = qkv_projection_fused.regime
+
+
+def regime(rows: int) -> str:
+    """The qkv kernel's row regime of a call with `rows` = batch x tokens."""
+    return qkv_projection_fused.regime(rows)
 
 
 def rotary_qkv_projection_kernel(x, wq, wk, wv, cos, sin, head_dim=256.0):

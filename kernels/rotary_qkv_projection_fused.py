@@ -101,13 +101,11 @@ def _rotary_qkv_projection_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
 ):
-    half: tl.constexpr = HEAD_DIM // 2
-    pairs_per_head: tl.constexpr = half // BLOCK_N
     pair = tl.program_id(1)
     # The first column (across the three weights) of this program's first-half block: a head
     # never straddles two weights, so neither block does.
+    pairs_per_head = HEAD_DIM // 2 // BLOCK_N
     first_column = (pair // pairs_per_head) * HEAD_DIM + (pair % pairs_per_head) * BLOCK_N
-    rotate = first_column < query_columns + kv_columns
     if first_column < query_columns:
         w_ptr, out_ptr, column, heads = wq_ptr, q_ptr, first_column, query_columns // HEAD_DIM
     elif first_column < query_columns + kv_columns:
@@ -118,7 +116,9 @@ def _rotary_qkv_projection_kernel(
         column, heads = first_column - query_columns - kv_columns, kv_columns // HEAD_DIM
     row = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     firsts = column + tl.arange(0, BLOCK_N)
-    seconds = firsts + half
+    # the queries' and keys' columns are rotated, the values' stored as projected
+    rotated = first_column + tl.arange(0, BLOCK_N) < query_columns + kv_columns
+    seconds = firsts + HEAD_DIM // 2
     depth = tl.arange(0, BLOCK_K)
     row_mask = row < rows
     first_sums = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -146,23 +146,22 @@ def _rotary_qkv_projection_kernel(
         second_sums = tl.dot(x, tl.trans(w_second), second_sums)
     batch, token = row // tokens, row % tokens
     within = firsts % HEAD_DIM
-    if rotate:  # x * cos + rotate_half(x) * sin, rotate_half(x) = (-second, first)
-        table = token[:, None] * HEAD_DIM + within[None, :]
-        mask = row_mask[:, None]
-        cos_first = tl.load(cos_ptr + table, mask=mask, other=0.0).to(tl.float32)
-        sin_first = tl.load(sin_ptr + table, mask=mask, other=0.0).to(tl.float32)
-        cos_second = tl.load(cos_ptr + table + half, mask=mask, other=0.0).to(tl.float32)
-        sin_second = tl.load(sin_ptr + table + half, mask=mask, other=0.0).to(tl.float32)
-        first_out = first_sums * cos_first - second_sums * sin_first
-        second_out = second_sums * cos_second + first_sums * sin_second
-    else:
-        first_out, second_out = first_sums, second_sums
+    # x * cos + rotate_half(x) * sin with rotate_half(x) = (-second, first). A value program
+    # reads no table: cos 1 and sin 0 leave its sums exact.
+    table = token[:, None] * HEAD_DIM + within[None, :]
+    tabled = row_mask[:, None] & rotated[None, :]
+    cos_first = tl.load(cos_ptr + table, mask=tabled, other=1.0).to(tl.float32)
+    sin_first = tl.load(sin_ptr + table, mask=tabled, other=0.0).to(tl.float32)
+    cos_second = tl.load(cos_ptr + table + HEAD_DIM // 2, mask=tabled, other=1.0).to(tl.float32)
+    sin_second = tl.load(sin_ptr + table + HEAD_DIM // 2, mask=tabled, other=0.0).to(tl.float32)
+    first_out = first_sums * cos_first - second_sums * sin_first
+    second_out = second_sums * cos_second + first_sums * sin_second
     head = firsts // HEAD_DIM
     place = ((batch[:, None] * heads + head[None, :]) * tokens + token[:, None]) * HEAD_DIM
     element = out_ptr.dtype.element_ty
     first_place = out_ptr + place + within[None, :]
     tl.store(first_place, _nearest_bfloat16(first_out).to(element), mask=row_mask[:, None])
-    second_place = first_place + half
+    second_place = first_place + HEAD_DIM // 2
     tl.store(second_place, _nearest_bfloat16(second_out).to(element), mask=row_mask[:, None])
 
 
