@@ -4,10 +4,10 @@
 Rotate-half pairs column j of a head with column j + head_dim / 2 of the same head. A program
 here owns a block of rows and a pair of column blocks, one in a head's first half and its
 partner in the second, so it holds both sums of every pair when the product is done and
-rotates them in FP32 before anything is stored: the projections are never written, read back
-and written again by a second launch. Each output is rounded to BF16 once, where the model
-rounds the projection, both rotation products and their sum. The values are stored as
-projected.
+rotates them before anything is stored: the projections are never written, read back and
+written again by a second launch. It rounds where the model does (the projection to BF16, each
+rotation product, their sum), so its outputs differ from the model's only where the products'
+FP32 sum order moves the projection's rounding by a step. The values are stored as projected.
 """
 
 import torch
@@ -146,16 +146,19 @@ def _rotary_qkv_projection_kernel(
         second_sums = tl.dot(x, tl.trans(w_second), second_sums)
     batch, token = row // tokens, row % tokens
     within = firsts % HEAD_DIM
-    # x * cos + rotate_half(x) * sin with rotate_half(x) = (-second, first). A value program
-    # reads no table: cos 1 and sin 0 leave its sums exact.
+    # x * cos + rotate_half(x) * sin with rotate_half(x) = (-second, first), rounded where the
+    # model rounds: the projection, each product and their sum. A value program reads no
+    # table: cos 1 and sin 0 leave its rounded sums as they are.
     table = token[:, None] * HEAD_DIM + within[None, :]
     tabled = row_mask[:, None] & rotated[None, :]
     cos_first = tl.load(cos_ptr + table, mask=tabled, other=1.0).to(tl.float32)
     sin_first = tl.load(sin_ptr + table, mask=tabled, other=0.0).to(tl.float32)
     cos_second = tl.load(cos_ptr + table + HEAD_DIM // 2, mask=tabled, other=1.0).to(tl.float32)
     sin_second = tl.load(sin_ptr + table + HEAD_DIM // 2, mask=tabled, other=0.0).to(tl.float32)
-    first_out = first_sums * cos_first - second_sums * sin_first
-    second_out = second_sums * cos_second + first_sums * sin_second
+    first = _nearest_bfloat16(first_sums)
+    second = _nearest_bfloat16(second_sums)
+    first_out = _nearest_bfloat16(first * cos_first) - _nearest_bfloat16(second * sin_first)
+    second_out = _nearest_bfloat16(second * cos_second) + _nearest_bfloat16(first * sin_second)
     head = firsts // HEAD_DIM
     place = ((batch[:, None] * heads + head[None, :]) * tokens + token[:, None]) * HEAD_DIM
     element = out_ptr.dtype.element_ty
