@@ -276,9 +276,8 @@ DECLARATION = OperatorDeclaration(
         mode="no_less_accurate",
         roundings=2,
         reason="a fused kernel sums the products in FP32 in another order than the BLAS "
-        "library and rotates the FP32 sums, rounding once where the model rounds the "
-        "projection, both rotation products and their sum; counted as the projection it "
-        "replaces, since one rounding of the exact rotation errs less than the four",
+        "library, so the projection's BF16 rounding can land one step away before the "
+        "rotation; one that rotates the FP32 sums and rounds once errs less than the model",
     ),
     workloads=sequence_workloads(),
 )
