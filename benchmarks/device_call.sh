@@ -233,9 +233,10 @@ for part in "$@"; do
       # (then `h200` with the same H200_OPS ships them); the written kernels come back as .txt;
       # TILE_WORKLOADS (comma-separated) sweeps only those workloads' regimes; TILE_MODULE
       # sweeps another kernel module of the operator, TILE_INCUMBENT times one beside the tiles;
-      # TILE_RUN_SECONDS bounds each operator's sweep (default 260)
+      # TILE_RUN_SECONDS bounds each operator's sweep (default 260); TILE_WRITE=0 only times
       for op in ${TILE_OPS:-attention_output}; do
-        run "tiles_$op" "${TILE_RUN_SECONDS:-260}" python3 benchmarks/tile_sweep.py "$op" --write \
+        write=(--write); [ "${TILE_WRITE:-1}" = 0 ] && write=()
+        run "tiles_$op" "${TILE_RUN_SECONDS:-260}" python3 benchmarks/tile_sweep.py "$op" "${write[@]}" \
           ${TILE_WORKLOADS:+--workloads "$TILE_WORKLOADS"} ${TILE_MODULE:+--module "$TILE_MODULE"} \
           ${TILE_INCUMBENT:+--incumbent "$TILE_INCUMBENT"}
       done ;;
