@@ -110,22 +110,12 @@ for part in "$@"; do
     tune_install)  # each of TUNE_OPS tuned by its kernel template's scripted session
       # (kernels/sessions/tune_OP.json) through every gate, installed into TUNE_PROFILE (default
       # h100_plain) in place of what it held, then the profile verified and timed against stock
-      # and `none` per batch; FUSION_PROBE=1 first checks the rotary fusion's kernel on this
-      # GPU (benchmarks/rotary_fusion_gpu.py) and stops there if it breaks its contract
+      # and `none` per batch
       profile=${TUNE_PROFILE:-h100_plain}
-      if [ "${FUSION_PROBE:-0}" = 1 ]; then
-        for module in ${PROBE_MODULES:-} rotary_qkv_projection_fused; do
-          run "probe_$module" 120 python3 benchmarks/rotary_fusion_gpu.py --module "$module"
-        done
-        python3 -c 'import json, sys; rows = json.load(open(sys.argv[1])); sys.exit(any(
-          any(r["violations"].values()) or any(far for _, far in r["distance_in_bounds"].values())
-          for r in rows))' "$OUT/rotary_fusion_gpu_rotary_qkv_projection_fused.json" \
-          || { echo "the fused kernel breaks its contract here: stopping"; continue; }
-      fi
       target="$OUT/target"; mkdir -p "$target" && cp pyproject.toml "$target/" \
         && git -C "$target" init -q -b main && git -C "$target" add -A \
         && git -C "$target" -c user.name=tune -c user.email=tune@localhost commit -qm target
-      for op in ${TUNE_OPS:-rotary_qkv_projection}; do
+      for op in ${TUNE_OPS:?TUNE_OPS names the operators}; do
         run "tune_$op" "${TUNE_SECONDS:-150}" python3 -m controller tune run --operator "$op" \
           --device cuda --fence landlock --target "$target" --runs-dir "$OUT/runs/$op" \
           --max-attempts 1 --agent "scripted:kernels/sessions/tune_$op.json"

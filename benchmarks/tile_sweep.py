@@ -83,9 +83,6 @@ SWEPT = {
         launch=lambda fused, tile, args, params: fused.launch_fused(*args, tile),
     ),
     "qkv_projection": Swept(module="qkv_projection_fused", entry="qkv_projection_kernel"),
-    "rotary_qkv_projection": Swept(
-        module="rotary_qkv_projection_fused", entry="rotary_qkv_projection_kernel"
-    ),
     "rotate_qk": Swept(module="rotate_qk_halves", entry="rotate_qk_triton"),
 }
 """Every swept module also defines `regime(rows)`, the TUNING key of a call (`module_problem`

@@ -1,8 +1,8 @@
 """The transformer pieces the prefix encoder and the action expert share.
 
-Norms, the query/key/value projections with the rotary embedding, attention, its output
-projection and the MLP's gated projection go through the operator registry; the MLP's down
-projection stays a plain `F.linear` call.
+Norms, the query/key/value projections, rotary embedding, attention, its output projection
+and the MLP's gated projection go through the operator registry; the MLP's down projection
+stays a plain `F.linear` call.
 """
 
 import torch
@@ -68,15 +68,10 @@ class SelfAttention(nn.Module):
 
     def forward(self, hidden, cos, sin, key_cache, value_cache):
         """Returns the attention output and this call's rotated keys and values."""
-        query, key, value = ops.rotary_qkv_projection(
-            hidden,
-            self.query_weight,
-            self.key_weight,
-            self.value_weight,
-            cos,
-            sin,
-            self.size.head_dim,
+        query, key, value = ops.qkv_projection(
+            hidden, self.query_weight, self.key_weight, self.value_weight, self.size.head_dim
         )
+        query, key = ops.rotate_qk(query, key, cos, sin)
         attended = ops.split_kv_attention(
             query, key_cache, value_cache, key, value, self.size.attention_scale
         )

@@ -14,7 +14,6 @@ from operators.catalog import (
     modulation_over_steps,
     qkv_projection,
     rms_norm,
-    rotary_qkv_projection,
     rotate_qk,
     split_kv_attention,
     stacked_projection,
@@ -34,7 +33,6 @@ CATALOG = (
     stacked_projection.DECLARATION,
     modulation_over_steps.DECLARATION,
     gated_down_projection.DECLARATION,
-    rotary_qkv_projection.DECLARATION,
 )
 
 for _declaration in CATALOG:

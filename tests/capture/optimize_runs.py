@@ -14,7 +14,7 @@ from controller.runs.journal import KILL_AT_VARIABLE
 US_PER_STEP = {
     "gated_residual": 400.0,
     "rms_norm": 300.0,
-    "rotary_qkv_projection": 200.0,
+    "rotate_qk": 200.0,
     "ada_rms_norm": 150.0,
     "split_kv_attention": 5.0,
 }

@@ -26,8 +26,9 @@ def expected_counts(steps: int) -> dict[str, int]:
         "gated_residual": denoise * layers,  # after attention; the MLP's is fused below
         "gated_down_projection": denoise * layers,
         "gated_gelu_projection": TINY.prefix_layers + denoise * layers,
-        "rotary_qkv_projection": TINY.prefix_layers + denoise * layers,
+        "qkv_projection": TINY.prefix_layers + denoise * layers,
         "attention_output": TINY.prefix_layers + denoise * layers,
+        "rotate_qk": TINY.prefix_layers + denoise * layers,
         "split_kv_attention": TINY.prefix_layers + denoise * layers,
         "modulation_over_steps": 2 * layers,  # every step's modulations, before the steps
     }

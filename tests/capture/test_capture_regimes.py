@@ -26,19 +26,21 @@ def per_forward(size) -> dict[str, int]:
         "gated_residual": denoise * layers,
         "gated_down_projection": denoise * layers,
         "gated_gelu_projection": size.prefix_layers + denoise * layers,
-        "rotary_qkv_projection": size.prefix_layers + denoise * layers,
+        "qkv_projection": size.prefix_layers + denoise * layers,
         "attention_output": size.prefix_layers + denoise * layers,
+        "rotate_qk": size.prefix_layers + denoise * layers,
         "split_kv_attention": size.prefix_layers + denoise * layers,
     }
 
 
 def test_a_capture_knows_which_calls_found_their_inputs_just_written(tiny_capture):
-    """rms_norm reads the hidden states just made (warm); gated_residual reads the residual
+    """rotate_qk reads the projections just made (warm); gated_residual reads the residual
     stream from before the attention or the MLP (cold)."""
     layouts = load_capture(tiny_capture).layouts
     by_operator = {}
     for layout in layouts:
         by_operator.setdefault(layout.operator, []).append(layout)
+    assert all(layout.inputs_just_written for layout in by_operator["rotate_qk"])
     assert all(layout.inputs_just_written for layout in by_operator["rms_norm"])
     assert all(layout.just_written_calls == 0 for layout in by_operator["gated_residual"])
 
@@ -47,7 +49,7 @@ def test_a_captured_package_times_and_weighs_workloads_as_the_model_runs_them(
     tiny_capture, tmp_path
 ):
     capture = load_capture(tiny_capture)
-    for name, figure in (("rms_norm", "warm"), ("gated_residual", "cold")):
+    for name, figure in (("rotate_qk", "warm"), ("gated_residual", "cold")):
         declaration = REGISTRY.declaration(name)
         files = render_captured_package(declaration, tiny_capture)
         folder, _ = write_package(declaration, tmp_path, files=files)
@@ -83,6 +85,6 @@ def test_declared_calls_per_forward_follow_the_example_model(tmp_path):
         assert {weight.source for weight in weights.values()} == {"declared"}
         batch_one = [w for w in declaration.workloads if w.name.endswith("_b1")]
         assert sum(w.calls_per_forward for w in batch_one) == count, name
-    projection = model_weights(tmp_path, REGISTRY.declaration("rotary_qkv_projection"))
-    assert projection["action_b8"].calls_per_forward == 180
-    assert projection["prefix_b8"].calls_per_forward == 18
+    rotate = model_weights(tmp_path, REGISTRY.declaration("rotate_qk"))
+    assert rotate["action_b8"].calls_per_forward == 180
+    assert rotate["prefix_b8"].calls_per_forward == 18

@@ -30,8 +30,8 @@ from operators.selection import KernelSelection
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "batch"))
 from batch_fixtures import make_target, write_script  # noqa: E402
 
-PROMOTED_MS = {"gated_residual": 5.0, "rms_norm": -2.0, "rotary_qkv_projection": 3.0}
-BAD_NUMERICS = ("rotary_qkv_projection",)
+PROMOTED_MS = {"gated_residual": 5.0, "rms_norm": -2.0, "rotate_qk": 3.0}
+BAD_NUMERICS = ("rotate_qk",)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_the_budget_goes_to_the_largest_shares_and_leaves_out_what_it_cannot_aff
         ("gated_residual", pytest.approx(1 + 0.5 * 4 / 7, abs=1e-3)),
         ("rms_norm", pytest.approx(1 + 0.5 * 3 / 7, abs=1e-3)),
     ]
-    assert reasons["rotary_qkv_projection"] == "the budget gives 1 minute to 2 only"
+    assert reasons["rotate_qk"] == "the budget gives 1 minute to 2 only"
     assert reasons["ada_rms_norm"] == "the capture holds no call of it"
     assert reasons["split_kv_attention"] == "under 1% of the step"
     asked = plan_tuning(
@@ -86,7 +86,7 @@ def test_optimize_keeps_only_the_kernels_the_model_needs_and_reports_the_figures
     verified = json.loads((tmp_path / "tuned" / "fast" / "verified.json").read_text())
     assert verified["verified_by"] == f"controller optimize {batch.name} (verify kept)"
     staged = json.loads((batch / "profiles" / "all" / "fast" / "profile.json").read_text())
-    assert sorted(staged["operators"]) == ["gated_residual", "rms_norm", "rotary_qkv_projection"]
+    assert sorted(staged["operators"]) == ["gated_residual", "rms_norm", "rotate_qk"]
     report = json.loads((batch / "evidence" / "report.json").read_text())
     decisions = {row["operator"]: row for row in report["decisions"]}
     assert decisions["gated_residual"]["kept"]
@@ -94,13 +94,11 @@ def test_optimize_keeps_only_the_kernels_the_model_needs_and_reports_the_figures
     assert not decisions["rms_norm"]["kept"]
     removal = decisions["rms_norm"]["removal"][0]  # the model: 94 ms with it, 92 ms without
     assert removal["median"] == pytest.approx(92 / 94, abs=1e-4)
-    assert (
-        decisions["rotary_qkv_projection"]["reason"] == "dropped: the model's numerics fail with it"
-    )
+    assert decisions["rotate_qk"]["reason"] == "dropped: the model's numerics fail with it"
     assert report["verify"]["alone_numerics"] == {
         "gated_residual": True,
         "rms_norm": True,
-        "rotary_qkv_projection": False,
+        "rotate_qk": False,
     }
     assert report["kept"]["speed_failures"] == []
     markdown = (batch / "evidence" / "report.md").read_text()

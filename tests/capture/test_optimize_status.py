@@ -42,7 +42,7 @@ def test_a_finished_batch_shows_its_last_step_its_tunings_the_kept_kernels_and_t
     assert lines[0] == f"run {batch.name}  flow optimize  state finished"
     assert lines[1:5] == [
         "step: publish (finished)",
-        "tuned: gated_residual done x1.200, rms_norm done x1.200, rotary_qkv_projection rejected, "
+        "tuned: gated_residual done x1.200, rms_norm done x1.200, rotate_qk rejected, "
         "ada_rms_norm rejected",
         "kernels: installed gated_residual, rms_norm; kept gated_residual; dropped rms_norm",
         f"profile: gated_residual published into {tmp_path.resolve() / 'tuned' / 'fast'}",
@@ -72,7 +72,7 @@ def test_a_batch_killed_inside_a_step_is_interrupted_there_and_says_how_to_resum
     )
     assert lines[1:4] == [
         "step: tune rms_norm (started, not finished)",
-        "tuned: gated_residual done x1.200, not yet rms_norm, rotary_qkv_projection, ada_rms_norm",
+        "tuned: gated_residual done x1.200, not yet rms_norm, rotate_qk, ada_rms_norm",
         "profile: not published yet",
     ]
     assert lines[4].endswith(" s active; no process attached")
@@ -101,9 +101,7 @@ def test_a_batch_stopped_by_a_signal_shows_why(tiny_capture, target, tmp_path, c
     lines = status_of(batch, capsys).splitlines()
     assert lines[0] == f"run {batch.name}  flow optimize  state interrupted (stopped by SIGTERM)"
     assert lines[1] == "step: tune gated_residual (started, not finished)"
-    assert lines[2] == (
-        "tuned: not yet gated_residual, rms_norm, rotary_qkv_projection, ada_rms_norm"
-    )
+    assert lines[2] == ("tuned: not yet gated_residual, rms_norm, rotate_qk, ada_rms_norm")
 
 
 def test_a_folder_that_is_not_a_run_is_one_line_and_exit_2(tmp_path, capsys):

@@ -8,11 +8,10 @@ from operators import REGISTRY, KernelSelection, OperatorRegistry
 
 CATALOG = {declaration.name for declaration in REGISTRY}
 """Every registered operator: a registration adds its own, which must reach the outputs too."""
-UNUSED = {"stacked_projection", "gated_gelu", "qkv_projection", "rotate_qk"}
+UNUSED = {"stacked_projection", "gated_gelu"}
 """Registered, not called by the model: one condition's modulation (the model computes every
-step's at once through modulation_over_steps), the GELU product that gated_gelu_projection's
-production kernel runs inside itself, and the projections and rotation that
-rotary_qkv_projection computes (its production kernel runs rotate_qk's inside itself)."""
+step's at once through modulation_over_steps), and the GELU product that
+gated_gelu_projection's production kernel runs inside itself."""
 
 
 def references_except(**broken) -> KernelSelection:

@@ -10,7 +10,6 @@ from operators.catalog import CATALOG, gated_gelu, gated_residual
 from operators.catalog.attention_output import attention_output_reference
 from operators.catalog.checking import first_violation, scaled_down
 from operators.catalog.qkv_projection import qkv_projection_reference
-from operators.catalog.rotary_qkv_projection import rotary_qkv_projection_reference
 from operators.catalog.split_kv_attention import split_kv_attention_triton
 from operators.declaration import DISTRIBUTIONS
 
@@ -119,13 +118,6 @@ def qkv_projection_keys_as_values(x, wq, wk, wv, head_dim):
     return qkv_projection_reference(x, wq, wk, wk, head_dim)
 
 
-def rotary_qkv_projection_unrotated_keys(x, wq, wk, wv, cos, sin, head_dim):
-    """Rotates the queries and leaves the keys as projected."""
-    q, _, v = rotary_qkv_projection_reference(x, wq, wk, wv, cos, sin, head_dim)
-    _, k, _ = qkv_projection_reference(x, wq, wk, wv, head_dim)
-    return q, k, v
-
-
 def attention_output_heads_swapped(attended, weight):
     """Merges the heads in reverse order."""
     return attention_output_reference(attended.flip(1), weight)
@@ -151,7 +143,6 @@ WRONG_KERNELS = {
     "gated_gelu": gated_gelu_swapped,
     "gated_gelu_projection": gated_gelu_projection_swapped,
     "qkv_projection": qkv_projection_keys_as_values,
-    "rotary_qkv_projection": rotary_qkv_projection_unrotated_keys,
     "attention_output": attention_output_heads_swapped,
     "rotate_qk": rotate_qk_fused_rounding,
     "split_kv_attention": attention_missing_prefix,
@@ -190,7 +181,6 @@ def test_every_catalog_operator_has_a_production_kernel_and_pi05_workloads():
         "modulation_over_steps",
         "qkv_projection",
         "rms_norm",
-        "rotary_qkv_projection",
         "rotate_qk",
         "split_kv_attention",
         "stacked_projection",

@@ -1,10 +1,12 @@
 """qkv_projection: the reference is one product per weight split into heads, the production
-path is the model's former code bit for bit, each output its own weight's product."""
+path is the model's former code bit for bit, and attention projects through the registry."""
 
 import torch
 import torch.nn.functional as F
 
-from operators import REGISTRY, ops, use_kernel_profile
+from examples.config import TINY
+from examples.layers import SelfAttention, WeightFactory, empty_cache, rope_tables
+from operators import REGISTRY, ops, record_registry_hits, use_kernel_profile
 
 DECLARATION = REGISTRY.declaration("qkv_projection")
 
@@ -51,10 +53,14 @@ def test_production_path_is_the_reference_bit_for_bit():
         assert torch.equal(projection, reference)
 
 
-def test_each_output_is_its_own_weight_in_head_layout():
-    x, wq, wk, wv = draw((2, 5, 16), (16, 16), (8, 16), (8, 16), dtype=torch.bfloat16)
-    with use_kernel_profile("none"):
-        q, k, v = ops.qkv_projection(x, wq, wk, wv, 8.0)
-    for got, weight in ((q, wq), (k, wk), (v, wv)):
-        projected = F.linear(x, weight).view(2, 5, weight.shape[0] // 8, 8)
-        assert torch.equal(got, projected.transpose(1, 2).contiguous())
+def test_attention_projects_through_the_registry():
+    attention = SelfAttention(TINY, WeightFactory(seed=3), output_gain=1.0)
+    (hidden,) = draw((2, 5, TINY.width), dtype=torch.bfloat16)
+    cos, sin = rope_tables(0, 5, TINY.head_dim)
+    cache = empty_cache(TINY, 2, "cpu")
+    with use_kernel_profile("torch"), record_registry_hits() as hits:
+        _, key, value = attention(hidden, cos, sin, cache, cache)
+    assert sum(n for (name, _, _), n in hits.items() if name == "qkv_projection") == 1
+    projected = F.linear(hidden, attention.value_weight).view(2, 5, TINY.kv_heads, -1)
+    assert torch.equal(value, projected.transpose(1, 2).contiguous())
+    assert key.shape == (2, TINY.kv_heads, 5, TINY.head_dim)

@@ -65,13 +65,11 @@ def test_every_swept_kernel_is_called_as_its_operator_is():
     import attention_output_fused
     import gated_down_projection_fused
     import gated_gelu_projection_fused
-    import rotary_qkv_projection_fused
     import rotate_qk_halves
     import test_attention_output_session
     import test_gated_down_projection_session
     import test_gated_gelu_projection_session
     import test_qkv_projection_session
-    import test_rotary_qkv_projection_session
 
     batched = Workload(name="b2_t9", axes={"batch": 2, "tokens": 9})
     rows = Workload(name="t18", axes={"tokens": 18})
@@ -96,12 +94,6 @@ def test_every_swept_kernel_is_called_as_its_operator_is():
             test_gated_gelu_projection_session.DECLARATION,
             test_gated_gelu_projection_session.SMALL_TILES,
             rows,
-        ),
-        "rotary_qkv_projection": (
-            rotary_qkv_projection_fused,
-            test_rotary_qkv_projection_session.SMALL,
-            rotary_qkv_projection_fused.INTERPRETER_TILE,
-            batched,
         ),
         "rotate_qk": (
             rotate_qk_halves,
