@@ -210,3 +210,18 @@ def test_production_attention_with_one_part_of_the_weights_meets_its_contract(mo
                 declaration, split_kv_attention_triton, workload, 0, distribution
             )
             assert violation is None, f"{workload.name}, {distribution}: {violation.describe()}"
+
+
+def test_a_scaled_down_projection_splits_its_heads_at_the_scaled_head_dim():
+    """A param named after a const axis shrinks with it: qkv_projection's head_dim is 48 where
+    its axes are, so its outputs have the declared shapes (at 256 the 192 query rows would
+    split into no head at all)."""
+    small = SCALED["qkv_projection"]
+    assert small.params["head_dim"] == 48.0
+    assert CATALOG[[d.name for d in CATALOG].index("qkv_projection")].params["head_dim"] == 256.0
+    workload = small.workloads[0]
+    outputs = small.reference(*small.make_inputs(workload, 0), **small.params)
+    sizes = {axis.name: axis.value for axis in small.axes if axis.kind == "const"}
+    sizes |= workload.axes
+    for spec, tensor in zip(small.outputs, outputs, strict=True):
+        assert tuple(tensor.shape) == tuple(sizes[axis] for axis in spec.shape), spec.name
