@@ -10,10 +10,37 @@ OUT=${OUT:-/tmp/device-call}
 source benchmarks/device_env.sh
 record_versions "$OUT/versions.txt"
 
-verify_and_pack_h200() {  # verify tuned/h200, then pack it, with the verified.json verify wrote
-  run verify_h200 "${VERIFY_SECONDS:-300}" python3 -m controller verify --profile h200 \
-    --inputs 2 --output "$OUT/verify-h200.json" ${VERIFY_FLAGS:-}  # VERIFY_FLAGS=--unfenced
-  tar czf "$OUT/tuned-h200.tgz" tuned/h200
+verify_and_pack() {  # verify_and_pack PROFILE: verify tuned/PROFILE (numerics, and the model's
+  # time against none and stock), then pack it with the verified.json verify wrote
+  run "verify_$1" "${VERIFY_SECONDS:-300}" python3 -m controller verify --profile "$1" \
+    --inputs 2 --output "$OUT/verify-$1.json" ${VERIFY_FLAGS:-}  # VERIFY_FLAGS=--unfenced
+  tar czf "$OUT/tuned-$1.tgz" "tuned/$1"
+}
+
+make_target() {  # a git repository at $OUT/target holding only pyproject.toml, for tune runs
+  target="$OUT/target"; mkdir -p "$target" && cp pyproject.toml "$target/" \
+    && git -C "$target" init -q -b main && git -C "$target" add -A \
+    && git -C "$target" -c user.name=tune -c user.email=tune@localhost commit -qm target
+}
+
+tune_and_install() {  # tune_and_install PROFILE SECONDS OP...: each OP tuned by its scripted
+  # session (kernels/sessions/tune_OP.json) under every gate against $target (with the task
+  # $OUT/tasks/OP when TASKS_FROM_CAPTURE=1), then installed into tuned/PROFILE
+  local profile=$1 seconds=$2; shift 2
+  for op in "$@"; do
+    task=(); [ "${TASKS_FROM_CAPTURE:-0}" = 1 ] && task=(--task "$OUT/tasks/$op")
+    run "tune_$op" "$seconds" python3 -m controller tune run --operator "$op" \
+      "${task[@]}" --device cuda ${FENCE:---fence landlock} --target "$target" \
+      --runs-dir "$OUT/runs/$op" \
+      --max-attempts "$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["attempts"]))' "kernels/sessions/tune_$op.json")" \
+      --agent "scripted:kernels/sessions/tune_$op.json"
+    for run_dir in "$OUT/runs/$op"/tune-*; do
+      python3 -m controller status "$run_dir" > "$OUT/status_$op.txt" 2>&1
+      [ -d "$run_dir/export" ] && python3 -m controller install "$run_dir/export" \
+        --profile "$profile" --replace >> "$OUT/install.log" 2>&1
+    done
+    tail -n 3 "$OUT/status_$op.txt" "$OUT/install.log" 2>/dev/null
+  done
 }
 
 gpu_profile() {  # the profile this GPU's runs publish: h200_seeded on an H200, else h100
@@ -48,9 +75,7 @@ for part in "$@"; do
     example) run example 300 python3 -m controller example run --size pi05 --time \
           --mode eager --mode graph --mode compile --output "$OUT/example-time.json" ;;
     captured)  # issue 16's chain: capture, tune-all --captured, install, the example end to end
-      target="$OUT/target"; mkdir -p "$target" && cp pyproject.toml "$target/" \
-        && git -C "$target" init -q -b main && git -C "$target" add -A \
-        && git -C "$target" -c user.name=tune -c user.email=tune@localhost commit -qm target
+      make_target
       run capture 150 python3 -m controller capture-ops --output "$OUT/capture-pi05-b1" \
         --steps 1 -- controller.profiling.example_driver:forward pi05 1
       run tune_all "${TUNE_SECONDS:-330}" python3 -m controller tune-all \
@@ -82,9 +107,7 @@ for part in "$@"; do
       # against none and stock) and packed into $OUT/tuned-h200.tgz. With H200_CALIBRATED=1
       # (issue 30) the tasks come from a capture of batches 1 and 8, calibrated in FP64:
       # `generate --captured` packages each operator with its calibrated contract.
-      target="$OUT/target"; mkdir -p "$target" && cp pyproject.toml "$target/" \
-        && git -C "$target" init -q -b main && git -C "$target" add -A \
-        && git -C "$target" -c user.name=tune -c user.email=tune@localhost commit -qm target
+      make_target
       if [ "${H200_CALIBRATED:-0}" = 1 ]; then
         run capture_b1_b8 200 python3 -m controller capture-ops --output "$OUT/capture-pi05" \
           --steps 1 -- controller.profiling.example_driver:forward_batches pi05 1,8
@@ -92,43 +115,15 @@ for part in "$@"; do
         run generate 60 python3 -m controller generate --captured "$OUT/capture-pi05" \
           --output "$OUT/tasks" ${H200_OPS:-}
       fi
-      for op in ${H200_OPS:-}; do
-        task=(); [ "${H200_CALIBRATED:-0}" = 1 ] && task=(--task "$OUT/tasks/$op")
-        run "tune_$op" "${TUNE_SECONDS:-240}" python3 -m controller tune run --operator "$op" \
-          "${task[@]}" --device cuda ${FENCE:---fence landlock} --target "$target" \
-          --runs-dir "$OUT/runs/$op" \
-          --max-attempts "$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["attempts"]))' "kernels/sessions/tune_$op.json")" \
-          --agent "scripted:kernels/sessions/tune_$op.json"
-        for run_dir in "$OUT/runs/$op"/tune-*; do
-          python3 -m controller status "$run_dir" > "$OUT/status_$op.txt" 2>&1
-          [ -d "$run_dir/export" ] && python3 -m controller install "$run_dir/export" \
-            --profile h200 --replace >> "$OUT/install.log" 2>&1
-        done
-        tail -n 3 "$OUT/status_$op.txt" "$OUT/install.log" 2>/dev/null
-      done
-      [ -f tuned/h200/profile.json ] && verify_and_pack_h200 ;;
-    tune_install)  # each of TUNE_OPS tuned by its kernel template's scripted session
-      # (kernels/sessions/tune_OP.json) through every gate, installed into TUNE_PROFILE (default
-      # h100_plain) in place of what it held, then the profile verified and timed against stock
-      # and `none` per batch
-      profile=${TUNE_PROFILE:-h100_plain}
-      target="$OUT/target"; mkdir -p "$target" && cp pyproject.toml "$target/" \
-        && git -C "$target" init -q -b main && git -C "$target" add -A \
-        && git -C "$target" -c user.name=tune -c user.email=tune@localhost commit -qm target
-      for op in ${TUNE_OPS:?TUNE_OPS names the operators}; do
-        run "tune_$op" "${TUNE_SECONDS:-150}" python3 -m controller tune run --operator "$op" \
-          --device cuda --fence landlock --target "$target" --runs-dir "$OUT/runs/$op" \
-          --max-attempts 1 --agent "scripted:kernels/sessions/tune_$op.json"
-        for run_dir in "$OUT/runs/$op"/tune-*; do
-          python3 -m controller status "$run_dir" > "$OUT/status_$op.txt" 2>&1
-          [ -d "$run_dir/export" ] && python3 -m controller install "$run_dir/export" \
-            --profile "$profile" --replace >> "$OUT/install.log" 2>&1
-        done
-        tail -n 3 "$OUT/status_$op.txt" "$OUT/install.log" 2>/dev/null
-      done
-      run "verify_$profile" "${VERIFY_SECONDS:-300}" python3 -m controller verify \
-        --profile "$profile" --inputs 2 --output "$OUT/verify-$profile.json"
-      tar czf "$OUT/tuned-$profile.tgz" "tuned/$profile" ;;
+      TASKS_FROM_CAPTURE=${H200_CALIBRATED:-0} tune_and_install h200 "${TUNE_SECONDS:-240}" ${H200_OPS:-}
+      [ -f tuned/h200/profile.json ] && verify_and_pack h200 ;;
+    tune_install)  # each of TUNE_OPS tuned by its kernel template's scripted session through
+      # every gate, installed into TUNE_PROFILE (default h100_plain) in place of what it held,
+      # then the profile verified and timed against stock and `none` per batch
+      make_target
+      tune_and_install "${TUNE_PROFILE:-h100_plain}" "${TUNE_SECONDS:-150}" \
+        ${TUNE_OPS:?TUNE_OPS names the operators}
+      verify_and_pack "${TUNE_PROFILE:-h100_plain}" ;;
     baselines)  # issue 44: every catalog operator's own baseline judged on this GPU (preflight)
       for op in ${BASELINE_OPS:-split_kv_attention stacked_projection qkv_projection attention_output gated_gelu_projection rotate_qk}; do
         python3 -m controller generate "$op" --output "$OUT/tasks" > /dev/null 2>&1
@@ -197,7 +192,7 @@ for part in "$@"; do
       mkdir -p "$OUT/optimize-runs" && (cd .device-runs && find . \( -name "*.json" -o -name "*.md" \
         -o -name "*.txt" -o -name "*.jsonl" -o -name "*.log" \) -size -900k ! -path "*/fixtures/*" \
         ! -path "*/workspace/*" -print0 | tar cf - --null -T - | tar xf - -C "$OUT/optimize-runs") ;;
-    verify) verify_and_pack_h200 ;;  # the profile as it is in the tree (it loads once verified)
+    verify) verify_and_pack h200 ;;  # the profile as it is in the tree (it loads once verified)
     kernels)  # where the forward's device time goes, by kernel, for each PROFILE:MODE
       for spec in ${KERNEL_SPECS:-stock:reduce-overhead none:graph}; do
         for b in ${BATCHES:-1 8}; do
