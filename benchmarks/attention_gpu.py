@@ -54,14 +54,12 @@ SWEEP_SECONDS = float(os.environ.get("SWEEP_SECONDS", "75"))
 
 def _variants(points: list[tuple[int, ...]]) -> list[dict]:
     """Settings by name from (heads, queries, keys, dim_parts, score_chunks, num_warps,
-    num_stages[, weight_parts[, key_splits]]); weight_parts is 2 and key_splits 1 unless
-    given."""
+    num_stages[, weight_parts[, key_splits[, join_inline]]]); weight_parts is 2, key_splits 1
+    and join_inline 0 (a second launch joins the runs) unless given."""
     names = ("heads", "queries", "keys", "dim_parts", "score_chunks", "num_warps", "num_stages")
-    optional = ("weight_parts", "key_splits")
-    return [
-        {"weight_parts": 2, "key_splits": 1, **dict(zip(names + optional, point, strict=False))}
-        for point in points
-    ]
+    optional = ("weight_parts", "key_splits", "join_inline")
+    defaults = {"weight_parts": 2, "key_splits": 1, "join_inline": 0}
+    return [{**defaults, **dict(zip(names + optional, point, strict=False))} for point in points]
 
 
 SHORT_VARIANTS = _variants([
@@ -84,6 +82,11 @@ SHORT_VARIANTS = _variants([
     (8, 16, 64, 1, 1, 8, 2, 1, 5), (8, 16, 64, 1, 1, 8, 2, 1, 8), (8, 16, 32, 1, 1, 8, 2, 1, 4),
     (8, 16, 64, 1, 1, 4, 2, 1, 4), (4, 16, 64, 1, 1, 4, 2, 1, 4), (8, 16, 64, 1, 1, 8, 3, 1, 4),
     (8, 16, 64, 1, 1, 8, 1, 1, 4), (2, 32, 64, 1, 1, 4, 2, 1, 4), (8, 16, 64, 2, 1, 8, 3, 1, 4),
+    (1, 64, 64, 2, 1, 4, 3, 1, 5, 1), (8, 16, 64, 2, 2, 8, 3, 1, 2, 1),
+    (8, 16, 64, 2, 1, 8, 3, 1, 2, 1), (8, 16, 64, 2, 2, 8, 3, 1, 4, 1),
+    (8, 16, 64, 1, 1, 8, 2, 1, 4, 1), (8, 16, 64, 1, 1, 8, 2, 1, 2, 1),
+    (1, 64, 64, 2, 1, 4, 3, 1, 10, 1), (1, 16, 64, 4, 1, 4, 3, 1, 5, 1),
+    (4, 16, 64, 2, 2, 4, 3, 1, 4, 1), (8, 16, 32, 2, 2, 8, 3, 1, 4, 1),
 ])  # fmt: skip
 """Settings (in `_variants`' order) tried for the action calls (50 tokens): the shipped ones,
 stock's single rounding (scores in one product, the weights in one BF16 part, within the
@@ -92,7 +95,8 @@ without runs of keys (batch 8 fills the GPU without them), then the keys in 2 to
 by a second launch, over query heads per program, output parts and query blocks; last, the
 whole head dimension in one program with stock's numerics (each score computed once, where two
 output parts compute it twice), 2 to 8 runs of keys (from index 38; on an H100 none beat the
-shipped two output parts, docs/benchmarks.md)."""
+shipped two output parts, docs/benchmarks.md); last, the runs joined by the run that
+finishes last instead of a second launch (`join_inline`), the shipped settings first."""
 LONG_VARIANTS = _variants([
     (1, 128, 64, 2, 2, 8, 3), (1, 64, 32, 2, 2, 4, 3), (1, 128, 64, 2, 1, 8, 3, 1),
     (1, 128, 64, 1, 1, 8, 3, 1), (1, 128, 64, 1, 1, 8, 2, 1), (2, 64, 64, 1, 1, 8, 3, 1),
@@ -105,6 +109,9 @@ LONG_VARIANTS = _variants([
     (2, 64, 64, 1, 1, 8, 2, 1), (4, 32, 64, 1, 1, 8, 2, 1), (2, 64, 32, 1, 1, 8, 3, 1),
     (2, 64, 32, 1, 1, 8, 2, 1), (1, 128, 32, 1, 1, 8, 2, 1), (8, 16, 64, 1, 1, 8, 2, 1),
     (1, 64, 32, 1, 1, 4, 2, 1), (1, 64, 64, 1, 1, 4, 2, 1), (2, 64, 128, 1, 1, 8, 1, 1),
+    (2, 64, 64, 2, 1, 8, 3, 1, 2, 1), (1, 128, 64, 1, 1, 8, 2, 1, 2, 1),
+    (1, 64, 64, 1, 1, 8, 2, 1, 2, 1), (1, 128, 64, 1, 1, 8, 2, 1, 3, 1),
+    (2, 64, 64, 1, 1, 8, 2, 1, 2, 1), (1, 64, 64, 2, 1, 4, 3, 1, 3, 1),
 ])  # fmt: skip
 """The same for the prefix calls (576 tokens): the shipped settings of both batches, stock's
 single rounding, then the whole head dimension in one program (with two output parts every
@@ -112,7 +119,8 @@ program computes its scores again: 1.5x the FLOPs, and prefix_b8's fastest varia
 SDPA's FLOP rate), two query heads per program (their keys and values loaded once), then runs of
 keys, which give the 80 programs of a batch-1 call more of the GPU; last, the whole head
 dimension with 2 to 8 query heads a program (576 queries in full blocks of 128 rows, where 128
-queries of one head leave the fifth block half empty) and one warpgroup over 64 rows."""
+queries of one head leave the fifth block half empty) and one warpgroup over 64 rows; last,
+runs of keys joined by the run that finishes last (`join_inline`)."""
 
 
 class Timing(BaseModel):
@@ -196,9 +204,10 @@ def measure(
     deadline: float,
     first_variant: int = 0,
 ) -> WorkloadResult:
-    """The workload's roles and its regime's variants from `first_variant` on (those before it
-    are skipped without compiling, so a call can time settings added at a list's end; the
-    kernel at its TUNING, `new`, is timed all the same)."""
+    """The workload's roles and its regime's variants from `first_variant` on, or the last
+    -`first_variant` when negative (those before are skipped without compiling, so a call can
+    time settings added at a list's end; the kernel at its TUNING, `new`, is timed all the
+    same)."""
     scale = declaration.params["scale"]
     tokens, batch = workload.axes["tokens"], workload.axes["batch"]
     regime = split_dim.regime(batch, tokens)
@@ -211,7 +220,9 @@ def measure(
     variants = SHORT_VARIANTS if tokens <= 64 else LONG_VARIANTS  # each checked on its own
     if quick:
         variants = [{**split_dim.INTERPRETED, "heads": 2, "dim_parts": 2, "score_chunks": 2}]
-    start = 0 if quick else first_variant  # the interpreter's one variant always runs
+    # the interpreter's one variant always runs; a negative start counts from the list's end
+    start = 0 if quick else first_variant if first_variant >= 0 else len(variants) + first_variant
+    start = max(0, start)
     for number, variant in enumerate(variants[start:], start):
         name = f"variant{number}"
         if time.time() > deadline:
@@ -303,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         "--first-variant",
         type=int,
         default=os.environ.get("ATTENTION_FIRST_VARIANT", "0"),  # a string: argparse converts it
-        help="skip the variants before this index (default: ATTENTION_FIRST_VARIANT, else 0)",
+        help="skip the variants before this index, or time the last N of each list with -N "
+        "(default: ATTENTION_FIRST_VARIANT, else 0)",
     )
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():

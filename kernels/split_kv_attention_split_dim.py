@@ -19,6 +19,9 @@ the production kernel's online softmax with four changes, all launch settings pe
   and total, and a second launch joins the runs as the online softmax would have. A call of
   50 queries otherwise walks all 626 keys in one program after another block of keys, with
   most of the GPU idle.
+- `join_inline`: the runs are joined by the run of each tile that finishes last (it counts
+  itself in at the tile's arrival counter), not by a second launch: no launch and no pass
+  over the FP32 sums from memory, at one zeroed counter per tile.
 A regime is the call's kind (up to 64 tokens: the action expert over the cache; more: the
 prefix attending to itself) and whether its batch is at least WIDE_BATCH; each has its own
 settings, because the programs one call needs to fill the GPU differ by eight times.
@@ -39,7 +42,7 @@ JOIN_ROWS = 4
 """Output rows per program of the launch that joins runs of keys (4 x 256 values: 8 a thread)."""
 SETTINGS = (
     "queries", "keys", "heads", "dim_parts", "score_chunks", "weight_parts", "key_splits",
-    "num_warps", "num_stages",
+    "join_inline", "num_warps", "num_stages",
 )  # fmt: skip
 REGIMES = ("short", "short_wide", "long", "long_wide")
 TUNING = {
@@ -50,6 +53,7 @@ TUNING = {
     "short_score_chunks": 1,
     "short_weight_parts": 1,
     "short_key_splits": 5,
+    "short_join_inline": 0,
     "short_num_warps": 4,
     "short_num_stages": 3,
     "short_wide_queries": 16,
@@ -59,6 +63,7 @@ TUNING = {
     "short_wide_score_chunks": 2,
     "short_wide_weight_parts": 1,
     "short_wide_key_splits": 2,
+    "short_wide_join_inline": 0,
     "short_wide_num_warps": 8,
     "short_wide_num_stages": 3,
     "long_queries": 64,
@@ -68,6 +73,7 @@ TUNING = {
     "long_score_chunks": 1,
     "long_weight_parts": 1,
     "long_key_splits": 1,
+    "long_join_inline": 0,
     "long_num_warps": 8,
     "long_num_stages": 3,
     "long_wide_queries": 128,
@@ -77,6 +83,7 @@ TUNING = {
     "long_wide_score_chunks": 1,
     "long_wide_weight_parts": 1,
     "long_wide_key_splits": 1,
+    "long_wide_join_inline": 0,
     "long_wide_num_warps": 8,
     "long_wide_num_stages": 2,
 }
@@ -99,6 +106,7 @@ TUNING_SPACE = {
     "short_score_chunks": [1, 2, 4],
     "short_weight_parts": [1, 2, 3],
     "short_key_splits": [1, 2, 3, 4, 5, 8, 10],
+    "short_join_inline": [0, 1],
     "short_num_warps": [4, 8],
     "short_num_stages": [1, 2, 3],
     "short_wide_queries": [16, 32, 64, 128],
@@ -108,6 +116,7 @@ TUNING_SPACE = {
     "short_wide_score_chunks": [1, 2, 4],
     "short_wide_weight_parts": [1, 2, 3],
     "short_wide_key_splits": [1, 2, 3, 4, 5, 8, 10],
+    "short_wide_join_inline": [0, 1],
     "short_wide_num_warps": [4, 8],
     "short_wide_num_stages": [1, 2, 3],
     "long_queries": [16, 32, 64, 128],
@@ -117,6 +126,7 @@ TUNING_SPACE = {
     "long_score_chunks": [1, 2, 4],
     "long_weight_parts": [1, 2, 3],
     "long_key_splits": [1, 2, 3, 4, 5, 8, 10],
+    "long_join_inline": [0, 1],
     "long_num_warps": [4, 8],
     "long_num_stages": [1, 2, 3],
     "long_wide_queries": [16, 32, 64, 128],
@@ -126,6 +136,7 @@ TUNING_SPACE = {
     "long_wide_score_chunks": [1, 2, 4],
     "long_wide_weight_parts": [1, 2, 3],
     "long_wide_key_splits": [1, 2, 3, 4, 5, 8, 10],
+    "long_wide_join_inline": [0, 1],
     "long_wide_num_warps": [4, 8],
     "long_wide_num_stages": [1, 2, 3],
 }
@@ -141,6 +152,7 @@ INTERPRETED = {
     "score_chunks": 1,
     "weight_parts": 2,
     "key_splits": 2,
+    "join_inline": 0,
     "num_warps": 4,
     "num_stages": 1,
 }
@@ -185,17 +197,23 @@ def attend(q, k_cache, v_cache, k, v, scale, settings: dict) -> torch.Tensor:
     key_splits = max(1, min(settings["key_splits"], triton.cdiv(prefix + tokens, block_keys)))
     split_keys = triton.cdiv(triton.cdiv(prefix + tokens, key_splits), block_keys) * block_keys
     rows_total = batch * query_heads * tokens
-    partial = totals = out  # unread with one run
-    if key_splits > 1:
-        partial = torch.empty(
-            (key_splits, rows_total, head_dim), dtype=torch.float32, device=q.device
-        )
-        totals = torch.empty((key_splits, rows_total, 2), dtype=torch.float32, device=q.device)
     grid = (
         triton.cdiv(tokens, settings["queries"]),
         batch * (query_heads // heads) * dim_parts,
         key_splits,
     )
+    join_inline = key_splits > 1 and bool(settings["join_inline"])
+    partial = totals = arrivals = out  # unread with one run
+    if key_splits > 1:
+        partial = torch.empty(
+            (key_splits, rows_total, head_dim), dtype=torch.float32, device=q.device
+        )
+        totals_parts = dim_parts if join_inline else 1  # inline, each part keeps its own
+        totals = torch.empty(
+            (key_splits * totals_parts, rows_total, 2), dtype=torch.float32, device=q.device
+        )
+    if join_inline:  # one arrival counter per tile of (query block, heads, part)
+        arrivals = torch.zeros(grid[0] * grid[1], dtype=torch.int32, device=q.device)
     launch(
         _split_dim_attention_kernel,
         grid,
@@ -207,6 +225,7 @@ def attend(q, k_cache, v_cache, k, v, scale, settings: dict) -> torch.Tensor:
         out,
         partial,
         totals,
+        arrivals,
         query_heads,
         kv_heads,
         tokens,
@@ -226,11 +245,12 @@ def attend(q, k_cache, v_cache, k, v, scale, settings: dict) -> torch.Tensor:
         BLOCK_KEYS=block_keys,
         BLOCK_DIM=block_dim,
         KEY_SPLITS=key_splits,
+        JOIN_INLINE=join_inline,
         UPCAST=triton_runtime.interpreting(),
         num_warps=settings["num_warps"],
         num_stages=settings["num_stages"],
     )
-    if key_splits > 1:
+    if key_splits > 1 and not join_inline:
         launch(
             _join_runs_kernel,
             (triton.cdiv(rows_total, JOIN_ROWS),),

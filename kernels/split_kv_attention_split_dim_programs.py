@@ -1,6 +1,7 @@
 """The Triton programs of the split-dim attention kernel (`split_kv_attention_split_dim.py`
 launches them): the online softmax over runs of keys with the output's head dimension split
-among programs, and the second launch that joins the runs. It ships beside that module, in the
+among programs, and the join of the runs: by a second launch, or by the run that finishes
+last. It ships beside that module, in the
 solution's operator folder, written by the same scripted session.
 """
 
@@ -125,6 +126,7 @@ def _split_dim_attention_kernel(
     out_ptr,
     partial_ptr,
     totals_ptr,
+    arrivals_ptr,
     query_heads,
     kv_heads,
     tokens,
@@ -150,6 +152,7 @@ def _split_dim_attention_kernel(
     BLOCK_KEYS: tl.constexpr,
     BLOCK_DIM: tl.constexpr,
     KEY_SPLITS: tl.constexpr,
+    JOIN_INLINE: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
     # Axis 1 counts (batch, group of HEADS query heads, part of the head dimension), the parts
@@ -231,13 +234,93 @@ def _split_dim_attention_kernel(
     if KEY_SPLITS == 1:
         out = round_to_bfloat16(acc / row_sum[:, None])
         tl.store(out_ptr + out_rows[:, None] * head_dim + value_dims[None, :], out, mask=stored)
-    else:  # this run's sums, maximum and total, for `_join_runs_kernel`
+    elif not JOIN_INLINE:  # this run's sums, maximum and total, for `_join_runs_kernel`
         run_rows = tl.program_id(2) * rows_total + out_rows
         tl.store(partial_ptr + run_rows[:, None] * head_dim + value_dims[None, :], acc, mask=stored)
         # Every part of the head dimension has the same maximum and total; the first stores them.
         first_part = present & (queries * 0 + part == 0)
         tl.store(totals_ptr + run_rows * 2, row_max, mask=first_part)
         tl.store(totals_ptr + run_rows * 2 + 1, row_sum, mask=first_part)
+    else:  # the run that finishes last joins the tile's runs, without a second launch
+        run_rows = tl.program_id(2) * rows_total + out_rows
+        tl.store(partial_ptr + run_rows[:, None] * head_dim + value_dims[None, :], acc, mask=stored)
+        # Each part keeps its own totals: the part that joins reads no other part's stores.
+        part_rows = (tl.program_id(2) * DIM_PARTS + part) * rows_total + out_rows
+        tl.store(totals_ptr + part_rows * 2, row_max, mask=present)
+        tl.store(totals_ptr + part_rows * 2 + 1, row_sum, mask=present)
+        tile = tl.program_id(0) * tl.num_programs(1) + tl.program_id(1)
+        _join_if_last(
+            partial_ptr,
+            totals_ptr,
+            arrivals_ptr + tile,
+            out_ptr,
+            out_rows,
+            value_dims,
+            present,
+            stored,
+            part,
+            rows_total,
+            head_dim,
+            DIM_PARTS,
+            KEY_SPLITS,
+        )
+
+
+@triton.jit
+def _join_if_last(
+    partial_ptr,
+    totals_ptr,
+    arrival_ptr,
+    out_ptr,
+    out_rows,
+    value_dims,
+    present,
+    stored,
+    part,
+    rows_total,
+    head_dim,
+    DIM_PARTS: tl.constexpr,
+    KEY_SPLITS: tl.constexpr,
+):
+    """Count this run in at the tile's arrival counter; the run that arrives last reads every
+    run's sums and totals (in run order, as `_join_runs_kernel` adds them), writes the output
+    and sets the counter back to zero for the next call. The barrier orders every thread's
+    stores before the count (release), and the count before the loads (acquire); the loads
+    bypass L1, which is not coherent between programs."""
+    tl.debug_barrier()
+    arrived = tl.atomic_add(arrival_ptr, 1, sem="acq_rel", scope="gpu")
+    if arrived == KEY_SPLITS - 1:
+        top = tl.full(out_rows.shape, float("-inf"), dtype=tl.float32)
+        for run in tl.static_range(KEY_SPLITS):
+            part_rows = (run * DIM_PARTS + part) * rows_total + out_rows
+            run_max = tl.load(
+                totals_ptr + part_rows * 2, mask=present, other=0.0, cache_modifier=".cg"
+            )
+            top = tl.maximum(top, run_max)
+        total = tl.zeros(out_rows.shape, dtype=tl.float32)
+        acc = tl.zeros((out_rows.shape[0], value_dims.shape[0]), dtype=tl.float32)
+        for run in tl.static_range(KEY_SPLITS):
+            part_rows = (run * DIM_PARTS + part) * rows_total + out_rows
+            run_max = tl.load(
+                totals_ptr + part_rows * 2, mask=present, other=0.0, cache_modifier=".cg"
+            )
+            rescale = tl.exp2(run_max - top)  # 0 for a run with no keys (its maximum is -inf)
+            run_sum = tl.load(
+                totals_ptr + part_rows * 2 + 1, mask=present, other=0.0, cache_modifier=".cg"
+            )
+            total += rescale * run_sum
+            run_rows = run * rows_total + out_rows
+            sums = tl.load(
+                partial_ptr + run_rows[:, None] * head_dim + value_dims[None, :],
+                mask=stored,
+                other=0.0,
+                cache_modifier=".cg",
+            )
+            acc += rescale[:, None] * sums
+        total = tl.where(present, total, 1.0)  # rows past the call's end are not stored
+        out = round_to_bfloat16(acc / total[:, None])
+        tl.store(out_ptr + out_rows[:, None] * head_dim + value_dims[None, :], out, mask=stored)
+        tl.atomic_xchg(arrival_ptr, 0, sem="relaxed", scope="gpu")
 
 
 @triton.jit

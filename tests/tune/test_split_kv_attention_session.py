@@ -40,6 +40,9 @@ SPLIT = {
 weight parts, two query heads per program, several key and query blocks per call, the keys in
 three runs joined by a second launch."""
 
+JOINED_INLINE = {**SPLIT, "join_inline": 1}
+"""The same, the run that finishes last joining the runs (no second launch)."""
+
 
 def test_the_session_writes_the_kernel_module_over_the_operator_file():
     read, programs, write = json.loads(attention_session.SESSION_FILE.read_text())["attempts"][0]
@@ -86,8 +89,8 @@ ONE_PART_OF_CHUNKED_SCORES = {**split_dim.INTERPRETED, "score_chunks": 2, "weigh
 
 @pytest.mark.parametrize(
     "settings",
-    [None, SPLIT, SINGLE_ROUNDING, ONE_PART_OF_CHUNKED_SCORES],
-    ids=["interpreted", "split", "single_rounding", "one_part_chunked_scores"],
+    [None, SPLIT, JOINED_INLINE, SINGLE_ROUNDING, ONE_PART_OF_CHUNKED_SCORES],
+    ids=["interpreted", "split", "joined_inline", "single_rounding", "one_part_chunked_scores"],
 )
 def test_the_kernel_meets_the_contract_on_every_distribution(settings):
     declaration = scaled_down(split_kv_attention.DECLARATION)
