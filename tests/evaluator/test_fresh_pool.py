@@ -53,7 +53,7 @@ def test_an_output_outside_the_screen_fails():
     pool = _pool(2)
     want = pool.expected[0][0]
     rms = want.float().square().mean().sqrt()
-    bound = SCREEN * (want.float().abs() + rms)
+    bound = SCREEN * (want.float().abs() + rms) + pool.allowances[0]
     near = (want.float() + 0.5 * bound).to(want.dtype)
     far = want.float().clone()
     far.view(-1)[7] += 4 * bound.view(-1)[7]
