@@ -290,24 +290,17 @@ def _join_if_last(
     tl.debug_barrier()
     arrived = tl.atomic_add(arrival_ptr, 1, sem="acq_rel", scope="gpu")
     if arrived == KEY_SPLITS - 1:
+        first = part * rows_total + out_rows  # run r's totals are DIM_PARTS * r blocks on
         top = tl.full(out_rows.shape, float("-inf"), dtype=tl.float32)
         for run in tl.static_range(KEY_SPLITS):
-            part_rows = (run * DIM_PARTS + part) * rows_total + out_rows
-            run_max = tl.load(
-                totals_ptr + part_rows * 2, mask=present, other=0.0, cache_modifier=".cg"
-            )
+            run_max = _stored_total(totals_ptr, first, run * DIM_PARTS, rows_total, present, 0)
             top = tl.maximum(top, run_max)
         total = tl.zeros(out_rows.shape, dtype=tl.float32)
         acc = tl.zeros((out_rows.shape[0], value_dims.shape[0]), dtype=tl.float32)
         for run in tl.static_range(KEY_SPLITS):
-            part_rows = (run * DIM_PARTS + part) * rows_total + out_rows
-            run_max = tl.load(
-                totals_ptr + part_rows * 2, mask=present, other=0.0, cache_modifier=".cg"
-            )
+            run_max = _stored_total(totals_ptr, first, run * DIM_PARTS, rows_total, present, 0)
             rescale = tl.exp2(run_max - top)  # 0 for a run with no keys (its maximum is -inf)
-            run_sum = tl.load(
-                totals_ptr + part_rows * 2 + 1, mask=present, other=0.0, cache_modifier=".cg"
-            )
+            run_sum = _stored_total(totals_ptr, first, run * DIM_PARTS, rows_total, present, 1)
             total += rescale * run_sum
             run_rows = run * rows_total + out_rows
             sums = tl.load(
@@ -356,3 +349,11 @@ def _join_runs_kernel(
         acc += rescale[:, None] * sums
     out = round_to_bfloat16(acc / total[:, None])
     tl.store(out_ptr + rows[:, None] * head_dim + dims[None, :], out, mask=inside)
+
+
+@triton.jit
+def _stored_total(totals_ptr, first, block, rows_total, present, WHICH: tl.constexpr):
+    """A run's maximum (WHICH 0) or total (WHICH 1) for the rows from `first`, `block` blocks of
+    `rows_total` rows on, read past L1 (another program stored it)."""
+    rows = block * rows_total + first
+    return tl.load(totals_ptr + rows * 2 + WHICH, mask=present, other=0.0, cache_modifier=".cg")
