@@ -233,3 +233,15 @@ def test_one_part_of_the_weights_is_one_rounding_not_two():
         for parts in (1, 2)
     }
     assert not torch.equal(outputs[1], outputs[2])
+
+
+def test_the_inline_join_adds_the_runs_as_the_second_launch_does():
+    """The run that finishes last joins the runs in the second launch's order: the same bits,
+    at every output part and row block, with rows past the call's end in the last block."""
+    declaration = scaled_down(split_kv_attention.DECLARATION)
+    scale = declaration.params["scale"]
+    for workload in declaration.workloads:
+        inputs = declaration.make_inputs(workload, seed=4)
+        launched = split_dim.attend(*inputs, scale, SPLIT)
+        inline = split_dim.attend(*inputs, scale, JOINED_INLINE)
+        assert torch.equal(launched.view(torch.int16), inline.view(torch.int16)), workload.name
