@@ -166,6 +166,17 @@ def _copy(value):
     return value.clone() if isinstance(value, torch.Tensor) else value
 
 
+def screen_refusal(wrong_outputs: list[str]) -> str:
+    """What a refused timing tells the agent: which workloads' outputs failed the screen, and
+    what the screen is."""
+    return (
+        f"{', '.join(wrong_outputs)} differ from the baseline's outputs for the same fresh "
+        "inputs by more than the screen (2^-6 of |baseline| + its RMS, plus twice the "
+        "baseline's own largest error against FP64): outputs never computed, stale, another "
+        "set's or of a cheaper precision"
+    )
+
+
 def pool_seeds(nonce: str, workload: str, round_index: int) -> tuple[int, int]:
     """The seeds of one round's pool: its first set's, then the rest's (31 bits each)."""
     digest = hashlib.sha256(f"{nonce}/pool/{workload}/{round_index}".encode()).digest()

@@ -25,7 +25,7 @@ from gates.evaluator.detectors.plausibility import check_plausible, roofline_flo
 from gates.evaluator.detectors.replay import TimedOutputWrong
 from gates.evaluator.detectors.transient_patch import LoopIdentities, PatchedBetweenCalls
 from gates.evaluator.device_rates import measure_bandwidth, measure_sm_clock_mhz
-from gates.evaluator.fresh_pool import FreshPool, pool_seeds
+from gates.evaluator.fresh_pool import FreshPool, pool_seeds, screen_refusal
 from gates.evaluator.graph_nodes import solution_kernel_facts
 from gates.evaluator.graph_timing import (
     CALLS_PER_GRAPH,
@@ -179,10 +179,7 @@ def _graph_rows(setup: TimingSetup, l2_bytes: int) -> dict:
         setup.laps["checks"] = setup.laps.get("checks", 0.0) + monotonic() - checked
         del pool
     if wrong_outputs:
-        raise TimedOutputWrong(
-            f"{', '.join(wrong_outputs)} differ from the baseline's outputs for the same fresh "
-            "inputs"
-        )
+        raise TimedOutputWrong(screen_refusal(wrong_outputs))
     return rows
 
 
@@ -246,10 +243,7 @@ def _eager_rows(setup: TimingSetup) -> dict:
         if mismatched:
             wrong_outputs.append(f"{workload.name}: {mismatched} timed outputs")
     if wrong_outputs:
-        raise TimedOutputWrong(
-            f"{', '.join(wrong_outputs)} differ from the baseline's outputs for the same fresh "
-            "inputs"
-        )
+        raise TimedOutputWrong(screen_refusal(wrong_outputs))
     return rows
 
 
