@@ -6,14 +6,20 @@ computes. The baseline's own largest error, added to the screen, lets it pass; a
 another set, a dropped term, zeros, or one element pushed past the allowance still fail, and so
 does an answer rounded through FP8 where the baseline errs as BF16 rounding does."""
 
+import sys
+
 import torch
 
+import gates.evaluator.fresh_pool as fresh_pool
+from gates.evaluator.detectors.identity_snapshot import IdentitySnapshot
+from gates.evaluator.detectors.tampering import WATCHED_CLASSES
 from gates.evaluator.fresh_pool import SCREEN, FreshPool
+from gates.evaluator.watched_scope import is_watched
 from operators import REGISTRY
 from operators.accuracy import AccuracyCheck
 from operators.contract import Contract
 from operators.declaration import Axis, OperatorDeclaration, TensorSpec, Workload
-from operators.fp64_oracle import fp64_outputs
+from operators.fp64_oracle import Float64Everywhere, fp64_outputs
 
 
 def cancelling_terms(x, y):
@@ -99,3 +105,17 @@ def test_an_answer_rounded_through_fp8_fails_where_the_baseline_errs_as_bf16_doe
     assert not bool(pool.mismatch(exact.to(torch.bfloat16), 0, 0))
     through_fp8 = exact.to(torch.float8_e4m3fn).to(torch.bfloat16)
     assert bool(pool.mismatch(through_fp8, 0, 0)), "an FP8 answer passed the screen"
+
+
+def test_widening_the_allowance_from_the_candidates_process_is_seen(monkeypatch):
+    """The allowance is computed in the process the candidate runs in, from the evaluator's own
+    modules: a candidate that scales it up, or bends the FP64 oracle that measures the
+    baseline's error, replaces something the guard's evaluator snapshot watches."""
+    watched = [module for name, module in sorted(sys.modules.items()) if is_watched(name)]
+    snapshot = IdentitySnapshot((), watched, WATCHED_CLASSES)
+    assert snapshot.changed() == []
+    monkeypatch.setattr(fresh_pool, "ALLOWANCE_MARGIN", 1e9)
+    monkeypatch.setattr(Float64Everywhere, "__torch_dispatch__", lambda *args, **kwargs: None)
+    changed = snapshot.changed()
+    assert "gates.evaluator.fresh_pool.ALLOWANCE_MARGIN" in changed
+    assert "operators.fp64_oracle.Float64Everywhere.__torch_dispatch__" in changed
