@@ -97,7 +97,9 @@ sm_90a). The prefix calls' settings are the single-rounding sweeps' fastest on a
 prefix_b8 takes the whole head dimension in one program (one score product per key block, not
 one per part), 81.7 us against 98.3 with two parts and 66.9 for SDPA; three stages need 256 KB
 of shared memory there, over the 227 KB limit (2026-12-07,
-`docs/evidence/h100-2026-12-07b/attention_gpu.json`)."""
+`docs/evidence/h100-2026-12-07b/attention_gpu.json`). Every regime joins its runs by a second
+launch: the inline join is in the space but not yet timed on a GPU (the sweep's last variants:
+`ATTENTION_FIRST_VARIANT=-10 bash benchmarks/device_call.sh attention`)."""
 TUNING_SPACE = {
     "short_queries": [16, 32, 64, 128],
     "short_keys": [16, 32, 64, 128],
