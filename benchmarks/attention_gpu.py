@@ -54,13 +54,14 @@ SWEEP_SECONDS = float(os.environ.get("SWEEP_SECONDS", "75"))
 
 def _variants(points: list[tuple[int, ...]]) -> list[dict]:
     """Settings by name from (heads, queries, keys, dim_parts, score_chunks, num_warps,
-    num_stages[, weight_parts[, key_splits[, join_inline[, tail_splits]]]]); weight_parts is 2,
-    key_splits 1, join_inline 0 (a second launch joins the runs) and tail_splits 1 unless
+    num_stages[, weight_parts[, key_splits]]); weight_parts is 2 and key_splits 1 unless
     given."""
     names = ("heads", "queries", "keys", "dim_parts", "score_chunks", "num_warps", "num_stages")
-    optional = ("weight_parts", "key_splits", "join_inline", "tail_splits")
-    defaults = {"weight_parts": 2, "key_splits": 1, "join_inline": 0, "tail_splits": 1}
-    return [{**defaults, **dict(zip(names + optional, point, strict=False))} for point in points]
+    optional = ("weight_parts", "key_splits")
+    return [
+        {"weight_parts": 2, "key_splits": 1, **dict(zip(names + optional, point, strict=False))}
+        for point in points
+    ]
 
 
 SHORT_VARIANTS = _variants([
@@ -83,11 +84,6 @@ SHORT_VARIANTS = _variants([
     (8, 16, 64, 1, 1, 8, 2, 1, 5), (8, 16, 64, 1, 1, 8, 2, 1, 8), (8, 16, 32, 1, 1, 8, 2, 1, 4),
     (8, 16, 64, 1, 1, 4, 2, 1, 4), (4, 16, 64, 1, 1, 4, 2, 1, 4), (8, 16, 64, 1, 1, 8, 3, 1, 4),
     (8, 16, 64, 1, 1, 8, 1, 1, 4), (2, 32, 64, 1, 1, 4, 2, 1, 4), (8, 16, 64, 2, 1, 8, 3, 1, 4),
-    (1, 64, 64, 2, 1, 4, 3, 1, 5, 1), (8, 16, 64, 2, 2, 8, 3, 1, 2, 1),
-    (8, 16, 64, 2, 1, 8, 3, 1, 2, 1), (8, 16, 64, 2, 2, 8, 3, 1, 4, 1),
-    (8, 16, 64, 1, 1, 8, 2, 1, 4, 1), (8, 16, 64, 1, 1, 8, 2, 1, 2, 1),
-    (1, 64, 64, 2, 1, 4, 3, 1, 10, 1), (1, 16, 64, 4, 1, 4, 3, 1, 5, 1),
-    (4, 16, 64, 2, 2, 4, 3, 1, 4, 1), (8, 16, 32, 2, 2, 8, 3, 1, 4, 1),
 ])  # fmt: skip
 """Settings (in `_variants`' order) tried for the action calls (50 tokens): the shipped ones,
 stock's single rounding (scores in one product, the weights in one BF16 part, within the
@@ -96,8 +92,7 @@ without runs of keys (batch 8 fills the GPU without them), then the keys in 2 to
 by a second launch, over query heads per program, output parts and query blocks; last, the
 whole head dimension in one program with stock's numerics (each score computed once, where two
 output parts compute it twice), 2 to 8 runs of keys (from index 38; on an H100 none beat the
-shipped two output parts, docs/benchmarks.md); last, the runs joined by the run that
-finishes last instead of a second launch (`join_inline`), the shipped settings first."""
+shipped two output parts, docs/benchmarks.md)."""
 LONG_VARIANTS = _variants([
     (1, 128, 64, 2, 2, 8, 3), (1, 64, 32, 2, 2, 4, 3), (1, 128, 64, 2, 1, 8, 3, 1),
     (1, 128, 64, 1, 1, 8, 3, 1), (1, 128, 64, 1, 1, 8, 2, 1), (2, 64, 64, 1, 1, 8, 3, 1),
@@ -110,13 +105,6 @@ LONG_VARIANTS = _variants([
     (2, 64, 64, 1, 1, 8, 2, 1), (4, 32, 64, 1, 1, 8, 2, 1), (2, 64, 32, 1, 1, 8, 3, 1),
     (2, 64, 32, 1, 1, 8, 2, 1), (1, 128, 32, 1, 1, 8, 2, 1), (8, 16, 64, 1, 1, 8, 2, 1),
     (1, 64, 32, 1, 1, 4, 2, 1), (1, 64, 64, 1, 1, 4, 2, 1), (2, 64, 128, 1, 1, 8, 1, 1),
-    (2, 64, 64, 2, 1, 8, 3, 1, 2, 1), (1, 128, 64, 1, 1, 8, 2, 1, 2, 1),
-    (1, 64, 64, 1, 1, 8, 2, 1, 2, 1), (1, 128, 64, 1, 1, 8, 2, 1, 3, 1),
-    (2, 64, 64, 1, 1, 8, 2, 1, 2, 1), (1, 64, 64, 2, 1, 4, 3, 1, 3, 1),
-    (1, 128, 64, 1, 1, 8, 2, 1, 1, 0, 2), (1, 128, 64, 1, 1, 8, 2, 1, 1, 0, 4),
-    (1, 128, 64, 1, 1, 8, 2, 1, 1, 0, 8), (2, 64, 64, 1, 1, 8, 2, 1, 1, 0, 4),
-    (2, 64, 64, 1, 1, 8, 2, 1, 1, 0, 8), (8, 16, 64, 1, 1, 8, 2, 1, 1, 0, 4),
-    (2, 64, 64, 2, 1, 8, 3, 1, 1, 0, 2), (1, 64, 64, 1, 1, 8, 2, 1, 1, 0, 4),
 ])  # fmt: skip
 """The same for the prefix calls (576 tokens): the shipped settings of both batches, stock's
 single rounding, then the whole head dimension in one program (with two output parts every
@@ -124,10 +112,7 @@ program computes its scores again: 1.5x the FLOPs, and prefix_b8's fastest varia
 SDPA's FLOP rate), two query heads per program (their keys and values loaded once), then runs of
 keys, which give the 80 programs of a batch-1 call more of the GPU; last, the whole head
 dimension with 2 to 8 query heads a program (576 queries in full blocks of 128 rows, where 128
-queries of one head leave the fifth block half empty) and one warpgroup over 64 rows; then
-runs of keys joined by the run that finishes last (`join_inline`); last, the whole head
-dimension with the tiles past the last full wave in 2 to 8 runs (`tail_splits`: prefix_b8's
-288 or 320 tiles fill 2.2 or 2.4 waves of 132 programs, and take three)."""
+queries of one head leave the fifth block half empty) and one warpgroup over 64 rows."""
 
 
 class Timing(BaseModel):

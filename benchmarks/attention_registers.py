@@ -7,8 +7,8 @@ made the first H200 figures of this kernel slow, and it is cheap to check before
 device time. The figures come from the Triton installed here, which may differ from the
 GPU machine's. Run from the repository root: `python benchmarks/attention_registers.py` (about
 2 s per setting) checks the kernel's TUNING, one setting per regime; `--settings
-1x16x64x4x2x4x3x2x5x0x1,...` picks heads x queries x keys x dim_parts x score_chunks x warps x
-stages x weight_parts x key_splits x join_inline x tail_splits,
+1x16x64x4x2x4x3x2x5,...` picks heads x queries x keys x dim_parts x score_chunks x warps x
+stages x weight_parts x key_splits,
 `--json` prints each setting followed by its registers and spill bytes.
 
 Its answer: docs/benchmarks.md, "Attention".
@@ -36,17 +36,15 @@ from triton.compiler import ASTSource  # noqa: E402
 
 NAMES = (
     "heads", "queries", "keys", "dim_parts", "score_chunks", "num_warps", "num_stages",
-    "weight_parts", "key_splits", "join_inline", "tail_splits",
+    "weight_parts", "key_splits",
 )  # fmt: skip
 BF16_POINTERS = ("q_ptr", "k_cache_ptr", "v_cache_ptr", "k_ptr", "v_ptr", "out_ptr")
 INTEGERS = (
     "query_heads", "kv_heads", "tokens", "prefix", "head_dim", "q_batch_stride", "q_head_stride",
     "q_token_stride", "cache_batch_stride", "cache_head_stride", "cache_token_stride",
-    "kv_batch_stride", "kv_head_stride", "kv_token_stride", "rows_total", "query_blocks",
-    "whole_tiles",
+    "kv_batch_stride", "kv_head_stride", "kv_token_stride", "split_keys", "rows_total",
 )  # fmt: skip
 FP32_POINTERS = ("partial_ptr", "totals_ptr")
-INT32_POINTERS = ("arrivals_ptr",)
 HEAD_DIM = 256
 
 
@@ -73,13 +71,10 @@ def registers(
     stages: int,
     weight_parts: int,
     key_splits: int,
-    join_inline: int = 0,
-    tail_splits: int = 1,
 ) -> tuple[int, int]:
     """(registers per thread, bytes of spill stores) of the kernel at one setting."""
     signature = {name: "*bf16" for name in BF16_POINTERS}
     signature |= {name: "*fp32" for name in FP32_POINTERS}
-    signature |= {name: "*i32" for name in INT32_POINTERS}
     signature |= {name: "i32" for name in INTEGERS}
     signature["score_scale"] = "fp32"
     constants = {
@@ -91,8 +86,6 @@ def registers(
         "BLOCK_KEYS": keys,
         "BLOCK_DIM": HEAD_DIM,
         "KEY_SPLITS": key_splits,
-        "JOIN_INLINE": bool(join_inline),
-        "TAIL_SPLITS": tail_splits,
         "UPCAST": False,
     }
     signature |= {name: "constexpr" for name in constants}
@@ -144,10 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-HEADER = (
-    "heads", "queries", "keys", "parts", "chunks", "warps", "stages", "weights", "runs", "inline",
-    "tail",
-)  # fmt: skip
+HEADER = ("heads", "queries", "keys", "parts", "chunks", "warps", "stages", "weights", "runs")
 
 
 if __name__ == "__main__":

@@ -19,13 +19,6 @@ the production kernel's online softmax with four changes, all launch settings pe
   and total, and a second launch joins the runs as the online softmax would have. A call of
   50 queries otherwise walks all 626 keys in one program after another block of keys, with
   most of the GPU idle.
-- `join_inline`: the runs are joined by the run of each tile that finishes last (it counts
-  itself in at the tile's arrival counter), not by a second launch: no launch and no pass
-  over the FP32 sums from memory, at one zeroed counter per tile.
-- `tail_splits`: with the keys in one run, the tiles past the last full wave of programs (one
-  per multiprocessor) each run in up to this many runs of keys, joined inline, as long as they
-  fit in one wave: a call whose tiles fill 2.2 waves otherwise takes three, the last with most
-  of the GPU idle (prefix_b8: 288 or 320 tiles of 128 rows on 132 multiprocessors).
 A regime is the call's kind (up to 64 tokens: the action expert over the cache; more: the
 prefix attending to itself) and whether its batch is at least WIDE_BATCH; each has its own
 settings, because the programs one call needs to fill the GPU differ by eight times.
@@ -37,19 +30,16 @@ import triton
 from operators import triton_runtime  # noqa: F401  (selects the interpreter before any kernel)
 from operators.catalog.shapes import PI05
 from operators.kernel_launch import compiler_visible, launch
-from split_kv_attention_split_dim_joins import _join_runs_kernel
-from split_kv_attention_split_dim_programs import _split_dim_attention_kernel
+from split_kv_attention_split_dim_programs import _join_runs_kernel, _split_dim_attention_kernel
 
 LOG2_E = 1.4426950408889634
 WIDE_BATCH = 4
 """Batches of at least this many rows take the `*_wide` settings."""
-INTERPRETED_WAVE = 3
-"""Programs a wave holds under the interpreter: few, so that scaled-down calls have a tail."""
 JOIN_ROWS = 4
 """Output rows per program of the launch that joins runs of keys (4 x 256 values: 8 a thread)."""
 SETTINGS = (
     "queries", "keys", "heads", "dim_parts", "score_chunks", "weight_parts", "key_splits",
-    "join_inline", "tail_splits", "num_warps", "num_stages",
+    "num_warps", "num_stages",
 )  # fmt: skip
 REGIMES = ("short", "short_wide", "long", "long_wide")
 TUNING = {
@@ -60,8 +50,6 @@ TUNING = {
     "short_score_chunks": 1,
     "short_weight_parts": 1,
     "short_key_splits": 5,
-    "short_join_inline": 0,
-    "short_tail_splits": 1,
     "short_num_warps": 4,
     "short_num_stages": 3,
     "short_wide_queries": 16,
@@ -71,8 +59,6 @@ TUNING = {
     "short_wide_score_chunks": 2,
     "short_wide_weight_parts": 1,
     "short_wide_key_splits": 2,
-    "short_wide_join_inline": 0,
-    "short_wide_tail_splits": 1,
     "short_wide_num_warps": 8,
     "short_wide_num_stages": 3,
     "long_queries": 64,
@@ -82,8 +68,6 @@ TUNING = {
     "long_score_chunks": 1,
     "long_weight_parts": 1,
     "long_key_splits": 1,
-    "long_join_inline": 0,
-    "long_tail_splits": 1,
     "long_num_warps": 8,
     "long_num_stages": 3,
     "long_wide_queries": 128,
@@ -93,8 +77,6 @@ TUNING = {
     "long_wide_score_chunks": 1,
     "long_wide_weight_parts": 1,
     "long_wide_key_splits": 1,
-    "long_wide_join_inline": 0,
-    "long_wide_tail_splits": 1,
     "long_wide_num_warps": 8,
     "long_wide_num_stages": 2,
 }
@@ -108,10 +90,7 @@ sm_90a). The prefix calls' settings are the single-rounding sweeps' fastest on a
 prefix_b8 takes the whole head dimension in one program (one score product per key block, not
 one per part), 81.7 us against 98.3 with two parts and 66.9 for SDPA; three stages need 256 KB
 of shared memory there, over the 227 KB limit (2026-12-07,
-`docs/evidence/h100-2026-12-07b/attention_gpu.json`). Every regime joins its runs by a second
-launch and runs its last wave's tiles whole: the inline join and the tail's runs are in the
-space but not yet timed on a GPU (the sweep's last variants:
-`ATTENTION_FIRST_VARIANT=-18 bash benchmarks/device_call.sh attention`)."""
+`docs/evidence/h100-2026-12-07b/attention_gpu.json`)."""
 TUNING_SPACE = {
     "short_queries": [16, 32, 64, 128],
     "short_keys": [16, 32, 64, 128],
@@ -120,8 +99,6 @@ TUNING_SPACE = {
     "short_score_chunks": [1, 2, 4],
     "short_weight_parts": [1, 2, 3],
     "short_key_splits": [1, 2, 3, 4, 5, 8, 10],
-    "short_join_inline": [0, 1],
-    "short_tail_splits": [1, 2, 4, 8],
     "short_num_warps": [4, 8],
     "short_num_stages": [1, 2, 3],
     "short_wide_queries": [16, 32, 64, 128],
@@ -131,8 +108,6 @@ TUNING_SPACE = {
     "short_wide_score_chunks": [1, 2, 4],
     "short_wide_weight_parts": [1, 2, 3],
     "short_wide_key_splits": [1, 2, 3, 4, 5, 8, 10],
-    "short_wide_join_inline": [0, 1],
-    "short_wide_tail_splits": [1, 2, 4, 8],
     "short_wide_num_warps": [4, 8],
     "short_wide_num_stages": [1, 2, 3],
     "long_queries": [16, 32, 64, 128],
@@ -142,8 +117,6 @@ TUNING_SPACE = {
     "long_score_chunks": [1, 2, 4],
     "long_weight_parts": [1, 2, 3],
     "long_key_splits": [1, 2, 3, 4, 5, 8, 10],
-    "long_join_inline": [0, 1],
-    "long_tail_splits": [1, 2, 4, 8],
     "long_num_warps": [4, 8],
     "long_num_stages": [1, 2, 3],
     "long_wide_queries": [16, 32, 64, 128],
@@ -153,8 +126,6 @@ TUNING_SPACE = {
     "long_wide_score_chunks": [1, 2, 4],
     "long_wide_weight_parts": [1, 2, 3],
     "long_wide_key_splits": [1, 2, 3, 4, 5, 8, 10],
-    "long_wide_join_inline": [0, 1],
-    "long_wide_tail_splits": [1, 2, 4, 8],
     "long_wide_num_warps": [4, 8],
     "long_wide_num_stages": [1, 2, 3],
 }
@@ -170,8 +141,6 @@ INTERPRETED = {
     "score_chunks": 1,
     "weight_parts": 2,
     "key_splits": 2,
-    "join_inline": 0,
-    "tail_splits": 1,
     "num_warps": 4,
     "num_stages": 1,
 }
@@ -187,33 +156,6 @@ def regime(batch: int, tokens: int) -> str:
 def regime_settings(tuning: dict, batch: int, tokens: int) -> dict:
     """The settings of the call's regime, by their short names (`queries`, `keys`, ...)."""
     return {name: tuning[f"{regime(batch, tokens)}_{name}"] for name in SETTINGS}
-
-
-def tail_runs(tiles: int, wanted: int, key_splits: int, key_blocks: int, q) -> tuple[int, int]:
-    """How many tiles run whole, and in how many runs of keys each of the rest runs: the tiles
-    past the last full wave of programs (one a multiprocessor), each in up to `wanted` runs as
-    long as they fit in one wave, so the last wave is not a few tiles with most of the GPU
-    idle. (tiles, 1) when `wanted` is 1, when every tile already runs in `key_splits` runs,
-    or when the tiles fill whole waves."""
-    if wanted < 2 or key_splits > 1:
-        return tiles, 1
-    wave = programs_per_wave(q.device)
-    tail = tiles % wave
-    splits = min(wanted, wave // tail, key_blocks) if tail else 1
-    return (tiles - tail, splits) if splits > 1 else (tiles, 1)
-
-
-def programs_per_wave(device: torch.device) -> int:
-    """The GPU's multiprocessors (one program of a tile runs on each), or INTERPRETED_WAVE."""
-    if device.type != "cuda":
-        return INTERPRETED_WAVE
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _multiprocessors:
-        _multiprocessors[index] = torch.cuda.get_device_properties(index).multi_processor_count
-    return _multiprocessors[index]
-
-
-_multiprocessors: dict[int, int] = {}  # by device index, read once
 
 
 def attend(q, k_cache, v_cache, k, v, scale, settings: dict) -> torch.Tensor:
@@ -240,28 +182,20 @@ def attend(q, k_cache, v_cache, k, v, scale, settings: dict) -> torch.Tensor:
     dim_parts = min(settings["dim_parts"], block_dim // 16)
     score_chunks = min(settings["score_chunks"], block_dim // 16)
     block_keys = settings["keys"]
-    key_blocks = triton.cdiv(prefix + tokens, block_keys)
-    key_splits = max(1, min(settings["key_splits"], key_blocks))
+    key_splits = max(1, min(settings["key_splits"], triton.cdiv(prefix + tokens, block_keys)))
+    split_keys = triton.cdiv(triton.cdiv(prefix + tokens, key_splits), block_keys) * block_keys
     rows_total = batch * query_heads * tokens
-    query_blocks = triton.cdiv(tokens, settings["queries"])
-    columns = batch * (query_heads // heads) * dim_parts
-    tiles = query_blocks * columns
-    whole_tiles, tail_splits = tail_runs(tiles, settings["tail_splits"], key_splits, key_blocks, q)
-    join_inline = key_splits > 1 and bool(settings["join_inline"])
-    grid = (query_blocks, columns, key_splits)
-    partial = totals = arrivals = out  # unread with one run
-    joined = tiles - whole_tiles if tail_splits > 1 else tiles if join_inline else 0
-    if joined:  # the joined tiles' runs one after another, each its rows and part's columns
-        runs = tail_splits if tail_splits > 1 else key_splits
-        run_rows = joined * runs * heads * settings["queries"]
-        partial = q.new_empty((run_rows, block_dim // dim_parts), dtype=torch.float32)
-        totals = q.new_empty((run_rows, 2), dtype=torch.float32)
-        arrivals = torch.zeros(joined, dtype=torch.int32, device=q.device)
-    elif key_splits > 1:  # every row's runs, for the second launch
-        partial = q.new_empty((key_splits, rows_total, head_dim), dtype=torch.float32)
-        totals = q.new_empty((key_splits, rows_total, 2), dtype=torch.float32)
-    if tail_splits > 1:
-        grid = (whole_tiles + (tiles - whole_tiles) * tail_splits,)
+    partial = totals = out  # unread with one run
+    if key_splits > 1:
+        partial = torch.empty(
+            (key_splits, rows_total, head_dim), dtype=torch.float32, device=q.device
+        )
+        totals = torch.empty((key_splits, rows_total, 2), dtype=torch.float32, device=q.device)
+    grid = (
+        triton.cdiv(tokens, settings["queries"]),
+        batch * (query_heads // heads) * dim_parts,
+        key_splits,
+    )
     launch(
         _split_dim_attention_kernel,
         grid,
@@ -273,15 +207,13 @@ def attend(q, k_cache, v_cache, k, v, scale, settings: dict) -> torch.Tensor:
         out,
         partial,
         totals,
-        arrivals,
         query_heads,
         kv_heads,
         tokens,
         prefix,
         head_dim,
+        split_keys,
         rows_total,
-        query_blocks,
-        whole_tiles,
         *q.stride()[:3],
         *k_cache.stride()[:3],
         *k.stride()[:3],
@@ -294,13 +226,11 @@ def attend(q, k_cache, v_cache, k, v, scale, settings: dict) -> torch.Tensor:
         BLOCK_KEYS=block_keys,
         BLOCK_DIM=block_dim,
         KEY_SPLITS=key_splits,
-        JOIN_INLINE=join_inline,
-        TAIL_SPLITS=tail_splits,
         UPCAST=triton_runtime.interpreting(),
         num_warps=settings["num_warps"],
         num_stages=settings["num_stages"],
     )
-    if key_splits > 1 and not join_inline and tail_splits == 1:
+    if key_splits > 1:
         launch(
             _join_runs_kernel,
             (triton.cdiv(rows_total, JOIN_ROWS),),

@@ -1,14 +1,13 @@
 """The Triton programs of the split-dim attention kernel (`split_kv_attention_split_dim.py`
 launches them): the online softmax over runs of keys with the output's head dimension split
-among programs (how the runs are joined: `split_kv_attention_split_dim_joins.py`). It ships
-beside that module, in the solution's operator folder, written by the same scripted session.
+among programs, and the second launch that joins the runs. It ships beside that module, in the
+solution's operator folder, written by the same scripted session.
 """
 
 import triton
 import triton.language as tl
 
 from operators.catalog.rounding import round_to_bfloat16
-from split_kv_attention_split_dim_joins import _join_if_last, _store_output, _store_run
 
 
 @triton.jit
@@ -126,15 +125,13 @@ def _split_dim_attention_kernel(
     out_ptr,
     partial_ptr,
     totals_ptr,
-    arrivals_ptr,
     query_heads,
     kv_heads,
     tokens,
     prefix,
     head_dim,
+    split_keys,
     rows_total,
-    query_blocks,
-    whole_tiles,
     q_batch_stride,
     q_head_stride,
     q_token_stride,
@@ -153,39 +150,19 @@ def _split_dim_attention_kernel(
     BLOCK_KEYS: tl.constexpr,
     BLOCK_DIM: tl.constexpr,
     KEY_SPLITS: tl.constexpr,
-    JOIN_INLINE: tl.constexpr,
-    TAIL_SPLITS: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
-    # A tile is (query block, column); a column counts (batch, group of HEADS query heads, part
-    # of the head dimension), the parts innermost: programs that read the same keys and values
-    # run side by side. The grid is (query block, column, run of keys); with TAIL_SPLITS it is
-    # one axis: the `whole_tiles` first tiles in one run each, then the last wave's tiles in
-    # TAIL_SPLITS runs each, joined by the run that finishes last.
-    if TAIL_SPLITS > 1:
-        item = tl.program_id(0)
-        tail_item = tl.maximum(item - whole_tiles, 0)
-        tail_tile = tail_item // TAIL_SPLITS
-        in_tail = item >= whole_tiles
-        tile = tl.where(in_tail, whole_tiles + tail_tile, item)
-        run = tl.where(in_tail, tail_item % TAIL_SPLITS, 0)
-        runs = tl.where(in_tail, TAIL_SPLITS, 1)
-        query_block = tile % query_blocks
-        column = tile // query_blocks
-    else:
-        query_block = tl.program_id(0)
-        column = tl.program_id(1)
-        run = tl.program_id(2)
-        runs = KEY_SPLITS
-    part = column % DIM_PARTS
+    # Axis 1 counts (batch, group of HEADS query heads, part of the head dimension), the parts
+    # innermost: programs that read the same keys and values run side by side.
+    part = tl.program_id(1) % DIM_PARTS
     head_groups = query_heads // HEADS
-    group = column // DIM_PARTS
+    group = tl.program_id(1) // DIM_PARTS
     batch = group // head_groups
     first_head = (group % head_groups) * HEADS
     kv_head = first_head // (query_heads // kv_heads)
     rows = tl.arange(0, HEADS * BLOCK_QUERIES)
     head = first_head + rows // BLOCK_QUERIES
-    queries = query_block * BLOCK_QUERIES + rows % BLOCK_QUERIES
+    queries = tl.program_id(0) * BLOCK_QUERIES + rows % BLOCK_QUERIES
     part_dim: tl.constexpr = BLOCK_DIM // DIM_PARTS
     value_dims = part * part_dim + tl.arange(0, part_dim)
     present = queries < tokens
@@ -202,9 +179,8 @@ def _split_dim_attention_kernel(
     acc = tl.zeros((block_rows, part_dim), dtype=tl.float32)
     row_max = tl.full((block_rows,), float("-inf"), dtype=tl.float32)
     row_sum = tl.zeros((block_rows,), dtype=tl.float32)
-    # A run is `split_keys` of the cache's and the call's keys in sequence.
-    split_keys = tl.cdiv(tl.cdiv(prefix + tokens, runs), BLOCK_KEYS) * BLOCK_KEYS
-    first = run * split_keys
+    # Axis 2 is the run of keys: `split_keys` of the cache's and the call's keys in sequence.
+    first = tl.program_id(2) * split_keys
     last = tl.minimum(first + split_keys, prefix + tokens)
     cache = batch * cache_batch_stride + kv_head * cache_head_stride
     acc, row_max, row_sum = _attend_to_keys(
@@ -252,67 +228,48 @@ def _split_dim_attention_kernel(
     )
     out_rows = (batch * query_heads + head) * tokens + queries
     stored = present[:, None] & (value_dims[None, :] < head_dim)
-    if TAIL_SPLITS > 1:
-        # A whole tile stores its output, a tail tile its run (each store masked off in the
-        # other kind of tile, so that no branch keeps the accumulator alive past them).
-        first_run_row = (tail_tile * TAIL_SPLITS + run) * block_rows
-        whole = queries * 0 + runs == 1  # per row, as the masks are
-        _store_output(
-            out_ptr, acc, row_sum, out_rows, value_dims, stored & whole[:, None], head_dim
-        )
-        _store_run(partial_ptr, totals_ptr, acc, row_max, row_sum, first_run_row, present & ~whole)
-        if runs > 1:
-            _join_if_last(
-                partial_ptr,
-                totals_ptr,
-                arrivals_ptr + tail_tile,
-                out_ptr,
-                (batch * query_heads + first_head) * tokens,
-                tokens,
-                tokens,
-                query_block * BLOCK_QUERIES,
-                part * part_dim,
-                tail_tile * TAIL_SPLITS * block_rows,
-                head_dim,
-                HEADS,
-                BLOCK_QUERIES,
-                part_dim,
-                TAIL_SPLITS,
-            )
-    elif KEY_SPLITS == 1:
-        _store_output(out_ptr, acc, row_sum, out_rows, value_dims, stored, head_dim)
-    elif not JOIN_INLINE:  # this run's sums, maximum and total, for `_join_runs_kernel`
-        run_rows = run * rows_total + out_rows
+    if KEY_SPLITS == 1:
+        out = round_to_bfloat16(acc / row_sum[:, None])
+        tl.store(out_ptr + out_rows[:, None] * head_dim + value_dims[None, :], out, mask=stored)
+    else:  # this run's sums, maximum and total, for `_join_runs_kernel`
+        run_rows = tl.program_id(2) * rows_total + out_rows
         tl.store(partial_ptr + run_rows[:, None] * head_dim + value_dims[None, :], acc, mask=stored)
         # Every part of the head dimension has the same maximum and total; the first stores them.
         first_part = present & (queries * 0 + part == 0)
         tl.store(totals_ptr + run_rows * 2, row_max, mask=first_part)
         tl.store(totals_ptr + run_rows * 2 + 1, row_sum, mask=first_part)
-    else:  # the run that finishes last joins the tile's runs, without a second launch
-        tile = query_block * tl.num_programs(1) + column
-        _store_run(
-            partial_ptr,
-            totals_ptr,
-            acc,
-            row_max,
-            row_sum,
-            (tile * KEY_SPLITS + run) * block_rows,
-            present,
-        )
-        _join_if_last(
-            partial_ptr,
-            totals_ptr,
-            arrivals_ptr + tile,
-            out_ptr,
-            (batch * query_heads + first_head) * tokens,
-            tokens,
-            tokens,
-            query_block * BLOCK_QUERIES,
-            part * part_dim,
-            tile * KEY_SPLITS * block_rows,
-            head_dim,
-            HEADS,
-            BLOCK_QUERIES,
-            part_dim,
-            KEY_SPLITS,
-        )
+
+
+@triton.jit
+def _join_runs_kernel(
+    partial_ptr,
+    totals_ptr,
+    out_ptr,
+    rows_total,
+    head_dim,
+    KEY_SPLITS: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_DIM: tl.constexpr,
+):
+    """Each output row from its runs of keys: their sums rescaled to the largest maximum and
+    added in run order, over their totals rescaled alike (what the online softmax does from
+    one key block to the next), rounded once to BF16."""
+    rows = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    dims = tl.arange(0, BLOCK_DIM)
+    present = rows < rows_total
+    top = tl.full((BLOCK_ROWS,), float("-inf"), dtype=tl.float32)
+    for run in tl.static_range(KEY_SPLITS):
+        run_max = tl.load(totals_ptr + (run * rows_total + rows) * 2, mask=present, other=0.0)
+        top = tl.maximum(top, run_max)
+    total = tl.zeros((BLOCK_ROWS,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_ROWS, BLOCK_DIM), dtype=tl.float32)
+    inside = present[:, None] & (dims[None, :] < head_dim)
+    for run in tl.static_range(KEY_SPLITS):
+        run_rows = run * rows_total + rows
+        run_max = tl.load(totals_ptr + run_rows * 2, mask=present, other=0.0)
+        rescale = tl.exp2(run_max - top)  # 0 for a run with no keys (its maximum is -inf)
+        total += rescale * tl.load(totals_ptr + run_rows * 2 + 1, mask=present, other=0.0)
+        sums = tl.load(partial_ptr + run_rows[:, None] * head_dim + dims[None, :], mask=inside)
+        acc += rescale[:, None] * sums
+    out = round_to_bfloat16(acc / total[:, None])
+    tl.store(out_ptr + rows[:, None] * head_dim + dims[None, :], out, mask=inside)

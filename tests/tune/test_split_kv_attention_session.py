@@ -40,33 +40,22 @@ SPLIT = {
 weight parts, two query heads per program, several key and query blocks per call, the keys in
 three runs joined by a second launch."""
 
-JOINED_INLINE = {**SPLIT, "join_inline": 1}
-"""The same, the run that finishes last joining the runs (no second launch)."""
-
-TAIL_IN_RUNS = {**SPLIT, "key_splits": 1, "tail_splits": 3}
-"""The keys in one run, but the tiles past the last full wave (of INTERPRETED_WAVE programs
-under the interpreter) in runs of keys, joined by the run that finishes last."""
-
 
 def test_the_session_writes_the_kernel_module_over_the_operator_file():
-    read, joins, programs, write = json.loads(attention_session.SESSION_FILE.read_text())[
-        "attempts"
-    ][0]
+    read, programs, write = json.loads(attention_session.SESSION_FILE.read_text())["attempts"][0]
     assert read == {"tool": "read", "path": attention_session.SOLUTION_PATH}
-    for sibling, action in (("joins", joins), ("programs", programs)):
-        module = f"split_kv_attention_split_dim_{sibling}"
-        assert action["path"] == f"solution/operators/catalog/{module}.py"
-        assert action["content"] == attention_session.solution_source(
-            (attention_session.KERNEL_FILE.parent / f"{module}.py").read_text()
-        ), "stale session: run python kernels/attention_session.py"
-        assert f"from .{module} import" in write["content"]
-        assert "from ...operators.catalog.rounding import round_to_bfloat16" in action["content"]
-    assert "from .split_kv_attention_split_dim_joins import" in programs["content"]
+    sibling = "split_kv_attention_split_dim_programs"
+    assert programs["path"] == f"solution/operators/catalog/{sibling}.py"
+    assert programs["content"] == attention_session.solution_source(
+        (attention_session.KERNEL_FILE.parent / f"{sibling}.py").read_text()
+    ), "stale session: run python kernels/attention_session.py"
+    assert f"from .{sibling} import" in write["content"]
     assert write["tool"] == "write"
     assert write["path"] == "solution/operators/catalog/split_kv_attention.py"
     assert write["content"] == attention_session.solution_source(
         attention_session.KERNEL_FILE.read_text()
     ), "stale session: run python kernels/attention_session.py"
+    assert "from ...operators.catalog.rounding import round_to_bfloat16" in programs["content"]
     settings = declared_settings(write["content"])  # what autotune and the evidence read
     assert settings.point == split_dim.TUNING
     assert settings.space == {k: tuple(v) for k, v in split_dim.TUNING_SPACE.items()}
@@ -97,15 +86,8 @@ ONE_PART_OF_CHUNKED_SCORES = {**split_dim.INTERPRETED, "score_chunks": 2, "weigh
 
 @pytest.mark.parametrize(
     "settings",
-    [None, SPLIT, JOINED_INLINE, TAIL_IN_RUNS, SINGLE_ROUNDING, ONE_PART_OF_CHUNKED_SCORES],
-    ids=[
-        "interpreted",
-        "split",
-        "joined_inline",
-        "tail_in_runs",
-        "single_rounding",
-        "one_part_chunked_scores",
-    ],
+    [None, SPLIT, SINGLE_ROUNDING, ONE_PART_OF_CHUNKED_SCORES],
+    ids=["interpreted", "split", "single_rounding", "one_part_chunked_scores"],
 )
 def test_the_kernel_meets_the_contract_on_every_distribution(settings):
     declaration = scaled_down(split_kv_attention.DECLARATION)
@@ -248,36 +230,3 @@ def test_one_part_of_the_weights_is_one_rounding_not_two():
         for parts in (1, 2)
     }
     assert not torch.equal(outputs[1], outputs[2])
-
-
-def test_the_inline_join_adds_the_runs_as_the_second_launch_does():
-    """The run that finishes last joins the runs in the second launch's order: the same bits,
-    at every output part and row block, with rows past the call's end in the last block."""
-    declaration = scaled_down(split_kv_attention.DECLARATION)
-    scale = declaration.params["scale"]
-    for workload in declaration.workloads:
-        inputs = declaration.make_inputs(workload, seed=4)
-        launched = split_dim.attend(*inputs, scale, SPLIT)
-        inline = split_dim.attend(*inputs, scale, JOINED_INLINE)
-        assert torch.equal(launched.view(torch.int16), inline.view(torch.int16)), workload.name
-
-
-def test_only_the_tiles_past_the_last_full_wave_run_in_runs_of_keys():
-    wave = split_dim.INTERPRETED_WAVE
-    q = torch.empty(0)
-    assert split_dim.tail_runs(7, 3, 1, 10, q) == (6, 3)  # one tail tile: a wave holds 3 runs
-    assert split_dim.tail_runs(7, 2, 1, 10, q) == (6, 2)
-    assert split_dim.tail_runs(8, 4, 1, 10, q) == (8, 1)  # two tail tiles: 2 x 2 runs overflow
-    assert split_dim.tail_runs(2 * wave, 4, 1, 10, q) == (2 * wave, 1)  # whole waves: no tail
-    assert split_dim.tail_runs(7, 3, 2, 10, q) == (7, 1)  # every tile already in runs
-    assert split_dim.tail_runs(7, 3, 1, 2, q) == (6, 2)  # no more runs than blocks of keys
-    declaration = scaled_down(split_kv_attention.DECLARATION)
-    tails = []
-    for workload in declaration.workloads:
-        q, *_ = declaration.make_inputs(workload, seed=1)
-        settings = {**split_dim.INTERPRETED, **TAIL_IN_RUNS}
-        batch, query_heads, tokens, _ = q.shape
-        query_blocks = -(-tokens // settings["queries"])
-        tiles = query_blocks * batch * query_heads // settings["heads"] * settings["dim_parts"]
-        tails.append(split_dim.tail_runs(tiles, 3, 1, 4, q))
-    assert any(whole > 0 and runs > 1 for whole, runs in tails), tails
