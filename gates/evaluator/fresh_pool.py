@@ -49,9 +49,11 @@ class FreshPool:
         self.seeds = seeds
         self.sets = _first_set(declaration, workload, seeds, device)
         self.expected = [_untimed_outputs(baseline, self.sets[0], declaration.params)]
-        self.allowances = [0.0] * len(self.expected[0])
-        if not self.exact:
-            self.allowances = baseline_allowances(declaration, self.sets[0], self.expected[0])
+        self.allowances = (
+            [0.0] * len(self.expected[0])
+            if self.exact
+            else baseline_allowances(declaration, self.sets[0], self.expected[0])
+        )
         tensors = self.sets[0] + self.expected[0] * 5  # outputs, and their bounds in FP32
         set_bytes = sum(t.numel() * t.element_size() for t in tensors)
         count = min(wanted, max(2, POOL_BYTES // max(1, set_bytes)))
@@ -151,7 +153,7 @@ def baseline_allowances(declaration, inputs: list, expected: list) -> list[float
     pool's first set), times ALLOWANCE_MARGIN: an output nearer the exact answer than the
     baseline differs from the baseline's by up to that much where the baseline errs most.
     Zero for an output that is not a float, or where the error is not finite."""
-    exact = fp64_outputs(declaration.reference, [_copy(t) for t in inputs], declaration.params)
+    exact = fp64_outputs(declaration.reference, [t.clone() for t in inputs], declaration.params)
     allowances = []
     for oracle, baseline in zip(exact, expected, strict=True):
         if not baseline.is_floating_point():
@@ -162,18 +164,14 @@ def baseline_allowances(declaration, inputs: list, expected: list) -> list[float
     return allowances
 
 
-def _copy(value):
-    return value.clone() if isinstance(value, torch.Tensor) else value
-
-
 def screen_refusal(wrong_outputs: list[str]) -> str:
     """What a refused timing tells the agent: which workloads' outputs failed the screen, and
     what the screen is."""
     return (
         f"{', '.join(wrong_outputs)} differ from the baseline's outputs for the same fresh "
-        "inputs by more than the screen (2^-6 of |baseline| + its RMS, plus twice the "
-        "baseline's own largest error against FP64): outputs never computed, stale, another "
-        "set's or of a cheaper precision"
+        f"inputs by more than the screen (2^-6 of |baseline| + its RMS, plus {ALLOWANCE_MARGIN:g} "
+        "times the baseline's own largest error against FP64): outputs never computed, stale, "
+        "another set's or of a cheaper precision"
     )
 
 

@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 
 from examples.config import TINY
-from examples.layers import SelfAttention, WeightFactory, empty_cache, rope_tables
-from operators import REGISTRY, ops, record_registry_hits, use_kernel_profile
+from operators import REGISTRY, ops, use_kernel_profile
+from tests.registry.tiny_attention import attention_call
 
 DECLARATION = REGISTRY.declaration("attention_output")
 
@@ -45,11 +45,7 @@ def test_production_path_is_the_former_code_bit_for_bit():
 
 
 def test_attention_projects_its_output_through_the_registry():
-    attention = SelfAttention(TINY, WeightFactory(seed=3), output_gain=1.0)
     (hidden,) = draw((2, 5, TINY.width), dtype=torch.bfloat16)
-    cos, sin = rope_tables(0, 5, TINY.head_dim)
-    cache = empty_cache(TINY, 2, "cpu")
-    with use_kernel_profile("torch"), record_registry_hits() as hits:
-        out, _, _ = attention(hidden, cos, sin, cache, cache)
-    assert sum(n for (name, _, _), n in hits.items() if name == "attention_output") == 1
+    _, (out, _, _), hits = attention_call(hidden)
+    assert hits.get("attention_output", 0) == 1
     assert out.shape == (2, 5, TINY.width)

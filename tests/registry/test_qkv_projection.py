@@ -5,8 +5,8 @@ import torch
 import torch.nn.functional as F
 
 from examples.config import TINY
-from examples.layers import SelfAttention, WeightFactory, empty_cache, rope_tables
-from operators import REGISTRY, ops, record_registry_hits, use_kernel_profile
+from operators import REGISTRY, ops, use_kernel_profile
+from tests.registry.tiny_attention import attention_call
 
 DECLARATION = REGISTRY.declaration("qkv_projection")
 
@@ -54,13 +54,9 @@ def test_production_path_is_the_reference_bit_for_bit():
 
 
 def test_attention_projects_through_the_registry():
-    attention = SelfAttention(TINY, WeightFactory(seed=3), output_gain=1.0)
     (hidden,) = draw((2, 5, TINY.width), dtype=torch.bfloat16)
-    cos, sin = rope_tables(0, 5, TINY.head_dim)
-    cache = empty_cache(TINY, 2, "cpu")
-    with use_kernel_profile("torch"), record_registry_hits() as hits:
-        _, key, value = attention(hidden, cos, sin, cache, cache)
-    assert sum(n for (name, _, _), n in hits.items() if name == "qkv_projection") == 1
+    attention, (_, key, value), hits = attention_call(hidden)
+    assert hits.get("qkv_projection", 0) == 1
     projected = F.linear(hidden, attention.value_weight).view(2, 5, TINY.kv_heads, -1)
     assert torch.equal(value, projected.transpose(1, 2).contiguous())
     assert key.shape == (2, TINY.kv_heads, 5, TINY.head_dim)
