@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gates.registration.commands import CommandResult, CommandRunner
 from gates.registration.judged_commit import make_writable
-from gates.registration.mutations import MutationError, mutate
+from gates.registration.mutations import MutationError, mutate, returned_outputs
 from gates.registration.probes import ProbeResult
 from gates.registration.target_tests import TestFailure, base_config_copy, failure_line
 from gates.registration.tree_changes import SKIPPED_NAMES, new_test_files, tree_changes
@@ -58,9 +58,10 @@ def check(
         return Verdict(gate=GATE, passed=False, summary=summary)
     trees = {} if candidate_run else {"candidate": candidate}
     try:
-        for mutation in MUTATIONS:
-            trees[mutation] = _mutant(
-                candidate, workdir / f"mutant-{mutation}", reference_file, qualname, mutation
+        mutants = _mutants(candidate / reference_file, qualname)
+        for name, (mutation, output) in mutants.items():
+            trees[name] = _mutant(
+                candidate, workdir / f"mutant-{name}", reference_file, qualname, mutation, output
             )
     except MutationError as error:
         return Verdict(gate=GATE, passed=False, summary=f"cannot perturb the reference: {error}")
@@ -85,11 +86,12 @@ def check(
         "outputs": {name: r.output[-3000:] for name, r in results.items()},
     }
     seconds = time.monotonic() - started
-    verdict = _judge(results, tests, qualname)
+    verdict = _judge(results, tests, qualname, mutants)
     passed = verdict is None
     summary = verdict or (
         f"{', '.join(tests)} pass on the candidate and fail when {qualname} is scaled by "
         "(1 + 1e-3) and when its last operation is dropped"
+        + (f", each of its {len(mutants) // 2} outputs alone" if len(mutants) > 2 else "")
     )
     return Verdict(gate=GATE, passed=passed, summary=summary, details=details, seconds=seconds)
 
@@ -101,15 +103,35 @@ def _shared_run(candidate_run: Callable[[], CommandResult], timeout: float) -> C
         return CommandResult(returncode=124, output="", seconds=timeout, timed_out=True)
 
 
-def _judge(results: dict[str, CommandResult], tests: list[str], qualname: str) -> str | None:
+def _mutants(reference_file: Path, qualname: str) -> dict[str, tuple[str, int | None]]:
+    """Each mutant's name and (mutation, output): one per mutation, or, for a reference that
+    returns a tuple literal, one per mutation and output."""
+    outputs = returned_outputs(reference_file.read_text(), qualname)
+    if outputs is None:
+        return {mutation: (mutation, None) for mutation in MUTATIONS}
+    return {
+        f"{mutation}-{output}": (mutation, output)
+        for mutation in MUTATIONS
+        for output in range(outputs)
+    }
+
+
+def _judge(
+    results: dict[str, CommandResult],
+    tests: list[str],
+    qualname: str,
+    mutants: dict[str, tuple[str, int | None]],
+) -> str | None:
     own = results["candidate"]
     if own.returncode != 0:
         return f"the new tests fail on the candidate itself: {failure_line(own)}"
-    for mutation in MUTATIONS:
-        result = results[mutation]
+    for name, (mutation, output) in mutants.items():
+        result = results[name]
         description = (
             "scaled by (1 + 1e-3)" if mutation == "scaled" else "without its last operation"
         )
+        if output is not None:
+            description += f" in its output {output} alone"
         if result.returncode == 0:
             return (
                 f"the new tests ({', '.join(tests)}) still pass with the reference {qualname} "
@@ -122,11 +144,18 @@ def _judge(results: dict[str, CommandResult], tests: list[str], qualname: str) -
     return None
 
 
-def _mutant(candidate: Path, folder: Path, reference_file: str, qualname: str, mutation: str):
+def _mutant(
+    candidate: Path,
+    folder: Path,
+    reference_file: str,
+    qualname: str,
+    mutation: str,
+    output: int | None,
+) -> Path:
     if folder.exists():
         shutil.rmtree(folder)
     shutil.copytree(candidate, folder, symlinks=True, ignore=shutil.ignore_patterns(*SKIPPED_NAMES))
     make_writable(folder)
     target = folder / reference_file
-    target.write_text(mutate(target.read_text(), qualname, mutation))
+    target.write_text(mutate(target.read_text(), qualname, mutation, output))
     return folder

@@ -2,6 +2,9 @@
 
 Two mutations: scale every returned value by (1 + 1e-3), and drop the last operation of each
 returned expression (`F.gelu(x, ...)` becomes `x`, `a.to(t)` becomes `a`, `a * b` becomes `a`).
+A reference that returns a tuple literal is perturbed one output at a time, so a test that
+checks only some outputs is caught; any other returned tuple or list is scaled item by item at
+run time (multiplying the tuple itself would raise, which any test would "notice").
 """
 
 import ast
@@ -10,14 +13,52 @@ from gates.python_source import parse_python
 from gates.registration.call_sites import FunctionNode, find_function
 
 SCALE = 1.0 + 1e-3
+SCALED_HELPER = "_scaled_by_the_effectiveness_gate"
+_HELPER_SOURCE = f"""
+def {SCALED_HELPER}(value):
+    if isinstance(value, (tuple, list)):
+        return type(value)({SCALED_HELPER}(item) for item in value)
+    return value * {SCALE!r}
+"""
 
 
 class MutationError(Exception):
     """The reference cannot be mutated this way (not found, or nothing to drop)."""
 
 
-def mutate(source: str, qualname: str, mutation: str) -> str:
-    """The module source with the function at `qualname` rewritten by `mutation`."""
+def returned_outputs(source: str, qualname: str) -> int | None:
+    """How many outputs every return of the function spells out as one tuple literal (each
+    is then perturbed alone), or None where a return gives one value or a computed tuple."""
+    _, returns = _returns(source, qualname)
+    lengths = {len(r.value.elts) if isinstance(r.value, ast.Tuple) else None for r in returns}
+    return lengths.pop() if len(lengths) == 1 else None
+
+
+def mutate(source: str, qualname: str, mutation: str, output: int | None = None) -> str:
+    """The module source with the function at `qualname` rewritten by `mutation`, applied to
+    the returned tuple's item `output` alone where given (see `returned_outputs`)."""
+    module, returns = _returns(source, qualname)
+    function = find_function(module, qualname)
+    for statement in returns:
+        holder, field = statement, "value"
+        if output is not None:
+            holder, field = statement.value.elts, output
+        value = holder[field] if output is not None else statement.value
+        if mutation == "scaled":
+            scaled = ast.BinOp(value, ast.Mult(), ast.Constant(SCALE))
+            if output is None and not _is_tensor_expression(value):
+                scaled = ast.Call(ast.Name(SCALED_HELPER, ast.Load()), [value], [])
+            _put(holder, field, scaled)
+        elif mutation == "last_operation_dropped":
+            _put(holder, field, _drop_last_operation(function, value))
+        else:
+            raise MutationError(f"unknown mutation {mutation!r}")
+    if SCALED_HELPER in ast.unparse(function):
+        module.body.extend(parse_python(_HELPER_SOURCE).body)
+    return ast.unparse(ast.fix_missing_locations(module)) + "\n"
+
+
+def _returns(source: str, qualname: str) -> tuple[ast.Module, list[ast.Return]]:
     module = parse_python(source)
     function = find_function(module, qualname)
     if function is None:
@@ -25,14 +66,24 @@ def mutate(source: str, qualname: str, mutation: str) -> str:
     returns = list(_own_returns(function))
     if not returns or any(r.value is None for r in returns):
         raise MutationError(f"{qualname} has no return value to perturb")
-    for statement in returns:
-        if mutation == "scaled":
-            statement.value = ast.BinOp(statement.value, ast.Mult(), ast.Constant(SCALE))
-        elif mutation == "last_operation_dropped":
-            _drop_last_operation(function, statement)
-        else:
-            raise MutationError(f"unknown mutation {mutation!r}")
-    return ast.unparse(ast.fix_missing_locations(module)) + "\n"
+    return module, returns
+
+
+def _put(holder, field, value: ast.expr) -> None:
+    if isinstance(holder, list):
+        holder[field] = value
+    else:
+        setattr(holder, field, value)
+
+
+def _is_tensor_expression(value: ast.expr) -> bool:
+    """Whether the returned expression is plainly one value (an operation on values, not a
+    call that may build a tuple or list), so scaling it needs no helper."""
+    if isinstance(value, ast.Tuple | ast.List | ast.ListComp | ast.GeneratorExp):
+        return False
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        return value.func.id not in {"tuple", "list"}
+    return True
 
 
 def _own_returns(function: FunctionNode):
@@ -46,20 +97,21 @@ def _own_returns(function: FunctionNode):
             pending.extend(ast.iter_child_nodes(node))
 
 
-def _drop_last_operation(function: FunctionNode, statement: ast.Return) -> None:
+def _drop_last_operation(function: FunctionNode, value: ast.expr) -> ast.expr:
+    """The returned expression without its last operation, or unchanged where the operation
+    dropped is in the assignment of the name it returns."""
     local = _local_names(function)
-    dropped = _without_last_operation(statement.value, local)
+    dropped = _without_last_operation(value, local)
     if dropped is not None:
-        statement.value = dropped
-        return
-    if isinstance(statement.value, ast.Name):
-        assignment = _last_assignment(function, statement.value.id)
+        return dropped
+    if isinstance(value, ast.Name):
+        assignment = _last_assignment(function, value.id)
         if assignment is not None:
             dropped = _without_last_operation(assignment.value, local)
             if dropped is not None:
                 assignment.value = dropped
-                return
-    raise MutationError(f"cannot find a last operation in `return {ast.unparse(statement.value)}`")
+                return value
+    raise MutationError(f"cannot find a last operation in `return {ast.unparse(value)}`")
 
 
 def _without_last_operation(expression: ast.expr, local: set[str]) -> ast.expr | None:

@@ -44,3 +44,48 @@ def test_dropping_follows_a_returned_name_to_its_assignment():
 def test_an_unknown_function_is_refused():
     with pytest.raises(MutationError, match="missing is not a function"):
         mutate(SOURCE, "missing", "scaled")
+
+
+PAIR_SOURCE = """
+import torch
+
+
+def pair(x):
+    y = torch.tanh(x)
+    return y, x.to(torch.float32)
+
+
+def computed(x):
+    return tuple(t * 2 for t in (x, x + 1))
+"""
+
+
+def run(source: str, name: str, *args):
+    namespace: dict = {}
+    exec(compile(source, "<mutant>", "exec"), namespace)
+    return namespace[name](*args)
+
+
+def test_a_returned_tuple_literal_is_perturbed_one_output_at_a_time():
+    import torch
+
+    from gates.registration.mutations import returned_outputs
+
+    assert returned_outputs(PAIR_SOURCE, "pair") == 2
+    assert returned_outputs(SOURCE, "gelu") is None
+    x = torch.tensor([0.5, 1.0], dtype=torch.float64)
+    y, z = run(PAIR_SOURCE, "pair", x)
+    scaled_first = run(mutate(PAIR_SOURCE, "pair", "scaled", 0), "pair", x)
+    assert torch.equal(scaled_first[0], y * 1.001) and torch.equal(scaled_first[1], z)
+    dropped_second = run(mutate(PAIR_SOURCE, "pair", "last_operation_dropped", 1), "pair", x)
+    assert torch.equal(dropped_second[0], y) and dropped_second[1].dtype == torch.float64
+    dropped_first = run(mutate(PAIR_SOURCE, "pair", "last_operation_dropped", 0), "pair", x)
+    assert torch.equal(dropped_first[0], x) and torch.equal(dropped_first[1], z)
+
+
+def test_a_computed_tuple_is_scaled_item_by_item_not_made_to_raise():
+    import torch
+
+    x = torch.tensor([0.5, 1.0], dtype=torch.float64)
+    first, second = run(mutate(PAIR_SOURCE, "computed", "scaled"), "computed", x)
+    assert torch.equal(first, x * 2 * 1.001) and torch.equal(second, (x + 1) * 2 * 1.001)
