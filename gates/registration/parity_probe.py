@@ -245,12 +245,19 @@ def _site_function(site: str):
 
 def drawn_inputs(args: tuple, kwargs: dict, size: int, seed: int, torch):
     """The arguments with every tensor that shares the first tensor's leading size resized to
-    `size` and filled with random values like the seen ones (other tensors kept)."""
-    tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
+    `size` and filled with random values like the seen ones (other tensors kept). Tensors held
+    in lists, tuples and dicts are redrawn too: a layer's modulations passed as tuples must
+    keep the batch its activations have, or the call reads past them."""
+    tensors = _tensors([list(args), kwargs], torch)
     leading = next((t.shape[0] for t in tensors if t.dim() >= 1), None)
     generator = torch.Generator().manual_seed(seed)
 
     def redraw(value):
+        if isinstance(value, list | tuple):
+            items = [redraw(item) for item in value]
+            return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+        if isinstance(value, dict):
+            return {key: redraw(item) for key, item in value.items()}
         if not isinstance(value, torch.Tensor) or value.dim() == 0 or value.shape[0] != leading:
             return value
         shape = (size, *value.shape[1:])
