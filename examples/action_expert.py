@@ -101,12 +101,12 @@ class ExpertLayer(nn.Module):
 
     def forward(self, hidden, modulations, cos, sin, key_cache, value_cache):
         """`modulations`: this step's (scale, shift, gate) for attention, then for the MLP."""
-        (scale, shift, gate), mlp_modulation = modulations
+        (scale, shift, gate), (mlp_scale, mlp_shift, mlp_gate) = modulations
         normed = ops.ada_rms_norm(hidden, scale, shift)
         attended, _, _ = self.attention(normed, cos, sin, key_cache, value_cache)
-        hidden = ops.gated_residual(hidden, attended, gate)
-        scale, shift, gate = mlp_modulation
-        return self.mlp(ops.ada_rms_norm(hidden, scale, shift), hidden, gate)
+        # the attention's gated residual and the MLP's norm of it: one call, one kernel
+        hidden, normed = ops.gated_residual_norm(hidden, attended, gate, mlp_scale, mlp_shift)
+        return self.mlp(normed, hidden, mlp_gate)
 
 
 class ActionExpert(nn.Module):

@@ -11,6 +11,7 @@ from operators.catalog import (
     gated_gelu,
     gated_gelu_projection,
     gated_residual,
+    gated_residual_norm,
     modulation_over_steps,
     qkv_projection,
     rms_norm,
@@ -33,6 +34,7 @@ CATALOG = (
     stacked_projection.DECLARATION,
     modulation_over_steps.DECLARATION,
     gated_down_projection.DECLARATION,
+    gated_residual_norm.DECLARATION,
 )
 
 for _declaration in CATALOG:

@@ -37,6 +37,7 @@ SCALED_WORKLOADS: dict[str, tuple[dict[str, int], ...]] = {
     "rms_norm": ({"tokens": 1}, {"tokens": 13}),
     "ada_rms_norm": ({"batch": 1, "tokens": 1}, {"batch": 3, "tokens": 5}),
     "gated_residual": ({"batch": 1, "tokens": 1}, {"batch": 3, "tokens": 5}),
+    "gated_residual_norm": ({"batch": 1, "tokens": 1}, {"batch": 3, "tokens": 5}),
     "gated_down_projection": ({"batch": 1, "tokens": 1}, {"batch": 3, "tokens": 5}),
     "gated_gelu": ({"tokens": 1}, {"tokens": 9}),
     "rotate_qk": ({"batch": 1, "tokens": 1}, {"batch": 2, "tokens": 9}),
