@@ -124,6 +124,7 @@ DECLARATION = OperatorDeclaration(
         mode="bit_exact",
         reason="two BF16 roundings like eager, the product then the sum (FMA is forbidden)",
     ),
-    # once a layer, after attention: the MLP's gated residual is gated_down_projection's
+    # the model no longer calls it: its kernel runs inside gated_residual_norm's production
+    # path once a layer (and gated_down_projection's where that keeps production)
     workloads=action_workloads(per_layer=1),
 )

@@ -108,7 +108,7 @@ def test_a_lower_precision_kernel_is_refused_against_fp64(calibrated):
 
 def test_generate_carries_the_calibrated_contract_and_says_so(calibrated, tmp_path, capsys):
     output = tmp_path / "tasks"
-    argv = ["generate", "--captured", str(calibrated), "rms_norm", "gated_residual"]
+    argv = ["generate", "--captured", str(calibrated), "rms_norm", "rotate_qk"]
     assert main([*argv, "--output", str(output)]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert "calibrated" in printed[0] and "calibrated" not in printed[1]
@@ -116,7 +116,7 @@ def test_generate_carries_the_calibrated_contract_and_says_so(calibrated, tmp_pa
     assert carried == json.loads(
         load_calibration(calibrated).operators["rms_norm"].model_dump_json()
     )
-    assert not (output / "gated_residual" / PACKAGE_FILE).exists()
+    assert not (output / "rotate_qk" / PACKAGE_FILE).exists()
 
 
 def test_a_changed_reference_makes_generate_and_tune_all_refuse_in_one_line(

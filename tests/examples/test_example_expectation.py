@@ -8,10 +8,11 @@ from operators import REGISTRY, KernelSelection, OperatorRegistry
 
 CATALOG = {declaration.name for declaration in REGISTRY}
 """Every registered operator: a registration adds its own, which must reach the outputs too."""
-UNUSED = {"stacked_projection", "gated_gelu"}
+UNUSED = {"stacked_projection", "gated_gelu", "gated_residual"}
 """Registered, not called by the model: one condition's modulation (the model computes every
-step's at once through modulation_over_steps), and the GELU product that
-gated_gelu_projection's production kernel runs inside itself."""
+step's at once through modulation_over_steps), the GELU product that gated_gelu_projection's
+production kernel runs inside itself, and the gated residual that gated_residual_norm's and
+gated_down_projection's production paths run inside themselves."""
 
 
 def references_except(**broken) -> KernelSelection:
@@ -59,10 +60,12 @@ def test_none_agrees_with_torch_within_the_contract_expectation(
 def test_every_catalog_operator_feeds_the_actions(tiny_calls_per_output):
     actions = tiny_calls_per_output["actions"]
     assert set(actions) == CATALOG - UNUSED
-    assert {"split_kv_attention", "modulation_over_steps", "gated_residual"} <= set(actions)
-    # one denoise step: one final norm plus two per expert layer, and the two modulations of
-    # each layer computed before the steps, which feed every step
-    assert actions["ada_rms_norm"] == 2 * TINY.expert_layers + 1
+    assert {"split_kv_attention", "modulation_over_steps", "gated_residual_norm"} <= set(actions)
+    # one denoise step: one final norm plus one per expert layer (its MLP's norm is
+    # gated_residual_norm's), and the two modulations of each layer computed before the
+    # steps, which feed every step
+    assert actions["ada_rms_norm"] == TINY.expert_layers + 1
+    assert actions["gated_residual_norm"] == TINY.expert_layers
     assert actions["modulation_over_steps"] == 2 * TINY.expert_layers
     assert actions["split_kv_attention"] == TINY.prefix_layers + TINY.expert_layers
     assert tiny_calls_per_output["vision_features"] == {}
