@@ -12,7 +12,7 @@ from controller.cli.optimize_command import run as run_optimize
 from controller.runs.journal import KILL_AT_VARIABLE
 
 US_PER_STEP = {
-    "gated_residual": 400.0,
+    "gated_residual_norm": 400.0,
     "rms_norm": 300.0,
     "rotate_qk": 200.0,
     "ada_rms_norm": 150.0,
@@ -46,7 +46,7 @@ def optimize_argv(tmp_path: Path, target: Path, *extra: str) -> list[str]:
 
 def light_fake_steps(tiny_capture: Path) -> FakeSteps:
     """One kernel kept, one dropped: every step runs, with few installs (each costs 0.3 s)."""
-    promoted = {"gated_residual": 5.0, "rms_norm": -2.0}
+    promoted = {"gated_residual_norm": 5.0, "rms_norm": -2.0}
     return FakeSteps(tiny_capture, US_PER_STEP, promoted)
 
 

@@ -22,8 +22,8 @@ def expected_counts(steps: int) -> dict[str, int]:
     layers, denoise = TINY.expert_layers, TINY.denoise_steps
     per_forward = {
         "rms_norm": 2 * TINY.prefix_layers,
-        "ada_rms_norm": denoise * (2 * layers + 1),
-        "gated_residual": denoise * layers,  # after attention; the MLP's is fused below
+        "ada_rms_norm": denoise * (layers + 1),
+        "gated_residual_norm": denoise * layers,  # after attention, with the MLP's norm
         "gated_down_projection": denoise * layers,
         "gated_gelu_projection": TINY.prefix_layers + denoise * layers,
         "qkv_projection": TINY.prefix_layers + denoise * layers,

@@ -22,8 +22,8 @@ def per_forward(size) -> dict[str, int]:
     layers, denoise = size.expert_layers, size.denoise_steps
     return {
         "rms_norm": 2 * size.prefix_layers,
-        "ada_rms_norm": denoise * (2 * layers + 1),
-        "gated_residual": denoise * layers,
+        "ada_rms_norm": denoise * (layers + 1),
+        "gated_residual_norm": denoise * layers,
         "gated_down_projection": denoise * layers,
         "gated_gelu_projection": size.prefix_layers + denoise * layers,
         "qkv_projection": size.prefix_layers + denoise * layers,
@@ -34,22 +34,22 @@ def per_forward(size) -> dict[str, int]:
 
 
 def test_a_capture_knows_which_calls_found_their_inputs_just_written(tiny_capture):
-    """rotate_qk reads the projections just made (warm); gated_residual reads the residual
-    stream from before the attention or the MLP (cold)."""
+    """rotate_qk reads the projections just made (warm); gated_residual_norm reads the
+    residual stream from before the attention (cold)."""
     layouts = load_capture(tiny_capture).layouts
     by_operator = {}
     for layout in layouts:
         by_operator.setdefault(layout.operator, []).append(layout)
     assert all(layout.inputs_just_written for layout in by_operator["rotate_qk"])
     assert all(layout.inputs_just_written for layout in by_operator["rms_norm"])
-    assert all(layout.just_written_calls == 0 for layout in by_operator["gated_residual"])
+    assert all(layout.just_written_calls == 0 for layout in by_operator["gated_residual_norm"])
 
 
 def test_a_captured_package_times_and_weighs_workloads_as_the_model_runs_them(
     tiny_capture, tmp_path
 ):
     capture = load_capture(tiny_capture)
-    for name, figure in (("rotate_qk", "warm"), ("gated_residual", "cold")):
+    for name, figure in (("rotate_qk", "warm"), ("gated_residual_norm", "cold")):
         declaration = REGISTRY.declaration(name)
         files = render_captured_package(declaration, tiny_capture)
         folder, _ = write_package(declaration, tmp_path, files=files)

@@ -30,7 +30,7 @@ from operators.selection import KernelSelection
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "batch"))
 from batch_fixtures import make_target, write_script  # noqa: E402
 
-PROMOTED_MS = {"gated_residual": 5.0, "rms_norm": -2.0, "rotate_qk": 3.0}
+PROMOTED_MS = {"gated_residual_norm": 5.0, "rms_norm": -2.0, "rotate_qk": 3.0}
 BAD_NUMERICS = ("rotate_qk",)
 
 
@@ -50,7 +50,7 @@ def test_the_budget_goes_to_the_largest_shares_and_leaves_out_what_it_cannot_aff
     reasons = {row.operator: row.reason for row in plan.rows}
     assert [row.operator for row in plan.rows] == list(US_PER_STEP)  # largest share first
     assert [(row.operator, row.minutes) for row in plan.tuned] == [
-        ("gated_residual", pytest.approx(1 + 0.5 * 4 / 7, abs=1e-3)),
+        ("gated_residual_norm", pytest.approx(1 + 0.5 * 4 / 7, abs=1e-3)),
         ("rms_norm", pytest.approx(1 + 0.5 * 3 / 7, abs=1e-3)),
     ]
     assert reasons["rotate_qk"] == "the budget gives 1 minute to 2 only"
@@ -75,28 +75,28 @@ def test_optimize_keeps_only_the_kernels_the_model_needs_and_reports_the_figures
     assert [name for name, _ in steps.tuned] == list(US_PER_STEP)[:4]  # largest share first
     assert steps.calibrated == list(US_PER_STEP)[:4]
     minutes = dict(steps.tuned)
-    assert minutes["gated_residual"] == pytest.approx(1 + 1 * 400 / 1050, abs=1e-3)
+    assert minutes["gated_residual_norm"] == pytest.approx(1 + 1 * 400 / 1050, abs=1e-3)
     assert minutes["ada_rms_norm"] == pytest.approx(1 + 1 * 150 / 1050, abs=1e-3)
 
     profile = json.loads((tmp_path / "tuned" / "fast" / "profile.json").read_text())
-    assert sorted(profile["operators"]) == ["gated_residual"]
+    assert sorted(profile["operators"]) == ["gated_residual_norm"]
     batch = only_batch(tmp_path / "runs")
     published = KernelSelection("fast", tuned_root=tmp_path / "tuned")  # verified, so it loads
-    assert published.resolve("gated_residual").tuned is not None
+    assert published.resolve("gated_residual_norm").tuned is not None
     verified = json.loads((tmp_path / "tuned" / "fast" / "verified.json").read_text())
     assert verified["verified_by"] == f"controller optimize {batch.name} (verify kept)"
     staged = json.loads((batch / "profiles" / "all" / "fast" / "profile.json").read_text())
-    assert sorted(staged["operators"]) == ["gated_residual", "rms_norm", "rotate_qk"]
+    assert sorted(staged["operators"]) == ["gated_residual_norm", "rms_norm", "rotate_qk"]
     report = json.loads((batch / "evidence" / "report.json").read_text())
     decisions = {row["operator"]: row for row in report["decisions"]}
-    assert decisions["gated_residual"]["kept"]
+    assert decisions["gated_residual_norm"]["kept"]
     # rms_norm passed its own gates (it was promoted) but the model is slower with it
     assert not decisions["rms_norm"]["kept"]
     removal = decisions["rms_norm"]["removal"][0]  # the model: 94 ms with it, 92 ms without
     assert removal["median"] == pytest.approx(92 / 94, abs=1e-4)
     assert decisions["rotate_qk"]["reason"] == "dropped: the model's numerics fail with it"
     assert report["verify"]["alone_numerics"] == {
-        "gated_residual": True,
+        "gated_residual_norm": True,
         "rms_norm": True,
         "rotate_qk": False,
     }
@@ -114,22 +114,23 @@ def test_optimize_keeps_only_the_kernels_the_model_needs_and_reports_the_figures
         "| reason |" in markdown
     )
     assert re.search(
-        r"\| gated_residual \| production \| [^|]+ \| done \| x1\.200 \| 0\.\d\d \(1\.38\) \|",
+        r"\| gated_residual_norm \| template \| [^|]+ \| done \| x1\.200 \| 0\.\d\d \(1\.38\) \|",
         markdown,
     )
     assert json.loads((batch / "verify.json").read_text())["passed"]
     applies = markdown[markdown.index("## Where each kernel applies") :]
     assert "| kernel | owns | declines (production runs) |" in applies
-    assert "| gated_residual | " in applies
+    assert "| gated_residual_norm | " in applies
     page = (batch / "evidence" / "report.html").read_text()
-    assert "<table>" in page and "<td>gated_residual</td>" in page  # tables, not text
+    assert "<table>" in page and "<td>gated_residual_norm</td>" in page  # tables, not text
     assert "data-chart='plan-shares'" in page and "data-chart='model-time'" in page
     assert "class='report'><pre" not in page and "| --- |" not in page
-    assert "<h2>Where each kernel applies</h2>" in page and "<td>gated_residual</td>" in page
+    assert "<h2>Where each kernel applies</h2>" in page and "<td>gated_residual_norm</td>" in page
     printed = capsys.readouterr().out
     assert "optimize: tune rms_norm: done x1.200" in printed
     assert "; started from production" in printed
-    assert "optimize: decide: gated_residual kept: removing it makes the model slower" in printed
+    kept = "optimize: decide: gated_residual_norm kept: removing it makes the model slower"
+    assert kept in printed
 
 
 def test_a_kernel_is_not_kept_where_the_model_was_not_timed_and_a_resume_keeps_the_request(
@@ -137,7 +138,7 @@ def test_a_kernel_is_not_kept_where_the_model_was_not_timed_and_a_resume_keeps_t
 ):
     steps = fake_steps(tiny_capture)
     steps.time = lambda profiles, pairs, log=None: []  # a CPU: verify does not time the model
-    argv = optimize_argv(tmp_path, target, "--operators", "gated_residual")
+    argv = optimize_argv(tmp_path, target, "--operators", "gated_residual_norm")
     assert run_optimize(build_parser().parse_args(argv), steps=steps) == 1
     report = json.loads((only_batch(tmp_path / "runs") / "evidence" / "report.json").read_text())
     (decision,) = report["decisions"]
@@ -256,7 +257,7 @@ def test_plan_only_profiles_captures_and_plans_then_stops(tiny_capture, target, 
     batch = only_batch(tmp_path / "runs")
     markdown = (batch / "evidence" / "report.md").read_text()
     assert "**Result:** the plan only (`--plan-only`): nothing was tuned or installed." in markdown
-    assert "| gated_residual | 400.0 |" in markdown
+    assert "| gated_residual_norm | 400.0 |" in markdown
     assert not (tmp_path / "tuned").exists()
     assert main(["optimize", "--resume", str(batch), "--plan-only"]) == 0  # same request
 
@@ -293,18 +294,18 @@ def test_with_one_kernel_dropped_the_kept_set_takes_its_time_from_the_whole_sets
     )
     markdown = (batch / "evidence" / "report.md").read_text()
     assert "- timed in the whole set's paired session as 'without rms_norm'" in markdown
-    exports = {"gated_residual": Path("unused"), "rms_norm": Path("unused")}
+    exports = {"gated_residual_norm": Path("unused"), "rms_norm": Path("unused")}
     check = ModelCheck.model_validate(whole)
-    assert _timed_beside_the_whole(batch, "fast", ["gated_residual"], exports, check)
+    assert _timed_beside_the_whole(batch, "fast", ["gated_residual_norm"], exports, check)
     staged = batch / "profiles" / "without-rms_norm" / "fast" / "profile.json"
     document = json.loads(staged.read_text())
     document["files"] = {**document["files"], "extra.py": "0" * 64}  # not what was timed
     staged.write_text(json.dumps(document))
-    assert _timed_beside_the_whole(batch, "fast", ["gated_residual"], exports, check) == []
+    assert _timed_beside_the_whole(batch, "fast", ["gated_residual_norm"], exports, check) == []
     original = json.loads((batch / "profiles" / "kept" / "fast" / "profile.json").read_text())
     staged.write_text(json.dumps({**document, "files": original["files"]}))  # digests alike
-    assert _timed_beside_the_whole(batch, "fast", ["gated_residual"], exports, check)
+    assert _timed_beside_the_whole(batch, "fast", ["gated_residual_norm"], exports, check)
     timed = batch / "profiles" / "without-rms_norm" / "fast"  # but a timed file's bytes not
     source = next(path for path in timed.rglob("*.py"))
     source.write_text(source.read_text() + "\n# edited after it was timed\n")
-    assert _timed_beside_the_whole(batch, "fast", ["gated_residual"], exports, check) == []
+    assert _timed_beside_the_whole(batch, "fast", ["gated_residual_norm"], exports, check) == []

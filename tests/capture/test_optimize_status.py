@@ -18,7 +18,7 @@ from controller.runs.store import RunStore
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "batch"))
 from batch_fixtures import make_target  # noqa: E402
 
-KILLED_AS_RMS_NORM_STARTS = 12  # created, 4 steps started and finished, tune gated_residual
+KILLED_AS_RMS_NORM_STARTS = 12  # created, 4 steps started and finished, tune gated_residual_norm
 
 
 @pytest.fixture(scope="module")
@@ -42,19 +42,20 @@ def test_a_finished_batch_shows_its_last_step_its_tunings_the_kept_kernels_and_t
     assert lines[0] == f"run {batch.name}  flow optimize  state finished"
     assert lines[1:5] == [
         "step: publish (finished)",
-        "tuned: gated_residual done x1.200, rms_norm done x1.200, rotate_qk rejected, "
+        "tuned: gated_residual_norm done x1.200, rms_norm done x1.200, rotate_qk rejected, "
         "ada_rms_norm rejected",
-        "kernels: installed gated_residual, rms_norm; kept gated_residual; dropped rms_norm",
-        f"profile: gated_residual published into {tmp_path.resolve() / 'tuned' / 'fast'}",
+        "kernels: installed gated_residual_norm, rms_norm; kept gated_residual_norm; "
+        "dropped rms_norm",
+        f"profile: gated_residual_norm published into {tmp_path.resolve() / 'tuned' / 'fast'}",
     ]
     assert lines[5].endswith(" s active; no process attached")
     assert len(lines) == 6  # a finished batch has nothing to resume
 
     status = json.loads(status_of(batch, capsys, "--json"))
     assert (status["state"], status["step"], status["live_pid"]) == ("finished", "publish", None)
-    assert status["outcome"]["published"] == ["gated_residual"]
+    assert status["outcome"]["published"] == ["gated_residual_norm"]
     decisions = {row["operator"]: row["kept"] for row in status["outcome"]["decisions"]}
-    assert decisions == {"gated_residual": True, "rms_norm": False}
+    assert decisions == {"gated_residual_norm": True, "rms_norm": False}
 
 
 def test_a_batch_killed_inside_a_step_is_interrupted_there_and_says_how_to_resume(
@@ -72,7 +73,7 @@ def test_a_batch_killed_inside_a_step_is_interrupted_there_and_says_how_to_resum
     )
     assert lines[1:4] == [
         "step: tune rms_norm (started, not finished)",
-        "tuned: gated_residual done x1.200, not yet rms_norm, rotate_qk, ada_rms_norm",
+        "tuned: gated_residual_norm done x1.200, not yet rms_norm, rotate_qk, ada_rms_norm",
         "profile: not published yet",
     ]
     assert lines[4].endswith(" s active; no process attached")
@@ -100,8 +101,8 @@ def test_a_batch_stopped_by_a_signal_shows_why(tiny_capture, target, tmp_path, c
     batch = only_batch(tmp_path / "runs")
     lines = status_of(batch, capsys).splitlines()
     assert lines[0] == f"run {batch.name}  flow optimize  state interrupted (stopped by SIGTERM)"
-    assert lines[1] == "step: tune gated_residual (started, not finished)"
-    assert lines[2] == ("tuned: not yet gated_residual, rms_norm, rotate_qk, ada_rms_norm")
+    assert lines[1] == "step: tune gated_residual_norm (started, not finished)"
+    assert lines[2] == ("tuned: not yet gated_residual_norm, rms_norm, rotate_qk, ada_rms_norm")
 
 
 def test_a_folder_that_is_not_a_run_is_one_line_and_exit_2(tmp_path, capsys):

@@ -83,17 +83,17 @@ def test_tune_all_captured_tunes_an_operator_on_its_captured_workloads(
 ):
     monkeypatch.setenv("CONTROLLER_DEVICE_LOCKS", str(tmp_path / "locks"))
     runs = tmp_path / "runs"
-    argv = tune_all(runs, target, "--captured", str(tiny_capture), "gated_residual")
+    argv = tune_all(runs, target, "--captured", str(tiny_capture), "ada_rms_norm")
     assert main(argv) == 1  # the one attempt is judged; on a CPU nothing can be promoted
     (batch,) = runs.glob("batch-*")
     record = json.loads((batch / "batch.json").read_text())
     assert record["capture"] == str(tiny_capture.resolve())
-    assert record["operators"] == ["gated_residual"]
-    task = load_task(batch / "tasks" / "gated_residual")
-    calls = load_capture(tiny_capture).counts_by_operator()["gated_residual"]
+    assert record["operators"] == ["ada_rms_norm"]
+    task = load_task(batch / "tasks" / "ada_rms_norm")
+    calls = load_capture(tiny_capture).counts_by_operator()["ada_rms_norm"]
     assert "captured" in task.definition.tags
     assert sum(trace.weight for trace in task.workloads) == calls
-    (run_dir,) = (batch / "runs" / "gated_residual").glob("tune-*")
+    (run_dir,) = (batch / "runs" / "ada_rms_norm").glob("tune-*")
     assert RunStore(run_dir).manifest().work_item["task_digest"] == task.digest
     assert (run_dir / "prepared" / "task" / LAYOUTS_FILE).is_file()
     verdicts = run_dir / "attempts" / "0001" / "verdicts"

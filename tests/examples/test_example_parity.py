@@ -55,14 +55,14 @@ def test_same_bytes_notices_a_one_bit_change(tiny_torch_outputs):
 
 def test_drivers_keep_the_callers_profile(tiny_torch_outputs):
     """A driver that chose its own profile would return the same bytes under any selection."""
-    reference = REGISTRY.declaration("gated_residual").reference
+    reference = REGISTRY.declaration("gated_residual_norm").reference
 
-    def negated_gate(residual, update, gate):
-        return reference(residual, update, -gate)
+    def negated_gate(residual, update, gate, scale, shift, eps=1e-6):
+        return reference(residual, update, -gate, scale, shift, eps)
 
     registry = OperatorRegistry()
     for declaration in REGISTRY:
-        preferred = negated_gate if declaration.name == "gated_residual" else None
+        preferred = negated_gate if declaration.name == "gated_residual_norm" else None
         registry.register(declaration.model_copy(update={"preferred": preferred}))
     with use_kernel_profile(KernelSelection("none", registry=registry)):
         flipped = tiny_batch1()

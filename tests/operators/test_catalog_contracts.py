@@ -178,6 +178,7 @@ def test_every_catalog_operator_has_a_production_kernel_and_pi05_workloads():
         "gated_gelu",
         "gated_gelu_projection",
         "gated_residual",
+        "gated_residual_norm",
         "modulation_over_steps",
         "qkv_projection",
         "rms_norm",
