@@ -240,7 +240,8 @@ inputs = declaration.make_inputs(workload, 0, 'normal', 'cuda')
 torch.compile(declaration.reference, dynamic=False)(*inputs)
 torch.cuda.synchronize()" ;;
     leaveout) run leave_one_out "${LEAVEOUT_SECONDS:-300}" python3 benchmarks/leave_one_out.py \
-      --profile "${LEAVEOUT_PROFILE:-h200}" --batches ${BATCHES:-1 8} ;;  # which installed kernels pay
+      --profile "${LEAVEOUT_PROFILE:-h200}" --batches ${BATCHES:-1 8} \
+      ${LEAVEOUT_OPS:+--operators $LEAVEOUT_OPS} ;;  # which installed kernels pay (LEAVEOUT_OPS: only these)
     gtprofile) TAIL=${TAIL:-90} run gtprofile 200 python3 benchmarks/graph_timing_profile.py ;;
     gputests) run gputests "${TESTS_SECONDS:-170}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator tests/capture/test_profile_gpu.py ;;
     pdltests) run pdltests 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluator/test_evaluator_gpu.py -k "early_reader or awaited" ;;

@@ -43,6 +43,9 @@ def main() -> int:
     parser.add_argument("--profile", default="h200")
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--size", default="pi05")
+    parser.add_argument(
+        "--operators", nargs="+", help="leave out only these kernels (default: each in turn)"
+    )
     arguments = parser.parse_args()
 
     import torch
@@ -57,7 +60,7 @@ def main() -> int:
     operators = sorted(json.loads((source / "profile.json").read_text())["operators"])
     scratch = Path(tempfile.mkdtemp(prefix="leave-one-out-"))
     profiles = {"all": KernelSelection(arguments.profile, allow_unverified=True)}
-    for operator in operators:
+    for operator in arguments.operators or operators:
         root = without(source, operator, scratch / operator)
         profiles[f"without-{operator}"] = KernelSelection(
             arguments.profile, tuned_root=root, allow_unverified=True
