@@ -3,8 +3,9 @@
 Two mutations: scale every returned value by (1 + 1e-3), and drop the last operation of each
 returned expression (`F.gelu(x, ...)` becomes `x`, `a.to(t)` becomes `a`, `a * b` becomes `a`).
 A reference that returns a tuple literal is perturbed one output at a time, so a test that
-checks only some outputs is caught; any other returned tuple or list is scaled item by item at
-run time (multiplying the tuple itself would raise, which any test would "notice").
+checks only some outputs is caught; any other returned tuple, list, named tuple or dict is
+scaled item by item at run time (multiplying the container itself would raise, which any test
+would "notice").
 """
 
 import ast
@@ -16,8 +17,11 @@ SCALE = 1.0 + 1e-3
 SCALED_HELPER = "_scaled_by_the_effectiveness_gate"
 _HELPER_SOURCE = f"""
 def {SCALED_HELPER}(value):
+    if isinstance(value, dict):
+        return {{key: {SCALED_HELPER}(item) for key, item in value.items()}}
     if isinstance(value, (tuple, list)):
-        return type(value)({SCALED_HELPER}(item) for item in value)
+        items = [{SCALED_HELPER}(item) for item in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
     return value * {SCALE!r}
 """
 
@@ -46,7 +50,7 @@ def mutate(source: str, qualname: str, mutation: str, output: int | None = None)
         value = holder[field] if output is not None else statement.value
         if mutation == "scaled":
             scaled = ast.BinOp(value, ast.Mult(), ast.Constant(SCALE))
-            if output is None and not _is_tensor_expression(value):
+            if output is None and not _plainly_one_value(value):
                 scaled = ast.Call(ast.Name(SCALED_HELPER, ast.Load()), [value], [])
             _put(holder, field, scaled)
         elif mutation == "last_operation_dropped":
@@ -76,14 +80,11 @@ def _put(holder, field, value: ast.expr) -> None:
         setattr(holder, field, value)
 
 
-def _is_tensor_expression(value: ast.expr) -> bool:
-    """Whether the returned expression is plainly one value (an operation on values, not a
-    call that may build a tuple or list), so scaling it needs no helper."""
-    if isinstance(value, ast.Tuple | ast.List | ast.ListComp | ast.GeneratorExp):
-        return False
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-        return value.func.id not in {"tuple", "list"}
-    return True
+def _plainly_one_value(value: ast.expr) -> bool:
+    """Whether the returned expression is an arithmetic operation, which gives one value; a
+    name, a call or a container may hold a tuple, a list or a dict, so those are scaled by the
+    helper at run time."""
+    return isinstance(value, ast.BinOp | ast.UnaryOp | ast.Constant)
 
 
 def _own_returns(function: FunctionNode):

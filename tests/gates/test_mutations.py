@@ -26,7 +26,15 @@ def staged(x):
 
 
 def test_scaling_wraps_the_return_value():
-    assert "return F.gelu(x, approximate='tanh') * 1.001" in mutate(SOURCE, "gelu", "scaled")
+    scaled = mutate(SOURCE, "gelu", "scaled")
+    assert "return _scaled_by_the_effectiveness_gate(F.gelu(x, approximate='tanh'))" in scaled
+    import torch
+
+    x = torch.tensor([0.5, -1.0], dtype=torch.float64)
+    assert torch.equal(run(scaled, "gelu", x), run(SOURCE, "gelu", x) * 1.001)
+    assert "return y * weight * 1.001" in mutate(
+        "def norm(y, weight):\n    return y * weight\n", "norm", "scaled"
+    )
 
 
 def test_dropping_a_module_function_returns_its_input():
@@ -47,6 +55,8 @@ def test_an_unknown_function_is_refused():
 
 
 PAIR_SOURCE = """
+from typing import NamedTuple
+
 import torch
 
 
@@ -57,6 +67,15 @@ def pair(x):
 
 def computed(x):
     return tuple(t * 2 for t in (x, x + 1))
+
+
+def named(x):
+    return {"doubled": x * 2, "pair": Pair(x, x + 1)}
+
+
+class Pair(NamedTuple):
+    first: torch.Tensor
+    second: torch.Tensor
 """
 
 
@@ -89,3 +108,7 @@ def test_a_computed_tuple_is_scaled_item_by_item_not_made_to_raise():
     x = torch.tensor([0.5, 1.0], dtype=torch.float64)
     first, second = run(mutate(PAIR_SOURCE, "computed", "scaled"), "computed", x)
     assert torch.equal(first, x * 2 * 1.001) and torch.equal(second, (x + 1) * 2 * 1.001)
+    scaled = run(mutate(PAIR_SOURCE, "named", "scaled"), "named", x)
+    assert torch.equal(scaled["doubled"], x * 2 * 1.001)
+    assert type(scaled["pair"]).__name__ == "Pair"
+    assert torch.equal(scaled["pair"].second, (x + 1) * 1.001)
