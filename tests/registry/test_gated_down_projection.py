@@ -5,10 +5,9 @@ former code bit for bit; the action expert's MLP ends in one registry call of it
 import torch
 import torch.nn.functional as F
 
-from examples.action_expert import ExpertLayer
 from examples.config import TINY
-from examples.layers import WeightFactory, empty_cache, rope_tables
-from operators import REGISTRY, ops, record_registry_hits, use_kernel_profile
+from operators import REGISTRY, ops, use_kernel_profile
+from tests.registry.tiny_expert_layer import expert_layer_call
 
 DECLARATION = REGISTRY.declaration("gated_down_projection")
 
@@ -51,16 +50,6 @@ def test_production_path_is_the_former_code_bit_for_bit():
 
 
 def test_the_expert_layer_ends_its_mlp_in_one_registry_call():
-    layer = ExpertLayer(TINY, WeightFactory(seed=3))
-    (hidden,) = draw((2, 5, TINY.width), dtype=torch.bfloat16)
-    modulations = tuple(tuple(draw((2, TINY.width), dtype=torch.bfloat16) * 3) for _ in range(2))
-    cos, sin = rope_tables(0, 5, TINY.head_dim)
-    cache = empty_cache(TINY, 2, "cpu")
-    with use_kernel_profile("torch"), record_registry_hits() as hits:
-        out = layer(hidden, modulations, cos, sin, cache, cache)
-
-    def calls(operator: str) -> int:
-        return sum(n for (name, _, _), n in hits.items() if name == operator)
-
-    assert calls("gated_down_projection") == 1
+    out, calls = expert_layer_call(draw)
+    assert calls.get("gated_down_projection") == 1
     assert out.shape == (2, 5, TINY.width)

@@ -4,10 +4,9 @@ residual and its MLP's norm are one registry call."""
 
 import torch
 
-from examples.action_expert import ExpertLayer
 from examples.config import TINY
-from examples.layers import WeightFactory, empty_cache, rope_tables
-from operators import REGISTRY, ops, record_registry_hits, use_kernel_profile
+from operators import REGISTRY, ops, use_kernel_profile
+from tests.registry.tiny_expert_layer import expert_layer_call
 
 DECLARATION = REGISTRY.declaration("gated_residual_norm")
 
@@ -59,17 +58,7 @@ def test_production_path_is_the_former_code_bit_for_bit():
 
 
 def test_the_expert_layer_adds_its_attention_and_norms_for_the_mlp_in_one_call():
-    layer = ExpertLayer(TINY, WeightFactory(seed=3))
-    (hidden,) = draw((2, 5, TINY.width), dtype=torch.bfloat16)
-    modulations = tuple(tuple(draw((2, TINY.width), dtype=torch.bfloat16) * 3) for _ in range(2))
-    cos, sin = rope_tables(0, 5, TINY.head_dim)
-    cache = empty_cache(TINY, 2, "cpu")
-    with use_kernel_profile("torch"), record_registry_hits() as hits:
-        out = layer(hidden, modulations, cos, sin, cache, cache)
-
-    def calls(operator: str) -> int:
-        return sum(n for (name, _, _), n in hits.items() if name == operator)
-
-    assert calls("gated_residual_norm") == 1
-    assert calls("gated_residual") == 0 and calls("ada_rms_norm") == 1
+    out, calls = expert_layer_call(draw)
+    assert calls.get("gated_residual_norm") == 1
+    assert "gated_residual" not in calls and calls.get("ada_rms_norm") == 1
     assert out.shape == (2, 5, TINY.width)
