@@ -243,39 +243,6 @@ def _site_function(site: str):
     return owner, parts[-1], original
 
 
-def drawn_inputs(args: tuple, kwargs: dict, size: int, seed: int, torch):
-    """The arguments with every tensor that shares the first tensor's leading size resized to
-    `size` and filled with random values like the seen ones (other tensors kept). Tensors held
-    in lists, tuples and dicts are redrawn too: a layer's modulations passed as tuples must
-    keep the batch its activations have, or the call reads past them."""
-    tensors = _tensors([list(args), kwargs], torch)
-    leading = next((t.shape[0] for t in tensors if t.dim() >= 1), None)
-    generator = torch.Generator().manual_seed(seed)
-
-    def redraw(value):
-        if isinstance(value, list | tuple):
-            items = [redraw(item) for item in value]
-            return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
-        if isinstance(value, dict):
-            return {key: redraw(item) for key, item in value.items()}
-        if not isinstance(value, torch.Tensor) or value.dim() == 0 or value.shape[0] != leading:
-            return value
-        shape = (size, *value.shape[1:])
-        seen = value.detach().cpu()
-        if seen.is_floating_point():
-            floats = seen.double()
-            spread = float(floats.std()) if seen.numel() > 1 else 1.0
-            drawn = torch.randn(shape, generator=generator, dtype=torch.float64)
-            drawn = drawn * (spread or 1.0) + float(floats.mean())
-        else:
-            flat = seen.reshape(-1)
-            picks = torch.randint(0, max(flat.numel(), 1), shape, generator=generator)
-            drawn = flat[picks] if flat.numel() else torch.zeros(shape, dtype=seen.dtype)
-        return drawn.to(dtype=value.dtype, device=value.device)
-
-    return [redraw(a) for a in args], {k: redraw(v) for k, v in kwargs.items()}
-
-
 def direct_calls(capture: CallCapture, plan: dict, runtime, out: Path, tree: Path) -> dict:
     """Call each captured call site on drawn inputs; outputs and registry hits per size."""
     import torch
@@ -294,7 +261,7 @@ def direct_calls(capture: CallCapture, plan: dict, runtime, out: Path, tree: Pat
             seed = plan.get("input_seed", 0) + 1000 * site_index + size_index
             entry: dict = {"size": size, "arguments": arguments}
             try:
-                new_args, new_kwargs = drawn_inputs(args, kwargs, size, seed, torch)
+                new_args, new_kwargs = DRAWN.drawn_inputs(args, kwargs, size, seed, torch)
                 torch.manual_seed(seed)
                 with (
                     torch.inference_mode(),
@@ -302,7 +269,7 @@ def direct_calls(capture: CallCapture, plan: dict, runtime, out: Path, tree: Pat
                     runtime.record_registry_hits() as hits,
                 ):
                     value = original(*new_args, **new_kwargs)
-                flat = _tensors(value, torch)
+                flat = DRAWN.tensors_in(value, torch)
                 tensors_file = out / f"direct-{site_index}-{size_index}.pt"
                 torch.save([t.detach().cpu() for t in flat], tensors_file)
                 entry["outputs"] = [output_digest(t, torch) for t in flat]
@@ -314,24 +281,17 @@ def direct_calls(capture: CallCapture, plan: dict, runtime, out: Path, tree: Pat
     return results
 
 
-def _tensors(value, torch) -> list:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, list | tuple):
-        return [t for item in value for t in _tensors(item, torch)]
-    if isinstance(value, dict):
-        return [t for key in sorted(value) for t in _tensors(value[key], torch)]
-    return []
-
-
-def load_describer(script: str | None):
-    """The snapshot script as a module, loaded from its file and kept out of `sys.modules`."""
-    if not script:
-        return None
-    spec = importlib.util.spec_from_file_location("_registry_description", script)
+def load_module(path: str | Path):
+    """A module loaded from its file and kept out of `sys.modules`: the registry describer the
+    plan names, or the gates' own helper beside this script (the controller's packages are
+    not importable here)."""
+    spec = importlib.util.spec_from_file_location(f"_probe_{Path(path).stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+DRAWN = load_module(Path(__file__).with_name("drawn_inputs.py"))
 
 
 def registry_after_run(describer, runtime, tree: Path) -> dict | None:
@@ -357,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("CONTROLLER_KERNEL_PROFILE", "none")
     out = arguments.out
     out.mkdir(parents=True, exist_ok=True)
-    describer = load_describer(plan.get("snapshot_script"))
+    script = plan.get("snapshot_script")
+    describer = load_module(script) if script else None
     result: dict = {"declaration": None, "import_error": None, "configurations": {}}
     try:
         import torch

@@ -5,7 +5,7 @@ from typing import NamedTuple
 
 import torch
 
-from gates.registration.parity_probe import drawn_inputs
+from gates.registration.drawn_inputs import drawn_inputs
 
 
 class Pair(NamedTuple):
