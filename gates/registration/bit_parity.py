@@ -55,7 +55,7 @@ def check(
                 return Verdict(gate=GATE, passed=False, summary=summary, details=details)
             compared += 1
     changed = _changed_sites(base, candidate)
-    calls, problem = _direct_calls(base, candidate, set(changed))
+    calls, vacuous, problem = _direct_calls(base, candidate, set(changed))
     if problem:
         return Verdict(gate=GATE, passed=False, summary=problem)
     hidden_runs = len(names) - len(config.parity_configurations)
@@ -68,6 +68,8 @@ def check(
         return Verdict(gate=GATE, passed=False, summary=summary, details={"changed": changed})
     summary = f"{compared} outputs byte-identical to BASE in {len(names)} parity configurations"
     summary += f" and {calls} direct call-site calls on drawn inputs"
+    if vacuous:
+        summary += f" ({vacuous} more gave no finite output at BASE nor in the candidate)"
     if changed:
         summary += (
             f"; {', '.join(changed)} takes other arguments than at BASE and is judged through "
@@ -78,10 +80,13 @@ def check(
 
 def _direct_calls(
     base: ProbeResult, candidate: ProbeResult, changed: set[str]
-) -> tuple[int, str | None]:
+) -> tuple[int, int, str | None]:
     """Where BASE's call site accepted the drawn inputs, the candidate's gives the same bytes;
-    a site in `changed` (called with other arguments) has no BASE call to compare with."""
-    compared = 0
+    a site in `changed` (called with other arguments) has no BASE call to compare with. Calls
+    compared; calls where BASE's outputs held no finite value (the candidate's must hold none
+    either, but their NaN bytes are not compared: which NaN an operation returns is not a
+    value, and it varied between two runs of BASE); and the first difference."""
+    compared = vacuous = 0
     for site, base_entries in base.direct_calls.items():
         entries = candidate.direct_calls.get(site, [])
         for index, before in enumerate(base_entries):
@@ -90,11 +95,22 @@ def _direct_calls(
             label = f"{site} called directly on drawn inputs (call {index + 1})"
             after = entries[index] if index < len(entries) else {"error": "was not called"}
             if after.get("error"):
-                return compared, f"{label}: the candidate raised {after['error']}"
+                return compared, vacuous, f"{label}: the candidate raised {after['error']}"
+            if not any(before.get("finite", [True])):  # NaN payloads are not values
+                if any(after.get("finite", [True])) or _layouts(after) != _layouts(before):
+                    summary = "BASE's outputs hold no finite value; the candidate's differ"
+                    return compared, vacuous, f"{label}: {summary}"
+                vacuous += 1
+                continue
             if before["outputs"] != after["outputs"]:
-                return compared, f"{label}: " + _call_difference(base, candidate, before, after)
+                difference = _call_difference(base, candidate, before, after)
+                return compared, vacuous, f"{label}: {difference}"
             compared += 1
-    return compared, None
+    return compared, vacuous, None
+
+
+def _layouts(entry: dict) -> list[tuple]:
+    return [(output["dtype"], output["shape"]) for output in entry.get("outputs", [])]
 
 
 def _changed_sites(base: ProbeResult, candidate: ProbeResult) -> list[str]:

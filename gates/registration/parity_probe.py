@@ -273,6 +273,8 @@ def direct_calls(capture: CallCapture, plan: dict, runtime, out: Path, tree: Pat
                 tensors_file = out / f"direct-{site_index}-{size_index}.pt"
                 torch.save([t.detach().cpu() for t in flat], tensors_file)
                 entry["outputs"] = [output_digest(t, torch) for t in flat]
+                # whether each output holds a finite value: one that holds none compares nothing
+                entry["finite"] = [bool(torch.isfinite(t).any()) for t in flat]
                 entry["tensors"] = tensors_file.name
                 entry["hits"] = [[op, relative(f, tree), q, n] for (op, f, q), n in hits.items()]
             except Exception as error:
