@@ -36,6 +36,15 @@ def ada_rms_norm_reference(
 
 
 @triton.jit
+def modulated_rms_norm(x, scale, shift, hidden, eps):
+    """Rows of x (FP32, zero past `hidden`) over their root mean square, times (1 + scale), plus
+    shift, in FP32 before the one rounding: what every kernel of this norm computes."""
+    # eps as float32 even where the caller passes a float64 scalar (Inductor does)
+    inverse_rms = tl.rsqrt(tl.sum(x * x, axis=1) / hidden + tl.cast(eps, tl.float32))
+    return x * inverse_rms[:, None] * (1.0 + scale.to(tl.float32)) + shift.to(tl.float32)
+
+
+@triton.jit
 def _ada_rms_norm_kernel(
     x_ptr,
     scale_ptr,
@@ -63,9 +72,7 @@ def _ada_rms_norm_kernel(
     shift_rows = (batch * shift_batch_stride)[:, None]
     scale = tl.load(scale_ptr + scale_rows + columns[None, :], mask=mask, other=0.0)
     shift = tl.load(shift_ptr + shift_rows + columns[None, :], mask=mask, other=0.0)
-    # eps as float32 even where the caller passes a float64 scalar (Inductor does)
-    inverse_rms = tl.rsqrt(tl.sum(x * x, axis=1) / hidden + tl.cast(eps, tl.float32))
-    y = x * inverse_rms[:, None] * (1.0 + scale.to(tl.float32)) + shift.to(tl.float32)
+    y = modulated_rms_norm(x, scale, shift, hidden, eps)
     tl.store(out_ptr + row[:, None] * hidden + columns[None, :], round_to_bfloat16(y), mask=mask)
 
 

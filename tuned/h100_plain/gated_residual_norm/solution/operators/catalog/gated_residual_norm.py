@@ -20,6 +20,7 @@ import triton
 import triton.language as tl
 
 from ...operators import triton_runtime  # noqa: F401  (selects the interpreter before any kernel)
+from ...operators.catalog.ada_rms_norm import modulated_rms_norm
 from ...operators.catalog.blocking import rows_per_program
 from ...operators.catalog.rounding import round_to_bfloat16
 from ...operators.kernel_launch import compiler_visible, launch
@@ -73,9 +74,7 @@ def _gated_residual_norm_kernel(
     tl.store(hidden_ptr + out_rows + columns, hidden, mask=mask)
     scale = tl.load(scale_ptr + (batch * scale_batch_stride)[:, None] + columns, mask=mask)
     shift = tl.load(shift_ptr + (batch * shift_batch_stride)[:, None] + columns, mask=mask)
-    # eps as float32 even where the caller passes a float64 scalar (Inductor does)
-    inverse_rms = tl.rsqrt(tl.sum(hidden * hidden, axis=1) / width + tl.cast(eps, tl.float32))
-    normed = hidden * inverse_rms[:, None] * (1.0 + scale.to(tl.float32)) + shift.to(tl.float32)
+    normed = modulated_rms_norm(hidden, scale, shift, width, eps)
     tl.store(normed_ptr + out_rows + columns, round_to_bfloat16(normed), mask=mask)
 
 
