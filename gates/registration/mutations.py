@@ -44,22 +44,25 @@ def mutate(source: str, qualname: str, mutation: str, output: int | None = None)
     module, returns = _returns(source, qualname)
     function = find_function(module, qualname)
     for statement in returns:
-        holder, field = statement, "value"
-        if output is not None:
-            holder, field = statement.value.elts, output
-        value = holder[field] if output is not None else statement.value
-        if mutation == "scaled":
-            scaled = ast.BinOp(value, ast.Mult(), ast.Constant(SCALE))
-            if output is None and not _plainly_one_value(value):
-                scaled = ast.Call(ast.Name(SCALED_HELPER, ast.Load()), [value], [])
-            _put(holder, field, scaled)
-        elif mutation == "last_operation_dropped":
-            _put(holder, field, _drop_last_operation(function, value))
+        if output is None:
+            statement.value = _mutated(function, statement.value, mutation)
         else:
-            raise MutationError(f"unknown mutation {mutation!r}")
+            items = statement.value.elts
+            items[output] = _mutated(function, items[output], mutation)
     if SCALED_HELPER in ast.unparse(function):
         module.body.extend(parse_python(_HELPER_SOURCE).body)
     return ast.unparse(ast.fix_missing_locations(module)) + "\n"
+
+
+def _mutated(function: FunctionNode, value: ast.expr, mutation: str) -> ast.expr:
+    """One returned expression rewritten by `mutation`."""
+    if mutation == "scaled":
+        if _plainly_one_value(value):
+            return ast.BinOp(value, ast.Mult(), ast.Constant(SCALE))
+        return ast.Call(ast.Name(SCALED_HELPER, ast.Load()), [value], [])
+    if mutation == "last_operation_dropped":
+        return _drop_last_operation(function, value)
+    raise MutationError(f"unknown mutation {mutation!r}")
 
 
 def _returns(source: str, qualname: str) -> tuple[ast.Module, list[ast.Return]]:
@@ -71,13 +74,6 @@ def _returns(source: str, qualname: str) -> tuple[ast.Module, list[ast.Return]]:
     if not returns or any(r.value is None for r in returns):
         raise MutationError(f"{qualname} has no return value to perturb")
     return module, returns
-
-
-def _put(holder, field, value: ast.expr) -> None:
-    if isinstance(holder, list):
-        holder[field] = value
-    else:
-        setattr(holder, field, value)
 
 
 def _plainly_one_value(value: ast.expr) -> bool:

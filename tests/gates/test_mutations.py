@@ -69,6 +69,10 @@ def computed(x):
     return tuple(t * 2 for t in (x, x + 1))
 
 
+def nested(x):
+    return x * 2, (x, x + 1)
+
+
 def named(x):
     return {"doubled": x * 2, "pair": Pair(x, x + 1)}
 
@@ -100,6 +104,8 @@ def test_a_returned_tuple_literal_is_perturbed_one_output_at_a_time():
     assert torch.equal(dropped_second[0], y) and dropped_second[1].dtype == torch.float64
     dropped_first = run(mutate(PAIR_SOURCE, "pair", "last_operation_dropped", 0), "pair", x)
     assert torch.equal(dropped_first[0], x) and torch.equal(dropped_first[1], z)
+    doubled, (same, shifted) = run(mutate(PAIR_SOURCE, "nested", "scaled", 1), "nested", x)
+    assert torch.equal(doubled, x * 2) and torch.equal(shifted, (x + 1) * 1.001)
 
 
 def test_a_computed_tuple_is_scaled_item_by_item_not_made_to_raise():
