@@ -88,10 +88,11 @@ def check(
     seconds = time.monotonic() - started
     verdict = _judge(results, tests, qualname, mutants)
     passed = verdict is None
+    outputs = len(mutants) // len(MUTATIONS)
     summary = verdict or (
         f"{', '.join(tests)} pass on the candidate and fail when {qualname} is scaled by "
         "(1 + 1e-3) and when its last operation is dropped"
-        + (f", each of its {len(mutants) // 2} outputs alone" if len(mutants) > 2 else "")
+        + (f", each of its {outputs} outputs alone" if outputs > 1 else "")
     )
     return Verdict(gate=GATE, passed=passed, summary=summary, details=details, seconds=seconds)
 

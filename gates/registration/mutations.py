@@ -33,7 +33,7 @@ class MutationError(Exception):
 def returned_outputs(source: str, qualname: str) -> int | None:
     """How many outputs every return of the function spells out as one tuple literal (each
     is then perturbed alone), or None where a return gives one value or a computed tuple."""
-    _, returns = _returns(source, qualname)
+    _, _, returns = _returns(source, qualname)
     lengths = {len(r.value.elts) if isinstance(r.value, ast.Tuple) else None for r in returns}
     return lengths.pop() if len(lengths) == 1 else None
 
@@ -41,8 +41,7 @@ def returned_outputs(source: str, qualname: str) -> int | None:
 def mutate(source: str, qualname: str, mutation: str, output: int | None = None) -> str:
     """The module source with the function at `qualname` rewritten by `mutation`, applied to
     the returned tuple's item `output` alone where given (see `returned_outputs`)."""
-    module, returns = _returns(source, qualname)
-    function = find_function(module, qualname)
+    module, function, returns = _returns(source, qualname)
     for statement in returns:
         if output is None:
             statement.value = _mutated(function, statement.value, mutation)
@@ -65,7 +64,8 @@ def _mutated(function: FunctionNode, value: ast.expr, mutation: str) -> ast.expr
     raise MutationError(f"unknown mutation {mutation!r}")
 
 
-def _returns(source: str, qualname: str) -> tuple[ast.Module, list[ast.Return]]:
+def _returns(source: str, qualname: str) -> tuple[ast.Module, FunctionNode, list[ast.Return]]:
+    """The parsed module, the function at `qualname` in it, and its own return statements."""
     module = parse_python(source)
     function = find_function(module, qualname)
     if function is None:
@@ -73,7 +73,7 @@ def _returns(source: str, qualname: str) -> tuple[ast.Module, list[ast.Return]]:
     returns = list(_own_returns(function))
     if not returns or any(r.value is None for r in returns):
         raise MutationError(f"{qualname} has no return value to perturb")
-    return module, returns
+    return module, function, returns
 
 
 def _plainly_one_value(value: ast.expr) -> bool:
